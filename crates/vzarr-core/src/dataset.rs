@@ -1,0 +1,315 @@
+//! Virtual datasets: a group tree of virtual arrays.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::codec::bytes_codec_json;
+use crate::{ChunkGrid, ChunkManifest, Codec, CoreError, DataType, Endian, FillValue};
+
+/// User attributes of a group or array, in the order they were read.
+pub type Attributes = Map<String, Value>;
+
+/// A group: its attributes (its children are the paths below it).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Group {
+    /// User attributes.
+    pub attributes: Attributes,
+}
+
+/// One virtual Zarr v3 array: metadata plus where each chunk is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VirtualArray {
+    /// Element type.
+    pub data_type: DataType,
+    /// Byte order of the stored elements (the `bytes` codec's `endian`).
+    pub endian: Endian,
+    /// What unwritten chunks read as.
+    pub fill_value: FillValue,
+    /// Bytes-to-bytes codecs after the `bytes` codec, in encoding order.
+    pub codecs: Vec<Codec>,
+    /// One name per axis.
+    pub dimension_names: Vec<String>,
+    /// User attributes (CF attributes included).
+    pub attributes: Attributes,
+    /// Chunk grid; its extents are the array shape.
+    pub grid: ChunkGrid,
+    /// Chunk locations in C order over the grid.
+    pub manifest: ChunkManifest,
+}
+
+impl VirtualArray {
+    /// Array shape.
+    pub fn shape(&self) -> Vec<u64> {
+        self.grid.shape()
+    }
+
+    /// Checks that the parts agree: dimension names per axis, manifest length per grid.
+    pub fn validate(&self) -> Result<(), CoreError> {
+        let ndim = self.grid.ndim();
+        if self.dimension_names.len() != ndim {
+            return Err(CoreError::Metadata(format!(
+                "{} dimension names for {ndim} axes",
+                self.dimension_names.len()
+            )));
+        }
+        let n = self.grid.n_chunks()?;
+        if n != self.manifest.len() as u64 {
+            return Err(CoreError::Manifest(format!(
+                "manifest has {} chunks, grid has {n}",
+                self.manifest.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The full Zarr v3 codec chain metadata: `bytes`, then the bytes-to-bytes codecs.
+    pub fn codecs_json(&self) -> Vec<Value> {
+        let mut v = vec![bytes_codec_json(
+            self.data_type.size(),
+            self.endian,
+            self.data_type.has_endianness(),
+        )];
+        v.extend(self.codecs.iter().map(Codec::to_zarr_json));
+        v
+    }
+
+    /// The array's Zarr v3 `zarr.json` document.
+    pub fn zarr_metadata(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("zarr_format".into(), json!(3));
+        m.insert("node_type".into(), json!("array"));
+        m.insert("shape".into(), json!(self.shape()));
+        m.insert("data_type".into(), self.data_type.to_zarr_json());
+        m.insert("chunk_grid".into(), self.grid.to_zarr_json());
+        m.insert(
+            "chunk_key_encoding".into(),
+            json!({"name": "default", "configuration": {"separator": "/"}}),
+        );
+        m.insert(
+            "fill_value".into(),
+            self.fill_value.to_zarr_json(self.data_type),
+        );
+        m.insert("codecs".into(), Value::Array(self.codecs_json()));
+        m.insert("attributes".into(), Value::Object(self.attributes.clone()));
+        m.insert("dimension_names".into(), json!(self.dimension_names));
+        Value::Object(m)
+    }
+
+    /// Parses an array from its `zarr.json` document; the manifest is left empty (all chunks
+    /// missing) for the caller to fill.
+    pub fn from_zarr_metadata(doc: &Value) -> Result<Self, CoreError> {
+        let bad = |what: &str| CoreError::Metadata(format!("array zarr.json: {what}"));
+        if doc.get("zarr_format").and_then(Value::as_u64) != Some(3)
+            || doc.get("node_type").and_then(Value::as_str) != Some("array")
+        {
+            return Err(bad("not a Zarr v3 array"));
+        }
+        let shape: Vec<u64> = doc
+            .get("shape")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("no shape"))?
+            .iter()
+            .map(|v| v.as_u64().ok_or_else(|| bad("bad shape")))
+            .collect::<Result<_, _>>()?;
+        let data_type =
+            DataType::from_zarr_json(doc.get("data_type").ok_or_else(|| bad("no data_type"))?)?;
+        let grid = ChunkGrid::from_zarr_json(
+            doc.get("chunk_grid").ok_or_else(|| bad("no chunk_grid"))?,
+            &shape,
+        )?;
+        let fill_value = FillValue::from_zarr_json(
+            data_type,
+            doc.get("fill_value").ok_or_else(|| bad("no fill_value"))?,
+        )?;
+        let codecs_json = doc
+            .get("codecs")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("no codecs"))?;
+        let (first, rest) = codecs_json
+            .split_first()
+            .ok_or_else(|| bad("empty codecs"))?;
+        if first.get("name").and_then(Value::as_str) != Some("bytes") {
+            return Err(bad("first codec is not bytes"));
+        }
+        let endian = match first
+            .get("configuration")
+            .and_then(|c| c.get("endian"))
+            .and_then(Value::as_str)
+        {
+            Some("big") => Endian::Big,
+            Some("little") | None => Endian::Little,
+            Some(other) => return Err(bad(&format!("endian {other}"))),
+        };
+        let codecs = rest
+            .iter()
+            .map(Codec::from_zarr_json)
+            .collect::<Result<_, _>>()?;
+        let attributes = doc
+            .get("attributes")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let dimension_names = match doc.get("dimension_names") {
+            Some(Value::Array(names)) => names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    n.as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| format!("dim_{i}"))
+                })
+                .collect(),
+            _ => (0..shape.len()).map(|i| format!("dim_{i}")).collect(),
+        };
+        let n = usize::try_from(grid.n_chunks()?).map_err(|_| bad("too many chunks"))?;
+        Ok(VirtualArray {
+            data_type,
+            endian,
+            fill_value,
+            codecs,
+            dimension_names,
+            attributes,
+            grid,
+            manifest: ChunkManifest::new_missing(n),
+        })
+    }
+}
+
+/// A variable the scanner refused, with the reason; the rest of the file is still virtualised.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SkippedVariable {
+    /// Path of the variable inside its file (`group/name`).
+    pub path: String,
+    /// Why it was refused.
+    pub reason: String,
+}
+
+/// A virtual dataset: groups and arrays by path (`""` is the root group, `a/b` a child).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VirtualDataset {
+    /// Groups by path; the root group is `""`.
+    pub groups: BTreeMap<String, Group>,
+    /// Arrays by path.
+    pub arrays: BTreeMap<String, VirtualArray>,
+    /// Variables the scanner refused.
+    pub skipped: Vec<SkippedVariable>,
+}
+
+impl VirtualDataset {
+    /// An empty dataset with a root group.
+    pub fn new() -> Self {
+        let mut groups = BTreeMap::new();
+        groups.insert(String::new(), Group::default());
+        VirtualDataset {
+            groups,
+            arrays: BTreeMap::new(),
+            skipped: Vec::new(),
+        }
+    }
+
+    /// The root group's attributes.
+    pub fn root_attributes(&self) -> Option<&Attributes> {
+        self.groups.get("").map(|g| &g.attributes)
+    }
+
+    /// Checks every array and that every array's and group's parent group exists.
+    pub fn validate(&self) -> Result<(), CoreError> {
+        for (path, array) in &self.arrays {
+            array
+                .validate()
+                .map_err(|e| CoreError::Metadata(format!("array {path}: {e}")))?;
+            if self.groups.contains_key(path) {
+                return Err(CoreError::Metadata(format!(
+                    "{path} is both a group and an array"
+                )));
+            }
+        }
+        for path in self.groups.keys().chain(self.arrays.keys()) {
+            if path.is_empty() {
+                continue;
+            }
+            let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+            if !self.groups.contains_key(parent) {
+                return Err(CoreError::Metadata(format!(
+                    "{path} has no parent group {parent:?}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `zarr.json` document of a group with `attributes`.
+pub fn group_metadata(attributes: &Attributes) -> Value {
+    json!({"zarr_format": 3, "node_type": "group", "attributes": attributes})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DimGrid;
+
+    fn sample() -> VirtualArray {
+        let grid = ChunkGrid::new(vec![
+            DimGrid::varying(vec![31, 28], 59).unwrap(),
+            DimGrid::fixed(90, 180).unwrap(),
+        ]);
+        let mut manifest = ChunkManifest::new_missing(4);
+        let s = manifest.intern("file:///data/a.nc").unwrap();
+        manifest.set_range(0, s, 4096, 100).unwrap();
+        let mut attributes = Attributes::new();
+        attributes.insert("units".into(), json!("K"));
+        VirtualArray {
+            data_type: DataType::Float32,
+            endian: Endian::Little,
+            fill_value: FillValue::from_f64(DataType::Float32, f64::NAN).unwrap(),
+            codecs: vec![Codec::Shuffle { element_size: 4 }, Codec::Zlib { level: 4 }],
+            dimension_names: vec!["time".into(), "lat".into()],
+            attributes,
+            grid,
+            manifest,
+        }
+    }
+
+    #[test]
+    fn array_metadata_exact() {
+        let a = sample();
+        a.validate().unwrap();
+        assert_eq!(
+            serde_json::to_string(&a.zarr_metadata()).unwrap(),
+            concat!(
+                r#"{"zarr_format":3,"node_type":"array","shape":[59,180],"data_type":"float32","#,
+                r#""chunk_grid":{"name":"rectilinear","configuration":{"kind":"inline","chunk_shapes":[[31,28],90]}},"#,
+                r#""chunk_key_encoding":{"name":"default","configuration":{"separator":"/"}},"#,
+                r#""fill_value":"NaN","codecs":[{"name":"bytes","configuration":{"endian":"little"}},"#,
+                r#"{"name":"numcodecs.shuffle","configuration":{"elementsize":4}},"#,
+                r#"{"name":"numcodecs.zlib","configuration":{"level":4}}],"#,
+                r#""attributes":{"units":"K"},"dimension_names":["time","lat"]}"#
+            )
+        );
+    }
+
+    #[test]
+    fn metadata_round_trip() {
+        let a = sample();
+        let back = VirtualArray::from_zarr_metadata(&a.zarr_metadata()).unwrap();
+        assert_eq!(back.zarr_metadata(), a.zarr_metadata());
+        assert_eq!(back.manifest.len(), 4);
+    }
+
+    #[test]
+    fn validate_catches_mismatches() {
+        let mut a = sample();
+        a.dimension_names.pop();
+        assert!(a.validate().is_err());
+        let mut b = sample();
+        b.manifest = ChunkManifest::new_missing(3);
+        assert!(b.validate().is_err());
+        let mut ds = VirtualDataset::new();
+        ds.arrays.insert("g/x".into(), sample());
+        assert!(ds.validate().is_err(), "missing parent group");
+        ds.groups.insert("g".into(), Group::default());
+        ds.validate().unwrap();
+    }
+}

@@ -1,0 +1,208 @@
+//! Element data types and byte order of virtual arrays.
+
+use serde_json::{Value, json};
+
+use crate::CoreError;
+
+/// Byte order of multi-byte elements as they are stored in the source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Endian {
+    /// Least significant byte first.
+    Little,
+    /// Most significant byte first (NetCDF3, big-endian HDF5 types).
+    Big,
+}
+
+impl Endian {
+    /// The name used by the Zarr v3 `bytes` codec.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Endian::Little => "little",
+            Endian::Big => "big",
+        }
+    }
+}
+
+/// Element type of a virtual array, as Zarr v3 names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DataType {
+    /// One byte, 0 or 1.
+    Bool,
+    /// Signed 8-bit integer.
+    Int8,
+    /// Signed 16-bit integer.
+    Int16,
+    /// Signed 32-bit integer.
+    Int32,
+    /// Signed 64-bit integer.
+    Int64,
+    /// Unsigned 8-bit integer.
+    UInt8,
+    /// Unsigned 16-bit integer.
+    UInt16,
+    /// Unsigned 32-bit integer.
+    UInt32,
+    /// Unsigned 64-bit integer.
+    UInt64,
+    /// IEEE 754 half precision.
+    Float16,
+    /// IEEE 754 single precision.
+    Float32,
+    /// IEEE 754 double precision.
+    Float64,
+    /// Fixed-length byte string of the given length (`null_terminated_bytes`, numpy `S<n>`).
+    FixedBytes(usize),
+}
+
+impl DataType {
+    /// Size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            DataType::Bool | DataType::Int8 | DataType::UInt8 => 1,
+            DataType::Int16 | DataType::UInt16 | DataType::Float16 => 2,
+            DataType::Int32 | DataType::UInt32 | DataType::Float32 => 4,
+            DataType::Int64 | DataType::UInt64 | DataType::Float64 => 8,
+            DataType::FixedBytes(n) => n,
+        }
+    }
+
+    /// Whether the byte order matters for this type (elements wider than one byte that are not
+    /// byte strings).
+    pub fn has_endianness(self) -> bool {
+        !matches!(self, DataType::FixedBytes(_)) && self.size() > 1
+    }
+
+    /// Whether this is a floating-point type.
+    pub fn is_float(self) -> bool {
+        matches!(
+            self,
+            DataType::Float16 | DataType::Float32 | DataType::Float64
+        )
+    }
+
+    /// Whether this is a signed integer type.
+    pub fn is_signed_int(self) -> bool {
+        matches!(
+            self,
+            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
+        )
+    }
+
+    /// Whether this is an unsigned integer type.
+    pub fn is_unsigned_int(self) -> bool {
+        matches!(
+            self,
+            DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64
+        )
+    }
+
+    /// Short human-readable name (`int16`, `float32`, `S8`, ...).
+    pub fn name(self) -> String {
+        match self {
+            DataType::FixedBytes(n) => format!("S{n}"),
+            other => other.zarr_name().to_string(),
+        }
+    }
+
+    fn zarr_name(self) -> &'static str {
+        match self {
+            DataType::Bool => "bool",
+            DataType::Int8 => "int8",
+            DataType::Int16 => "int16",
+            DataType::Int32 => "int32",
+            DataType::Int64 => "int64",
+            DataType::UInt8 => "uint8",
+            DataType::UInt16 => "uint16",
+            DataType::UInt32 => "uint32",
+            DataType::UInt64 => "uint64",
+            DataType::Float16 => "float16",
+            DataType::Float32 => "float32",
+            DataType::Float64 => "float64",
+            DataType::FixedBytes(_) => "null_terminated_bytes",
+        }
+    }
+
+    /// The Zarr v3 `data_type` metadata value.
+    pub fn to_zarr_json(self) -> Value {
+        match self {
+            DataType::FixedBytes(n) => json!({
+                "name": "null_terminated_bytes",
+                "configuration": {"length_bytes": n}
+            }),
+            other => Value::String(other.zarr_name().to_string()),
+        }
+    }
+
+    /// Parses a Zarr v3 `data_type` metadata value.
+    pub fn from_zarr_json(value: &Value) -> Result<Self, CoreError> {
+        let bad = || CoreError::Metadata(format!("unsupported data_type {value}"));
+        match value {
+            Value::String(s) => Ok(match s.as_str() {
+                "bool" => DataType::Bool,
+                "int8" => DataType::Int8,
+                "int16" => DataType::Int16,
+                "int32" => DataType::Int32,
+                "int64" => DataType::Int64,
+                "uint8" => DataType::UInt8,
+                "uint16" => DataType::UInt16,
+                "uint32" => DataType::UInt32,
+                "uint64" => DataType::UInt64,
+                "float16" => DataType::Float16,
+                "float32" => DataType::Float32,
+                "float64" => DataType::Float64,
+                _ => return Err(bad()),
+            }),
+            Value::Object(map) => {
+                if map.get("name").and_then(Value::as_str) != Some("null_terminated_bytes") {
+                    return Err(bad());
+                }
+                let n = map
+                    .get("configuration")
+                    .and_then(|c| c.get("length_bytes"))
+                    .and_then(Value::as_u64)
+                    .ok_or_else(bad)?;
+                Ok(DataType::FixedBytes(usize::try_from(n).map_err(|_| bad())?))
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zarr_json_round_trip() {
+        for dt in [
+            DataType::Bool,
+            DataType::Int8,
+            DataType::Int16,
+            DataType::Int32,
+            DataType::Int64,
+            DataType::UInt8,
+            DataType::UInt16,
+            DataType::UInt32,
+            DataType::UInt64,
+            DataType::Float16,
+            DataType::Float32,
+            DataType::Float64,
+            DataType::FixedBytes(7),
+        ] {
+            assert_eq!(DataType::from_zarr_json(&dt.to_zarr_json()).unwrap(), dt);
+        }
+        assert_eq!(
+            DataType::FixedBytes(3).to_zarr_json(),
+            json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 3}})
+        );
+        assert!(DataType::from_zarr_json(&json!("complex64")).is_err());
+    }
+
+    #[test]
+    fn sizes_and_endianness() {
+        assert_eq!(DataType::Float64.size(), 8);
+        assert!(DataType::Int16.has_endianness());
+        assert!(!DataType::UInt8.has_endianness());
+        assert!(!DataType::FixedBytes(4).has_endianness());
+    }
+}

@@ -1,0 +1,36 @@
+//! Core model of vzarr: virtual datasets, arrays, chunk grids and chunk manifests.
+//!
+//! No I/O lives here: scanners produce a [`VirtualDataset`], the planner combines many into
+//! one, writers serialise it and readers resolve it.
+
+pub mod attrs;
+mod codec;
+mod dataset;
+mod dtype;
+mod fill;
+mod grid;
+mod manifest;
+pub mod summary;
+
+pub use codec::{BloscShuffle, Codec, bytes_codec_json};
+pub use dataset::{
+    Attributes, Group, SkippedVariable, VirtualArray, VirtualDataset, group_metadata,
+};
+pub use dtype::{DataType, Endian};
+pub use fill::{FillValue, f64_to_half, half_to_f64};
+pub use grid::{ChunkGrid, DimGrid, rle_decode, rle_encode};
+pub use manifest::{ChunkManifest, ChunkRef, ManifestStats};
+
+/// Errors of the core model: invalid grids, manifests or metadata.
+#[derive(Debug, thiserror::Error)]
+pub enum CoreError {
+    /// A chunk grid that breaks the rules (zero edges, edges that do not cover the axis, ...).
+    #[error("invalid chunk grid: {0}")]
+    Grid(String),
+    /// A manifest operation out of range or inconsistent.
+    #[error("invalid chunk manifest: {0}")]
+    Manifest(String),
+    /// Metadata that cannot be represented or parsed.
+    #[error("invalid metadata: {0}")]
+    Metadata(String),
+}

@@ -1,0 +1,1 @@
+//! vzarr-kerchunk

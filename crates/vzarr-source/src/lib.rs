@@ -1,0 +1,193 @@
+//! Byte access to source files: a [`ByteSource`] gives a source's URL, size and ranged reads.
+//!
+//! Scanners that parse headers themselves (NetCDF3) read through this trait only, so the same
+//! code scans local files now and object storage later.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+/// Errors of byte access, naming the source.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The source could not be opened or read.
+    #[error("{url}: {source}")]
+    Io {
+        /// Source URL.
+        url: String,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// A read past the end of the source.
+    #[error("{url}: read of {len} bytes at offset {offset} goes past the end of the file ({size} bytes)")]
+    OutOfBounds {
+        /// Source URL.
+        url: String,
+        /// Requested offset.
+        offset: u64,
+        /// Requested length.
+        len: u64,
+        /// Source size.
+        size: u64,
+    },
+    /// A path that cannot be made into a URL.
+    #[error("{0}: not a valid path")]
+    BadPath(String),
+}
+
+/// Identity of a source's content at scan time, used to detect later changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceStamp {
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time in nanoseconds since the Unix epoch, where known.
+    pub mtime_ns: Option<i128>,
+}
+
+/// Random-access, read-only bytes of one source.
+pub trait ByteSource: Send + Sync {
+    /// Absolute URL of the source (`file:///...`, `s3://...`).
+    fn url(&self) -> &str;
+    /// Size in bytes.
+    fn size(&self) -> u64;
+    /// Reads exactly `len` bytes at `offset`; errors if the range passes the end.
+    fn read_range(&self, offset: u64, len: u64) -> Result<Vec<u8>, SourceError>;
+    /// Size and modification time at open.
+    fn stamp(&self) -> SourceStamp;
+}
+
+/// A local file opened for ranged reads.
+#[derive(Debug)]
+pub struct LocalFile {
+    path: PathBuf,
+    url: String,
+    file: File,
+    stamp: SourceStamp,
+}
+
+impl LocalFile {
+    /// Opens `path` (made absolute) for reading.
+    pub fn open(path: &Path) -> Result<Self, SourceError> {
+        let abs = absolute(path)?;
+        let url = file_url(&abs)?;
+        let io_err = |source| SourceError::Io { url: url.clone(), source };
+        let file = File::open(&abs).map_err(io_err)?;
+        let meta = file.metadata().map_err(io_err)?;
+        if meta.is_dir() {
+            return Err(io_err(io::Error::new(io::ErrorKind::InvalidInput, "is a directory")));
+        }
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos() as i128);
+        Ok(LocalFile {
+            path: abs,
+            url,
+            file,
+            stamp: SourceStamp { size: meta.len(), mtime_ns },
+        })
+    }
+
+    /// The absolute path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl ByteSource for LocalFile {
+    fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn size(&self) -> u64 {
+        self.stamp.size
+    }
+
+    fn read_range(&self, offset: u64, len: u64) -> Result<Vec<u8>, SourceError> {
+        let size = self.stamp.size;
+        let end = offset.checked_add(len);
+        if end.is_none_or(|e| e > size) {
+            return Err(SourceError::OutOfBounds { url: self.url.clone(), offset, len, size });
+        }
+        let n = usize::try_from(len).map_err(|_| SourceError::OutOfBounds {
+            url: self.url.clone(),
+            offset,
+            len,
+            size,
+        })?;
+        let mut buf = vec![0u8; n];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|source| SourceError::Io { url: self.url.clone(), source })?;
+        Ok(buf)
+    }
+
+    fn stamp(&self) -> SourceStamp {
+        self.stamp.clone()
+    }
+}
+
+/// `path` made absolute against the current directory, with `.` and `..` resolved lexically.
+pub fn absolute(path: &Path) -> Result<PathBuf, SourceError> {
+    let joined = std::path::absolute(path)
+        .map_err(|_| SourceError::BadPath(path.display().to_string()))?;
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
+/// The `file://` URL of an absolute path (no percent-encoding: fsspec and object_store's local
+/// store take the path as written).
+pub fn file_url(abs: &Path) -> Result<String, SourceError> {
+    let s = abs.to_str().ok_or_else(|| SourceError::BadPath(abs.display().to_string()))?;
+    if !s.starts_with('/') {
+        return Err(SourceError::BadPath(s.to_string()));
+    }
+    Ok(format!("file://{s}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn ranged_reads() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(b"0123456789").unwrap();
+        let src = LocalFile::open(f.path()).unwrap();
+        assert_eq!(src.size(), 10);
+        assert_eq!(src.read_range(2, 3).unwrap(), b"234");
+        assert_eq!(src.read_range(10, 0).unwrap(), b"");
+        assert!(matches!(src.read_range(8, 3), Err(SourceError::OutOfBounds { .. })));
+        assert!(matches!(src.read_range(u64::MAX, 2), Err(SourceError::OutOfBounds { .. })));
+        assert!(src.url().starts_with("file:///"));
+    }
+
+    #[test]
+    fn missing_and_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = LocalFile::open(&dir.path().join("nope.nc")).unwrap_err();
+        assert!(e.to_string().contains("nope.nc"), "{e}");
+        assert!(LocalFile::open(dir.path()).is_err());
+    }
+
+    #[test]
+    fn absolute_resolves_dots() {
+        let p = absolute(Path::new("/a/b/../c/./d.nc")).unwrap();
+        assert_eq!(p, PathBuf::from("/a/c/d.nc"));
+        assert_eq!(file_url(&p).unwrap(), "file:///a/c/d.nc");
+    }
+}
