@@ -1,0 +1,117 @@
+//! HDF5 filter pipelines mapped to Zarr v3 codecs.
+
+use std::ffi::c_uint;
+
+use hdf5_sys::h5i::hid_t;
+use hdf5_sys::h5p::{H5Pget_filter2, H5Pget_nfilters};
+use vzarr_core::{BloscShuffle, Codec, DataType};
+
+/// Name of an HDF5 filter id, for messages.
+pub(crate) fn filter_name(id: i32) -> &'static str {
+    match id {
+        1 => "deflate",
+        2 => "shuffle",
+        3 => "fletcher32",
+        4 => "szip",
+        5 => "nbit",
+        6 => "scaleoffset",
+        307 => "bzip2",
+        32000 => "lzf",
+        32001 => "blosc",
+        32004 => "lz4",
+        32008 => "bitshuffle",
+        32013 => "zfp",
+        32015 => "zstd",
+        32017 => "sz",
+        32024 => "sz3",
+        32026 => "blosc2",
+        _ => "unknown",
+    }
+}
+
+fn blosc_cname(code: c_uint) -> Option<&'static str> {
+    Some(match code {
+        0 => "blosclz",
+        1 => "lz4",
+        2 => "lz4hc",
+        3 => "snappy",
+        4 => "zlib",
+        5 => "zstd",
+        _ => return None,
+    })
+}
+
+/// The codecs after `bytes` for a dataset's filter pipeline, or why it cannot be mapped.
+pub(crate) fn codecs(dcpl: hid_t, dt: DataType) -> Result<Vec<Codec>, String> {
+    // SAFETY: valid dcpl id.
+    let n = unsafe { H5Pget_nfilters(dcpl) };
+    if n < 0 {
+        return Err("filter pipeline unreadable".into());
+    }
+    let mut out = Vec::with_capacity(n as usize);
+    for i in 0..n as c_uint {
+        let mut flags: c_uint = 0;
+        let mut cd = [0 as c_uint; 32];
+        let mut nelmts: usize = cd.len();
+        let mut config: c_uint = 0;
+        // SAFETY: buffers sized as passed.
+        let id = unsafe {
+            H5Pget_filter2(
+                dcpl,
+                i,
+                &mut flags,
+                &mut nelmts,
+                cd.as_mut_ptr(),
+                0,
+                std::ptr::null_mut(),
+                &mut config,
+            )
+        };
+        if id < 0 {
+            return Err(format!("filter {i} of the pipeline unreadable"));
+        }
+        let cd = &cd[..nelmts.min(32)];
+        let codec = match id {
+            1 => Codec::Zlib {
+                level: cd.first().copied().unwrap_or(6),
+            },
+            2 => Codec::Shuffle {
+                element_size: cd.first().map_or(dt.size(), |&s| s as usize).max(1),
+            },
+            3 => Codec::Fletcher32,
+            32001 => {
+                // cd_values: filter revision, blosc version, typesize, buffer size, clevel,
+                // shuffle, compressor.
+                let typesize = cd.get(2).copied().unwrap_or(dt.size() as c_uint) as usize;
+                let clevel = cd.get(4).copied().unwrap_or(5);
+                let shuffle = match cd.get(5).copied().unwrap_or(1) {
+                    0 => BloscShuffle::NoShuffle,
+                    2 => BloscShuffle::BitShuffle,
+                    _ => BloscShuffle::Shuffle,
+                };
+                let code = cd.get(6).copied().unwrap_or(0);
+                let cname = blosc_cname(code)
+                    .ok_or_else(|| format!("blosc filter with unknown compressor code {code}"))?;
+                Codec::Blosc {
+                    cname: cname.into(),
+                    clevel,
+                    shuffle,
+                    typesize,
+                    blocksize: 0,
+                }
+            }
+            32015 => Codec::Zstd {
+                level: cd.first().map_or(3, |&l| l as i32),
+            },
+            other => {
+                return Err(format!(
+                    "unsupported filter {} (HDF5 filter id {other}): zarr-python 3.4 has no codec \
+                     that decodes it",
+                    filter_name(other)
+                ));
+            }
+        };
+        out.push(codec);
+    }
+    Ok(out)
+}

@@ -1,0 +1,102 @@
+"""Shared helpers for the interop tests: build references with the vzarr binary and open them
+with zarr-python through fsspec's ReferenceFileSystem, as a user would."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import fsspec
+import numpy as np
+import pytest
+import zarr
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "fixtures"
+
+zarr.config.set({"array.rectilinear_chunks": True})
+
+
+def vzarr_bin() -> str:
+    b = os.environ.get("VZARR_BIN") or str(ROOT / "target" / "debug" / "vzarr")
+    if not Path(b).exists():
+        pytest.fail(f"vzarr binary not found at {b}; run scripts/test (it builds it) or set VZARR_BIN")
+    return b
+
+
+def run_vzarr(*args, check=True):
+    """Runs the vzarr binary; returns the CompletedProcess."""
+    p = subprocess.run([vzarr_bin(), *map(str, args)], capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise AssertionError(f"vzarr {' '.join(map(str, args))} failed ({p.returncode}):\n{p.stderr}")
+    return p
+
+
+def build_refs(src: Path, out: Path, *extra) -> dict:
+    """Builds references for `src` into `out` and returns them parsed."""
+    run_vzarr("build", src, "-o", out, *extra)
+    with open(out) as f:
+        return json.load(f)
+
+
+def open_store(refs: dict):
+    fs = fsspec.filesystem(
+        "reference",
+        fo=refs,
+        remote_protocol="file",
+        asynchronous=True,
+        remote_options={"asynchronous": True},
+    )
+    return zarr.storage.FsspecStore(fs, path="/", read_only=True)
+
+
+def inspect_json(src: Path, *extra) -> dict:
+    return json.loads(run_vzarr("inspect", src, "--json", *extra).stdout)
+
+
+def fixture_index() -> list[dict]:
+    with open(FIXTURES / "fixtures.json") as f:
+        return json.load(f)["files"]
+
+
+def good_fixtures(formats=("hdf5", "netcdf4")) -> list[dict]:
+    return [f for f in fixture_index() if f["format"] in formats]
+
+
+def assert_values_equal(expected, actual, where: str):
+    """Exact comparison of two arrays, NaN equal to NaN, byte order ignored."""
+    e = np.asarray(expected)
+    a = np.asarray(actual)
+    assert e.shape == a.shape, f"{where}: shape {a.shape} != {e.shape}"
+    assert e.dtype.kind == a.dtype.kind, f"{where}: dtype {a.dtype} != {e.dtype}"
+    assert e.dtype.itemsize == a.dtype.itemsize, f"{where}: dtype {a.dtype} != {e.dtype}"
+    if e.dtype.kind == "f":
+        # Bitwise equality where both are numbers; NaN positions must match.
+        np.testing.assert_array_equal(a, e, err_msg=where)
+        en = e.astype(e.dtype.newbyteorder("=")).view(f"u{e.dtype.itemsize}")
+        an = a.astype(a.dtype.newbyteorder("=")).view(f"u{a.dtype.itemsize}")
+        nan = np.isnan(e)
+        assert np.array_equal(en[~nan], an[~nan]), f"{where}: float bits differ"
+    else:
+        assert np.array_equal(e, a), f"{where}: values differ"
+
+
+def normalise_attr(v):
+    """An attribute value as plain JSON-like Python: bytes decoded, numpy unwrapped, one-element
+    arrays made scalars, NaN/inf as the strings Zarr JSON uses."""
+    if isinstance(v, (bytes, np.bytes_)):
+        return v.decode("utf-8", "replace").split("\x00")[0]
+    if isinstance(v, np.ndarray):
+        items = [normalise_attr(x) for x in v.ravel()]
+        return items[0] if len(items) == 1 else items
+    if isinstance(v, (list, tuple)):
+        items = [normalise_attr(x) for x in v]
+        return items[0] if len(items) == 1 else items
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float):
+        if np.isnan(v):
+            return "NaN"
+        if np.isinf(v):
+            return "Infinity" if v > 0 else "-Infinity"
+    return v
