@@ -49,7 +49,7 @@ def h5_attrs(obj) -> dict:
             v = "" if v.dtype.kind in "SUO" else []
         elif isinstance(v, np.ndarray) and v.dtype.names is not None:
             continue  # compound attributes are left out
-        elif h5py.check_dtype(ref=getattr(v, "dtype", None)) is not None:
+        elif hasattr(v, "dtype") and h5py.check_dtype(ref=v.dtype) is not None:
             continue
         else:
             tid = obj.attrs.get_id(name).get_type()

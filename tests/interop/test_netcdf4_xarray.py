@@ -1,4 +1,4 @@
-"""NetCDF4 fixtures opened with xarray through our references equal xarray.open_dataset of the
+"""NetCDF4 and NetCDF3 fixtures opened with xarray through our references equal xarray.open_dataset of the
 source: decoded values (CF time included), attributes and dimension names, in every group."""
 
 import netCDF4
@@ -8,7 +8,7 @@ import xarray as xr
 
 from conftest import FIXTURES, build_refs, good_fixtures, normalise_attr, open_store
 
-FIXTURE_LIST = good_fixtures(formats=("netcdf4",))
+FIXTURE_LIST = good_fixtures(formats=("netcdf4", "netcdf3"))
 
 
 def groups_of(path) -> list[str]:

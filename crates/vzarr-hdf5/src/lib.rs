@@ -14,6 +14,7 @@ mod raw;
 use std::collections::HashMap;
 use std::ffi::{CString, c_char, c_void};
 use std::path::Path;
+use std::ptr;
 
 use hdf5_sys::h5::{H5_index_t, H5_iter_order_t, herr_t, hsize_t};
 use hdf5_sys::h5d::{
@@ -139,7 +140,7 @@ pub fn scan_file(path: &Path, opts: &ScanOptions) -> Result<VirtualDataset, Hdf5
     hdf5::sync::sync(|| {
         let file = hdf5::File::open(&abs).map_err(|e| Hdf5Error::Open {
             path: display.clone(),
-            reason: e.to_string(),
+            reason: open_reason(&e.to_string()),
         })?;
         let mut ctx = Ctx {
             path: display.clone(),
@@ -159,6 +160,27 @@ pub fn scan_file(path: &Path, opts: &ScanOptions) -> Result<VirtualDataset, Hdf5
             .map_err(|e| ctx.object_error("/", e.to_string()))?;
         Ok(ctx.out)
     })
+}
+
+/// A readable reason for an HDF5 open failure; a truncated file says how much is missing.
+fn open_reason(hdf5_message: &str) -> String {
+    let field = |name: &str| -> Option<u64> {
+        let rest = &hdf5_message[hdf5_message.find(name)? + name.len()..];
+        rest.trim_start_matches([' ', '='])
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
+    };
+    if hdf5_message.contains("truncated file")
+        && let (Some(eof), Some(stored)) = (field("eof ="), field("stored_eof"))
+    {
+        return format!(
+            "truncated file: {eof} bytes on disk, but the HDF5 superblock says {stored} \
+             ({hdf5_message})"
+        );
+    }
+    hdf5_message.to_string()
 }
 
 fn join(parent: &str, name: &str) -> String {
@@ -313,9 +335,16 @@ fn data_type(info: &TypeInfo) -> Result<(DataType, Endian), String> {
             (dt, endian(big_endian))
         }
         TypeInfo::Bool => (DataType::Bool, Endian::Little),
-        TypeInfo::FixedString { size, .. } => {
+        TypeInfo::FixedString { size, pad } => {
             if size == 0 {
                 return Err("zero-length string type".into());
+            }
+            if pad == raw::StrPad::SpacePad {
+                return Err(
+                    "fixed-length string with space padding: HDF5 strips the padding \
+                            spaces on read, but the stored bytes keep them"
+                        .into(),
+                );
             }
             (DataType::FixedBytes(size), Endian::Little)
         }
@@ -378,10 +407,17 @@ fn scan_dataset(
     let fill_value =
         dataset_fill(dcpl.id(), ftype.id(), data_type, endian).map_err(|e| err(ctx, e))?;
     let chunked = match layout {
-        H5D_layout_t::H5D_CHUNKED => match chunk_refs(ctx, ds, dcpl.id(), &shape, path)? {
-            Ok(v) => v,
-            Err(reason) => return Ok(Scanned::Refused(reason)),
-        },
+        H5D_layout_t::H5D_CHUNKED => {
+            let enc = ChunkEncoding {
+                ftype: ftype.id(),
+                fill: fill_value.bytes_in(data_type, endian),
+                codecs: &codecs,
+            };
+            match chunk_refs(ctx, ds, dcpl.id(), &shape, &enc, path)? {
+                Ok(v) => v,
+                Err(reason) => return Ok(Scanned::Refused(reason)),
+            }
+        }
         H5D_layout_t::H5D_CONTIGUOUS => {
             if !codecs.is_empty() {
                 return Ok(Scanned::Refused("contiguous dataset with filters".into()));
@@ -482,11 +518,22 @@ fn check_range(ctx: &Ctx, path: &str, what: &str, addr: u64, len: u64) -> Result
     Ok(())
 }
 
+/// What it takes to re-encode a chunk of a dataset.
+struct ChunkEncoding<'a> {
+    /// The dataset's file type (reading with it as memory type does no conversion).
+    ftype: hid_t,
+    /// One fill element in the stored byte order.
+    fill: Vec<u8>,
+    /// The dataset's codecs.
+    codecs: &'a [vzarr_core::Codec],
+}
+
 fn chunk_refs(
     ctx: &mut Ctx,
     ds: &hdf5::Dataset,
     dcpl: hid_t,
     shape: &[u64],
+    enc: &ChunkEncoding,
     path: &str,
 ) -> Result<Result<Refs, String>, Hdf5Error> {
     let rank = shape.len();
@@ -531,14 +578,90 @@ fn chunk_refs(
         return Err(ctx.object_error(path, reason));
     }
     visit.map_err(|e| ctx.object_error(path, format!("chunk index unreadable: {e}")))?;
-    if let Some((idx, mask)) = masked.first() {
-        return Ok(Err(format!(
-            "{} chunk(s) were stored with some filters skipped (first: chunk {idx:?}, filter mask \
-             {mask:#x}); they cannot share the array's codec chain",
-            masked.len()
-        )));
+    if !masked.is_empty() {
+        // Chunks stored with some filters skipped cannot share the array's codec chain:
+        // read their values through HDF5 and store them re-encoded with the full chain.
+        let codecs = match vzarr_codec::ByteCodecs::new(enc.codecs) {
+            Ok(c) => c,
+            Err(e) => {
+                let (idx, mask) = &masked[0];
+                return Ok(Err(format!(
+                    "{} chunk(s) were stored with some filters skipped (first: chunk {idx:?}, \
+                     filter mask {mask:#x}) and cannot be re-encoded: {e}",
+                    masked.len()
+                )));
+            }
+        };
+        for (idx, mask) in &masked {
+            let raw = read_chunk_values(ds.id(), &grid, idx, enc).map_err(|e| {
+                ctx.object_error(path, format!("chunk {idx:?} (filter mask {mask:#x}): {e}"))
+            })?;
+            let encoded = codecs
+                .encode(&raw)
+                .map_err(|e| ctx.object_error(path, format!("chunk {idx:?}: {e}")))?;
+            let lin = grid.linear_index(idx).expect("index inside the grid") as usize;
+            manifest
+                .set_inline(lin, encoded)
+                .map_err(|e| grid_error(ctx, path, e))?;
+        }
     }
     Ok(Ok((grid, manifest)))
+}
+
+/// The raw bytes (stored byte order, full chunk shape, fill value past the array's edge) of
+/// the chunk at `idx`, read through HDF5 so that its filters are undone as the library does.
+fn read_chunk_values(
+    ds: hid_t,
+    grid: &ChunkGrid,
+    idx: &[u64],
+    enc: &ChunkEncoding,
+) -> Result<Vec<u8>, String> {
+    use hdf5_sys::h5s::{H5S_seloper_t, H5Screate_simple, H5Sselect_hyperslab};
+    let origin = grid.chunk_origin(idx);
+    let cshape = grid.chunk_shape(idx);
+    let valid: Vec<u64> = grid
+        .dims()
+        .iter()
+        .zip(idx)
+        .map(|(d, &i)| d.chunk_valid_len(i))
+        .collect();
+    let esize = enc.fill.len().max(1);
+    let nelem = cshape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(usize::try_from(d).ok()?))
+        .filter(|&n| n.saturating_mul(esize) <= 1 << 31)
+        .ok_or("chunk too large to re-encode")?;
+    let mut buf = enc.fill.repeat(nelem);
+    let rank = cshape.len() as i32;
+    let zeros = vec![0 as hsize_t; cshape.len()];
+    // SAFETY: the dataspaces are created and owned here; the selections lie inside them; the
+    // buffer holds the whole memory dataspace in the file type.
+    unsafe {
+        let mem = raw::space_hid(
+            H5Screate_simple(rank, cshape.as_ptr(), ptr::null()),
+            "H5Screate_simple",
+        )?;
+        let file = raw::space_hid(H5Dget_space(ds), "H5Dget_space")?;
+        let set = H5S_seloper_t::H5S_SELECT_SET;
+        let null = ptr::null();
+        if H5Sselect_hyperslab(mem.id(), set, zeros.as_ptr(), null, valid.as_ptr(), null) < 0
+            || H5Sselect_hyperslab(file.id(), set, origin.as_ptr(), null, valid.as_ptr(), null) < 0
+        {
+            return Err("hyperslab selection failed".into());
+        }
+        if H5Dread(
+            ds,
+            enc.ftype,
+            mem.id(),
+            file.id(),
+            H5P_DEFAULT,
+            buf.as_mut_ptr().cast(),
+        ) < 0
+        {
+            return Err("reading the chunk through HDF5 failed".into());
+        }
+    }
+    Ok(buf)
 }
 
 fn contiguous_refs(
@@ -786,6 +909,20 @@ fn dimension_names(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn truncated_file_reason() {
+        let m = "H5Fopen(): unable to synchronously open file: truncated file: eof = 59225, \
+                 sblock->base_addr = 0, stored_eof = 118450";
+        let r = open_reason(m);
+        assert!(
+            r.starts_with(
+                "truncated file: 59225 bytes on disk, but the HDF5 superblock says 118450"
+            ),
+            "{r}"
+        );
+        assert_eq!(open_reason("other"), "other");
+    }
 
     #[test]
     fn signature_offsets_follow_the_spec() {

@@ -145,9 +145,11 @@ pub fn write_file(ds: &VirtualDataset, path: &Path) -> Result<(), WriteError> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
+    // Temporary files are created private (0600); the output is an ordinary file (0644).
     let tmp = tempfile::Builder::new()
         .prefix(".vzarr-")
         .suffix(".tmp")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
         .tempfile_in(&dir)
         .map_err(io_err)?;
     let buf = io::BufWriter::with_capacity(1 << 20, tmp);
@@ -251,6 +253,11 @@ mod tests {
         write_file(&dataset(), &p).unwrap();
         assert_eq!(a, std::fs::read(&p).unwrap());
         assert_eq!(a, to_bytes(&dataset()).unwrap());
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o644
+        );
         // Only the output is left in the directory.
         let names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()

@@ -47,6 +47,9 @@ pub enum ScanError {
     /// The HDF5 scanner failed.
     #[error(transparent)]
     Hdf5(#[from] vzarr_hdf5::Hdf5Error),
+    /// The NetCDF3 scanner failed.
+    #[error(transparent)]
+    NetCdf3(#[from] vzarr_netcdf3::Nc3Error),
 }
 
 /// Detects the format of `src` from its magic bytes.
@@ -99,10 +102,12 @@ pub fn scan_path(path: &Path, opts: &ScanOptions) -> Result<VirtualDataset, Scan
             };
             Ok(vzarr_hdf5::scan_file(src.path(), &o)?)
         }
-        Format::NetCdf3 { version } => Err(ScanError::Unrecognised {
-            path: path.display().to_string(),
-            reason: format!("NetCDF3 (CDF-{version}) scanning is not built in yet"),
-        }),
+        Format::NetCdf3 { .. } => {
+            let o = vzarr_netcdf3::ScanOptions {
+                split_contiguous_bytes: opts.split_contiguous_bytes,
+            };
+            Ok(vzarr_netcdf3::scan(&src, &o)?)
+        }
     }
 }
 

@@ -13,16 +13,17 @@ use std::time::UNIX_EPOCH;
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     /// The source could not be opened or read.
-    #[error("{url}: {source}")]
+    #[error("{url}: {error}")]
     Io {
         /// Source URL.
         url: String,
         /// The I/O error.
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
     /// A read past the end of the source.
-    #[error("{url}: read of {len} bytes at offset {offset} goes past the end of the file ({size} bytes)")]
+    #[error(
+        "{url}: read of {len} bytes at offset {offset} goes past the end of the file ({size} bytes)"
+    )]
     OutOfBounds {
         /// Source URL.
         url: String,
@@ -73,11 +74,17 @@ impl LocalFile {
     pub fn open(path: &Path) -> Result<Self, SourceError> {
         let abs = absolute(path)?;
         let url = file_url(&abs)?;
-        let io_err = |source| SourceError::Io { url: url.clone(), source };
+        let io_err = |error| SourceError::Io {
+            url: url.clone(),
+            error,
+        };
         let file = File::open(&abs).map_err(io_err)?;
         let meta = file.metadata().map_err(io_err)?;
         if meta.is_dir() {
-            return Err(io_err(io::Error::new(io::ErrorKind::InvalidInput, "is a directory")));
+            return Err(io_err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "is a directory",
+            )));
         }
         let mtime_ns = meta
             .modified()
@@ -88,7 +95,10 @@ impl LocalFile {
             path: abs,
             url,
             file,
-            stamp: SourceStamp { size: meta.len(), mtime_ns },
+            stamp: SourceStamp {
+                size: meta.len(),
+                mtime_ns,
+            },
         })
     }
 
@@ -111,7 +121,12 @@ impl ByteSource for LocalFile {
         let size = self.stamp.size;
         let end = offset.checked_add(len);
         if end.is_none_or(|e| e > size) {
-            return Err(SourceError::OutOfBounds { url: self.url.clone(), offset, len, size });
+            return Err(SourceError::OutOfBounds {
+                url: self.url.clone(),
+                offset,
+                len,
+                size,
+            });
         }
         let n = usize::try_from(len).map_err(|_| SourceError::OutOfBounds {
             url: self.url.clone(),
@@ -122,7 +137,10 @@ impl ByteSource for LocalFile {
         let mut buf = vec![0u8; n];
         self.file
             .read_exact_at(&mut buf, offset)
-            .map_err(|source| SourceError::Io { url: self.url.clone(), source })?;
+            .map_err(|error| SourceError::Io {
+                url: self.url.clone(),
+                error,
+            })?;
         Ok(buf)
     }
 
@@ -133,8 +151,8 @@ impl ByteSource for LocalFile {
 
 /// `path` made absolute against the current directory, with `.` and `..` resolved lexically.
 pub fn absolute(path: &Path) -> Result<PathBuf, SourceError> {
-    let joined = std::path::absolute(path)
-        .map_err(|_| SourceError::BadPath(path.display().to_string()))?;
+    let joined =
+        std::path::absolute(path).map_err(|_| SourceError::BadPath(path.display().to_string()))?;
     let mut out = PathBuf::new();
     for c in joined.components() {
         match c {
@@ -151,7 +169,9 @@ pub fn absolute(path: &Path) -> Result<PathBuf, SourceError> {
 /// The `file://` URL of an absolute path (no percent-encoding: fsspec and object_store's local
 /// store take the path as written).
 pub fn file_url(abs: &Path) -> Result<String, SourceError> {
-    let s = abs.to_str().ok_or_else(|| SourceError::BadPath(abs.display().to_string()))?;
+    let s = abs
+        .to_str()
+        .ok_or_else(|| SourceError::BadPath(abs.display().to_string()))?;
     if !s.starts_with('/') {
         return Err(SourceError::BadPath(s.to_string()));
     }
@@ -171,8 +191,14 @@ mod tests {
         assert_eq!(src.size(), 10);
         assert_eq!(src.read_range(2, 3).unwrap(), b"234");
         assert_eq!(src.read_range(10, 0).unwrap(), b"");
-        assert!(matches!(src.read_range(8, 3), Err(SourceError::OutOfBounds { .. })));
-        assert!(matches!(src.read_range(u64::MAX, 2), Err(SourceError::OutOfBounds { .. })));
+        assert!(matches!(
+            src.read_range(8, 3),
+            Err(SourceError::OutOfBounds { .. })
+        ));
+        assert!(matches!(
+            src.read_range(u64::MAX, 2),
+            Err(SourceError::OutOfBounds { .. })
+        ));
         assert!(src.url().starts_with("file:///"));
     }
 

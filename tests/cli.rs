@@ -1,0 +1,220 @@
+//! End-to-end tests of the `vzarr` binary on the committed fixtures: golden manifests,
+//! determinism, errors on bad input (clear message, non-zero exit, no output), `--strict`,
+//! and `inspect`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fixtures() -> PathBuf {
+    root().join("fixtures")
+}
+
+fn vzarr(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vzarr"))
+        .args(args)
+        .output()
+        .expect("run vzarr")
+}
+
+fn index() -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(fixtures().join("fixtures.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["files"].as_array().unwrap().clone()
+}
+
+fn names(format: &str) -> Vec<String> {
+    index()
+        .iter()
+        .filter(|f| f["format"] == format)
+        .map(|f| f["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn build(input: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "build",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    vzarr(&args)
+}
+
+#[test]
+fn golden_manifests() {
+    // The manifests of the fixtures, with the fixture directory written as {FIXTURES}.
+    // Regenerate after an intended change with VZARR_BLESS=1 cargo test --test cli.
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = format!("file://{}", fixtures().display());
+    let bless = std::env::var_os("VZARR_BLESS").is_some();
+    let mut good = names("hdf5");
+    good.extend(names("netcdf4"));
+    good.extend(names("netcdf3"));
+    assert!(good.len() >= 9, "fixture index lists too few files");
+    let mut failures = Vec::new();
+    for name in good {
+        let out = dir.path().join(format!("{name}.json"));
+        let o = build(&fixtures().join(&name), &out, &[]);
+        assert!(
+            o.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let text = std::fs::read_to_string(&out)
+            .unwrap()
+            .replace(&prefix, "file://{FIXTURES}");
+        let golden = root().join("manifests").join(format!("{name}.json"));
+        if bless {
+            std::fs::write(&golden, &text).unwrap();
+            continue;
+        }
+        match std::fs::read_to_string(&golden) {
+            Ok(want) if want == text => {}
+            Ok(_) => failures.push(format!("{name}: differs from {}", golden.display())),
+            Err(_) => failures.push(format!("{name}: no golden manifest {}", golden.display())),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{failures:#?}\n(run VZARR_BLESS=1 cargo test --test cli after an intended change)"
+    );
+}
+
+#[test]
+fn output_is_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["filters.h5", "nc4_types.nc", "layouts_latest.h5"] {
+        let a = dir.path().join("a.json");
+        let b = dir.path().join("b.json");
+        assert!(build(&fixtures().join(name), &a, &[]).status.success());
+        assert!(build(&fixtures().join(name), &b, &[]).status.success());
+        assert_eq!(
+            std::fs::read(&a).unwrap(),
+            std::fs::read(&b).unwrap(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn bad_files_fail_clearly_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.json");
+    let cases: Vec<(String, &str)> = vec![
+        ("bad_empty.nc".into(), "empty file"),
+        ("bad_text.nc".into(), "not an HDF5 or NetCDF file"),
+        ("bad_truncated.nc".into(), "truncated file"),
+        ("bad_truncated.h5".into(), "truncated file"),
+        ("does_not_exist.nc".into(), "No such file"),
+    ];
+    for bad in names("bad") {
+        assert!(
+            cases.iter().any(|(n, _)| *n == bad),
+            "bad fixture {bad} has no expectation here"
+        );
+    }
+    for (name, reason) in cases {
+        let o = build(&fixtures().join(&name), &out, &[]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{name} should fail");
+        assert!(
+            err.contains(&name),
+            "{name}: message does not name the file: {err}"
+        );
+        assert!(
+            err.contains(reason),
+            "{name}: message lacks {reason:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        assert!(!out.exists(), "{name}: output written");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "{name}: files left behind"
+        );
+    }
+}
+
+#[test]
+fn unsupported_variables_are_named_and_the_rest_is_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("dtypes.json");
+    let o = build(&fixtures().join("dtypes.h5"), &out, &[]);
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("dtypes.h5: vlen_str: variable-length string"),
+        "{err}"
+    );
+    assert!(err.contains("compound"), "{err}");
+    let refs: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert!(refs["refs"].get("i16/zarr.json").is_some());
+    assert!(refs["refs"].get("vlen_str/zarr.json").is_none());
+
+    // --strict refuses to write anything.
+    let strict = dir.path().join("strict.json");
+    let o = build(&fixtures().join("dtypes.h5"), &strict, &["--strict"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--strict"));
+    assert!(!strict.exists());
+}
+
+#[test]
+fn inspect_reports_arrays_as_table_and_json() {
+    let f = fixtures().join("nc4_climate.nc");
+    let o = vzarr(&["inspect", f.to_str().unwrap()]);
+    assert!(o.status.success());
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.lines().next().unwrap().starts_with("array"),
+        "{table}"
+    );
+    assert!(
+        table.contains("tas") && table.contains("shuffle(4),zlib(4)"),
+        "{table}"
+    );
+
+    let o = vzarr(&["inspect", f.to_str().unwrap(), "--json"]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let tas = v["arrays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["path"] == "tas")
+        .unwrap();
+    assert_eq!(tas["dimensions"], serde_json::json!(["time", "lat", "lon"]));
+    assert_eq!(tas["dtype"], "float32");
+    assert_eq!(
+        tas["chunks"],
+        tas["stats"]["referenced"].as_u64().unwrap() + tas["stats"]["missing"].as_u64().unwrap()
+    );
+}
+
+#[test]
+fn split_contiguous_makes_virtual_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("split.json");
+    let o = build(
+        &fixtures().join("layouts_v1.h5"),
+        &out,
+        &["--split-contiguous", "10KiB"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let refs: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_str(refs["refs"]["contiguous_large/zarr.json"].as_str().unwrap()).unwrap();
+    // 64 rows of 128 float64 (1 KiB a row): 10 rows a chunk, the last 4 rows shorter.
+    assert_eq!(meta["shape"], serde_json::json!([64, 128]));
+    assert_eq!(
+        meta["chunk_grid"],
+        serde_json::json!({"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": [[[10, 6], 4], 128]}})
+    );
+    let last = &refs["refs"]["contiguous_large/c/6/0"];
+    assert_eq!(last[2], 4 * 1024);
+}
