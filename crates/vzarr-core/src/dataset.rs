@@ -194,6 +194,83 @@ pub struct VirtualDataset {
     pub arrays: BTreeMap<String, VirtualArray>,
     /// Variables the scanner refused.
     pub skipped: Vec<SkippedVariable>,
+    /// Where the data comes from: sources with their size and modification time, and how
+    /// files were concatenated.
+    pub provenance: Provenance,
+}
+
+/// A source file as it was when scanned.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SourceRecord {
+    /// Absolute URL.
+    pub url: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time in nanoseconds since the Unix epoch, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtime_ns: Option<i128>,
+}
+
+/// One file's place along the concatenation axis.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ConcatPiece {
+    /// Source URL.
+    pub url: String,
+    /// First index along the concatenation axis.
+    pub start: u64,
+    /// Number of elements along the concatenation axis.
+    pub len: u64,
+}
+
+/// How files were combined.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ConcatInfo {
+    /// The concatenation dimension.
+    pub dim: String,
+    /// Whether `dim` is a new leading dimension (stacking) rather than an existing one.
+    pub new_dim: bool,
+    /// The files in order along `dim`.
+    pub pieces: Vec<ConcatPiece>,
+    /// Arrays that carry `dim` (the others were identical in every file and kept once).
+    pub arrays: Vec<String>,
+}
+
+/// Where a virtual dataset's data comes from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Provenance {
+    /// Every source, sorted by URL.
+    pub sources: Vec<SourceRecord>,
+    /// URL prefixes a reader may fetch from (the sources' directories).
+    pub allowed_prefixes: Vec<String>,
+    /// How files were concatenated, for combined datasets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concat: Option<ConcatInfo>,
+}
+
+impl Provenance {
+    /// Provenance of a single source: the source and its directory as the allowed prefix.
+    pub fn single(source: SourceRecord) -> Self {
+        let mut p = Provenance {
+            sources: vec![source],
+            ..Default::default()
+        };
+        p.allowed_prefixes = prefixes_of(&p.sources);
+        p
+    }
+}
+
+/// The distinct directories (URL up to and including the last `/`) of `sources`, sorted.
+pub fn prefixes_of(sources: &[SourceRecord]) -> Vec<String> {
+    let mut v: Vec<String> = sources
+        .iter()
+        .map(|s| match s.url.rfind('/') {
+            Some(i) => s.url[..=i].to_string(),
+            None => s.url.clone(),
+        })
+        .collect();
+    v.sort();
+    v.dedup();
+    v
 }
 
 impl VirtualDataset {
@@ -205,6 +282,7 @@ impl VirtualDataset {
             groups,
             arrays: BTreeMap::new(),
             skipped: Vec::new(),
+            provenance: Provenance::default(),
         }
     }
 

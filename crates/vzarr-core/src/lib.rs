@@ -14,7 +14,8 @@ pub mod summary;
 
 pub use codec::{BloscShuffle, Codec, bytes_codec_json};
 pub use dataset::{
-    Attributes, Group, SkippedVariable, VirtualArray, VirtualDataset, group_metadata,
+    Attributes, ConcatInfo, ConcatPiece, Group, Provenance, SkippedVariable, SourceRecord,
+    VirtualArray, VirtualDataset, group_metadata, prefixes_of,
 };
 pub use dtype::{DataType, Endian};
 pub use fill::{FillValue, f64_to_half, half_to_f64};

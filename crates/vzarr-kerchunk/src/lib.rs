@@ -1,6 +1,8 @@
 //! Writer of kerchunk version 1 reference JSON holding a Zarr v3 hierarchy.
 //!
-//! Layout of the output: `{"version": 1, "refs": {...}}` with the root group's `zarr.json`
+//! Layout of the output: `{"version": 1, "vzarr": {...}, "refs": {...}}`, where `vzarr` holds
+//! the provenance (sources with size and modification time, allowed URL prefixes, how files
+//! were concatenated) and `refs` the Zarr hierarchy: the root group's `zarr.json`
 //! first, then every group's `zarr.json` by path, then every array's `zarr.json` followed by
 //! its chunk keys in C order over the grid. Metadata documents are JSON-encoded strings, as
 //! kerchunk writes them; chunk values are `[url, offset, length]` or `"base64:..."` for inline
@@ -114,7 +116,9 @@ pub fn write_refs<W: Write>(ds: &VirtualDataset, out: W) -> Result<W, WriteError
     };
     let mut w = RefsWriter { out, first: true };
     (|| -> io::Result<()> {
-        w.out.write_all(br#"{"version":1,"refs":{"#)?;
+        w.out.write_all(br#"{"version":1,"vzarr":"#)?;
+        serde_json::to_writer(&mut w.out, &ds.provenance)?;
+        w.out.write_all(br#","refs":{"#)?;
         let root = ds.groups.get("").cloned().unwrap_or_default();
         w.document("zarr.json", &group_metadata(&root.attributes))?;
         for (path, group) in ds.groups.iter().filter(|(p, _)| !p.is_empty()) {

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use vzarr_core::VirtualDataset;
+use vzarr_core::{Provenance, SourceRecord, VirtualDataset};
 use vzarr_source::{ByteSource, LocalFile, SourceError};
 
 /// Options shared by all scanners.
@@ -92,23 +92,31 @@ pub fn sniff(src: &dyn ByteSource) -> Result<Format, ScanError> {
     })
 }
 
-/// Scans a local file of any supported format.
+/// Scans a local file of any supported format; the result's provenance records the file's
+/// size and modification time.
 pub fn scan_path(path: &Path, opts: &ScanOptions) -> Result<VirtualDataset, ScanError> {
     let src = LocalFile::open(path)?;
-    match sniff(&src)? {
+    let stamp = src.stamp();
+    let mut ds = match sniff(&src)? {
         Format::Hdf5 { .. } => {
             let o = vzarr_hdf5::ScanOptions {
                 split_contiguous_bytes: opts.split_contiguous_bytes,
             };
-            Ok(vzarr_hdf5::scan_file(src.path(), &o)?)
+            vzarr_hdf5::scan_file(src.path(), &o)?
         }
         Format::NetCdf3 { .. } => {
             let o = vzarr_netcdf3::ScanOptions {
                 split_contiguous_bytes: opts.split_contiguous_bytes,
             };
-            Ok(vzarr_netcdf3::scan(&src, &o)?)
+            vzarr_netcdf3::scan(&src, &o)?
         }
-    }
+    };
+    ds.provenance = Provenance::single(SourceRecord {
+        url: src.url().to_string(),
+        size: stamp.size,
+        mtime_ns: stamp.mtime_ns,
+    });
+    Ok(ds)
 }
 
 #[cfg(test)]
