@@ -28,13 +28,38 @@ struct ScanArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Virtualise a file: write Zarr v3 metadata and chunk references (kerchunk v1 JSON).
+    /// Virtualise files: write Zarr v3 metadata and chunk references (kerchunk v1 JSON).
+    ///
+    /// One file is virtualised as it is. Several files (or a directory) are combined into one
+    /// dataset along --concat-dim, or stacked along a new dimension with --new-dim.
     Build {
-        /// HDF5, NetCDF4 or NetCDF3 file.
-        input: PathBuf,
+        /// HDF5, NetCDF4 or NetCDF3 files, or directories of them.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
         /// Output reference file (written atomically).
         #[arg(short, long, value_name = "OUT.json")]
         output: PathBuf,
+        /// Concatenate the files along this existing dimension (e.g. time).
+        #[arg(long, value_name = "DIM", conflicts_with = "new_dim")]
+        concat_dim: Option<String>,
+        /// Stack the files along a new leading dimension (e.g. member).
+        #[arg(long, value_name = "NAME")]
+        new_dim: Option<String>,
+        /// Coordinate values of the new dimension, one per file in input order (default: the
+        /// file names).
+        #[arg(
+            long,
+            value_name = "V1,V2,...",
+            value_delimiter = ',',
+            requires = "new_dim"
+        )]
+        new_dim_values: Option<Vec<String>>,
+        /// Accept gaps along the concatenation coordinate (overlaps stay errors).
+        #[arg(long)]
+        allow_gaps: bool,
+        /// Re-encode the CF time coordinate into these units (default: the first file's).
+        #[arg(long, value_name = "UNITS")]
+        time_units: Option<String>,
         /// Fail, writing nothing, when any variable or attribute has to be left out.
         #[arg(long)]
         strict: bool,
@@ -97,35 +122,77 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Build {
-            input,
+            inputs,
             output,
+            concat_dim,
+            new_dim,
+            new_dim_values,
+            allow_gaps,
+            time_units,
             strict,
             scan,
         } => {
-            let ds = vzarr_scan::scan_path(&input, &scan_options(&scan))?;
-            for s in &ds.skipped {
-                eprintln!(
-                    "vzarr: warning: {}: {}: {}",
-                    input.display(),
-                    s.path,
-                    s.reason
-                );
+            let files = vzarr_scan::expand_inputs(&inputs)?;
+            let opts = scan_options(&scan);
+            let mut scanned = Vec::with_capacity(files.len());
+            for f in &files {
+                let ds = vzarr_scan::scan_path(f, &opts)?;
+                for s in &ds.skipped {
+                    eprintln!("vzarr: warning: {}: {}: {}", f.display(), s.path, s.reason);
+                }
+                if strict && !ds.skipped.is_empty() {
+                    bail!(
+                        "{}: {} item(s) would be left out and --strict is set; nothing written",
+                        f.display(),
+                        ds.skipped.len()
+                    );
+                }
+                scanned.push(ds);
             }
-            if strict && !ds.skipped.is_empty() {
-                bail!(
-                    "{}: {} item(s) would be left out and --strict is set; nothing written",
-                    input.display(),
-                    ds.skipped.len()
-                );
-            }
+            let concat = match (concat_dim, new_dim) {
+                (Some(dim), _) => Some(vzarr_plan::Concat::Existing(dim)),
+                (None, Some(dim)) => Some(vzarr_plan::Concat::New {
+                    dim,
+                    labels: new_dim_values,
+                }),
+                (None, None) => None,
+            };
+            let ds = match concat {
+                None if scanned.len() == 1 => scanned.pop().expect("one dataset"),
+                None => {
+                    let hint = match vzarr_plan::suggest_concat_dim(&scanned) {
+                        Some(d) => {
+                            format!("--concat-dim {d} (the unlimited dimension of every file)")
+                        }
+                        None => "--concat-dim DIM".to_string(),
+                    };
+                    bail!(
+                        "{} input files: say how to combine them with {hint}, or --new-dim NAME \
+                         to stack them",
+                        scanned.len()
+                    );
+                }
+                Some(concat) => {
+                    let plan_opts = vzarr_plan::PlanOptions {
+                        concat,
+                        allow_gaps,
+                        time_units,
+                    };
+                    let reader = vzarr_source::LocalReader::new();
+                    let (ds, report) = vzarr_plan::plan(scanned, &plan_opts, &reader)?;
+                    print_report(&report);
+                    ds
+                }
+            };
             vzarr_kerchunk::write_file(&ds, &output)
                 .with_context(|| format!("writing {}", output.display()))?;
             let s = summarize(&ds);
             let out = vzarr_source::absolute(&output).unwrap_or(output.clone());
             println!(
-                "wrote {}: {} arrays, {} chunks referenced ({}), {} inline, {} left out",
+                "wrote {}: {} arrays from {} file(s), {} chunks referenced ({}), {} inline, {} left out",
                 out.display(),
                 s.arrays.len(),
+                ds.provenance.sources.len(),
                 s.total.referenced,
                 human_bytes(s.total.referenced_bytes),
                 s.total.inline,
@@ -143,6 +210,28 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+fn print_report(r: &vzarr_plan::PlanReport) {
+    println!(
+        "combined {} files: {} arrays concatenated ({} rectilinear), {} kept once",
+        r.order.len(),
+        r.concatenated.len(),
+        r.rectilinear.len(),
+        r.kept_once.len()
+    );
+    if let Some(u) = &r.time_units {
+        println!("time re-encoded as {u:?}");
+    }
+    println!(
+        "padded edge chunks: {} trimmed to a shorter byte range, {} re-encoded inline ({})",
+        r.trimmed_chunks,
+        r.materialised_chunks,
+        human_bytes(r.materialised_bytes)
+    );
+    for g in &r.gaps {
+        eprintln!("vzarr: warning: {g}");
     }
 }
 

@@ -98,6 +98,37 @@ fn golden_manifests() {
 }
 
 #[test]
+fn golden_archive_manifest() {
+    // The bundled monthly archive combined along time (rectilinear grids, padded chunks
+    // trimmed and re-encoded, time re-encoded), compared with manifests/archive.json.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("archive.json");
+    let archive = fixtures().join("archive");
+    let o = vzarr(&[
+        "build",
+        archive.to_str().unwrap(),
+        "--concat-dim",
+        "time",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("combined 12 files"), "{stdout}");
+    let prefix = format!("file://{}", fixtures().display());
+    let text = normalise(&std::fs::read_to_string(&out).unwrap(), &prefix);
+    let golden = root().join("manifests").join("archive.json");
+    if std::env::var_os("VZARR_BLESS").is_some() {
+        std::fs::write(&golden, &text).unwrap();
+    }
+    assert!(
+        std::fs::read_to_string(&golden).is_ok_and(|g| g == text),
+        "differs from {} (VZARR_BLESS=1 cargo test --test cli after an intended change)",
+        golden.display()
+    );
+}
+
+#[test]
 fn output_is_deterministic() {
     let dir = tempfile::tempdir().unwrap();
     for name in ["filters.h5", "nc4_types.nc", "layouts_latest.h5"] {

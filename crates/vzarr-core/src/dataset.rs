@@ -197,6 +197,8 @@ pub struct VirtualDataset {
     /// Where the data comes from: sources with their size and modification time, and how
     /// files were concatenated.
     pub provenance: Provenance,
+    /// Unlimited (record) dimensions of the source, by name.
+    pub unlimited_dims: std::collections::BTreeSet<String>,
 }
 
 /// A source file as it was when scanned.
@@ -283,6 +285,7 @@ impl VirtualDataset {
             arrays: BTreeMap::new(),
             skipped: Vec::new(),
             provenance: Provenance::default(),
+            unlimited_dims: Default::default(),
         }
     }
 

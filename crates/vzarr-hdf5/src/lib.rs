@@ -381,6 +381,10 @@ fn scan_dataset(
         raw::space_hid(unsafe { H5Dget_space(id) }, "H5Dget_space").map_err(|e| err(ctx, e))?;
 
     let is_scale = raw::string_attr(id, "CLASS").as_deref() == Some("DIMENSION_SCALE");
+    if is_scale && raw::is_unlimited_1d(space.id()) {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        ctx.out.unlimited_dims.insert(name.to_string());
+    }
     if is_scale && raw::string_attr(id, "NAME").is_some_and(|n| n.starts_with(DIMENSION_ONLY)) {
         return Ok(Scanned::DimensionOnly);
     }

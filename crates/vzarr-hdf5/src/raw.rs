@@ -97,6 +97,18 @@ pub(crate) fn space_shape(space: hid_t) -> Result<Option<Vec<u64>>, String> {
     }
 }
 
+/// Whether a dataspace is 1-D with an unlimited maximum extent.
+pub(crate) fn is_unlimited_1d(space: hid_t) -> bool {
+    // SAFETY: valid dataspace id; buffers of the reported rank (1).
+    unsafe {
+        if H5Sget_simple_extent_ndims(space) != 1 {
+            return false;
+        }
+        let (mut dim, mut max) = (0 as hsize_t, 0 as hsize_t);
+        H5Sget_simple_extent_dims(space, &mut dim, &mut max) >= 0 && max == hsize_t::MAX
+    }
+}
+
 /// Number of elements of a dataspace (0 for null).
 pub(crate) fn space_npoints(space: hid_t) -> u64 {
     // SAFETY: valid dataspace id.

@@ -39,6 +39,13 @@ pub fn dataset_from_header(
     if let Some(root) = ds.groups.get_mut("") {
         root.attributes = attributes_json(&header.attributes, None);
     }
+    ds.unlimited_dims.extend(
+        header
+            .dims
+            .iter()
+            .filter(|d| d.is_record)
+            .map(|d| d.name.clone()),
+    );
     for var in &header.variables {
         let skip = |reason: String| SkippedVariable {
             path: var.name.clone(),

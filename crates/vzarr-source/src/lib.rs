@@ -178,6 +178,44 @@ pub fn file_url(abs: &Path) -> Result<String, SourceError> {
     Ok(format!("file://{s}"))
 }
 
+/// Reads byte ranges of sources named by URL.
+pub trait RangeReader: Send + Sync {
+    /// Reads exactly `len` bytes at `offset` of the source at `url`.
+    fn read(&self, url: &str, offset: u64, len: u64) -> Result<Vec<u8>, SourceError>;
+}
+
+/// A [`RangeReader`] over local `file://` URLs, keeping files open.
+#[derive(Debug, Default)]
+pub struct LocalReader {
+    open: std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<LocalFile>>>,
+}
+
+impl LocalReader {
+    /// A reader with no open files.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn file(&self, url: &str) -> Result<std::sync::Arc<LocalFile>, SourceError> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = open.get(url) {
+            return Ok(f.clone());
+        }
+        let path = url
+            .strip_prefix("file://")
+            .ok_or_else(|| SourceError::BadPath(format!("{url} is not a file:// URL")))?;
+        let f = std::sync::Arc::new(LocalFile::open(Path::new(path))?);
+        open.insert(url.to_string(), f.clone());
+        Ok(f)
+    }
+}
+
+impl RangeReader for LocalReader {
+    fn read(&self, url: &str, offset: u64, len: u64) -> Result<Vec<u8>, SourceError> {
+        self.file(url)?.read_range(offset, len)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +246,18 @@ mod tests {
         let e = LocalFile::open(&dir.path().join("nope.nc")).unwrap_err();
         assert!(e.to_string().contains("nope.nc"), "{e}");
         assert!(LocalFile::open(dir.path()).is_err());
+    }
+
+    #[test]
+    fn local_reader_reads_by_url() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(b"abcdef").unwrap();
+        let url = file_url(&absolute(f.path()).unwrap()).unwrap();
+        let r = LocalReader::new();
+        assert_eq!(r.read(&url, 1, 3).unwrap(), b"bcd");
+        assert_eq!(r.read(&url, 4, 2).unwrap(), b"ef");
+        assert!(r.read(&url, 5, 2).is_err());
+        assert!(r.read("s3://bucket/x", 0, 1).is_err());
     }
 
     #[test]
