@@ -7,6 +7,8 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use vzarr_core::summary::{human_bytes, summarize};
 
+mod read_cmds;
+
 #[derive(Parser)]
 #[command(
     name = "vzarr",
@@ -76,6 +78,11 @@ enum Command {
         #[command(flatten)]
         scan: ScanArgs,
     },
+    /// Check references: read every chunk (or a --sample) through the manifest and compare
+    /// every value with the source read directly; exit status 1 if any value differs.
+    Verify(read_cmds::VerifyArgs),
+    /// Print values through the references, e.g. `vzarr cat OUT.json 'tas[0:3,10,:]'`.
+    Cat(read_cmds::CatArgs),
 }
 
 /// Parses a byte size with an optional unit (B, KB, KiB, MB, MiB, GB, GiB).
@@ -110,8 +117,13 @@ fn scan_options(a: &ScanArgs) -> vzarr_scan::ScanOptions {
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
+    let result = match Cli::parse().command {
+        Command::Verify(args) => read_cmds::verify(args),
+        Command::Cat(args) => read_cmds::cat(args).map(|()| ExitCode::SUCCESS),
+        command => run(command).map(|()| ExitCode::SUCCESS),
+    };
+    match result {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("vzarr: error: {e:#}");
             ExitCode::FAILURE
@@ -119,8 +131,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<()> {
-    match cli.command {
+fn run(command: Command) -> Result<()> {
+    match command {
         Command::Build {
             inputs,
             output,
@@ -210,6 +222,7 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Command::Verify(_) | Command::Cat(_) => bail!("verify and cat are dispatched in main"),
     }
 }
 

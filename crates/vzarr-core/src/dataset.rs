@@ -177,7 +177,7 @@ impl VirtualArray {
 }
 
 /// A variable the scanner refused, with the reason; the rest of the file is still virtualised.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SkippedVariable {
     /// Path of the variable inside its file (`group/name`).
     pub path: String,

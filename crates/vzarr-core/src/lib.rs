@@ -10,6 +10,7 @@ mod dtype;
 mod fill;
 mod grid;
 mod manifest;
+pub mod record;
 pub mod summary;
 
 pub use codec::{BloscShuffle, Codec, bytes_codec_json};

@@ -1,0 +1,603 @@
+//! Reading sources directly, not through the manifest, for verification: HDF5 and NetCDF4
+//! with the HDF5 library (raw values in the file type), local NetCDF3 with netCDF-C, NetCDF3
+//! on object storage with our header parser and ranged reads of the variable's data.
+//! HDF5 files on object storage are downloaded to a temporary file first (the HDF5 library
+//! reads local files only).
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::ops::Range;
+use std::ptr;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use hdf5_sys::h5::hsize_t;
+use hdf5_sys::h5d::{H5Dget_space, H5Dget_type, H5Dread};
+use hdf5_sys::h5i::hid_t;
+use hdf5_sys::h5p::H5P_DEFAULT;
+use hdf5_sys::h5s::{
+    H5S_ALL, H5S_seloper_t, H5Sclose, H5Screate_simple, H5Sget_simple_extent_dims,
+    H5Sget_simple_extent_ndims, H5Sselect_hyperslab,
+};
+use hdf5_sys::h5t::{
+    H5T_class_t, H5T_order_t, H5T_sign_t, H5Tclose, H5Tget_class, H5Tget_order, H5Tget_sign,
+    H5Tget_size, H5Tget_super, H5Tis_variable_str,
+};
+use vzarr_core::DataType;
+use vzarr_netcdf3::{AttrValue, Header};
+use vzarr_scan::Format;
+use vzarr_source::{ByteSource, LocalFile, SourceError, SourceStamp as LocalStamp};
+
+use crate::ReadError;
+use crate::fetch::{Fetcher, RangeRequest};
+use crate::location::Scheme;
+use crate::values::{swap_elements, unravel};
+
+/// Values read from a source: their type in the source and native-endian bytes.
+#[derive(Clone, Debug)]
+pub(crate) struct SourceValues {
+    /// Element type as the source stores it.
+    pub dtype: DataType,
+    /// Native-endian element bytes, C order.
+    pub bytes: Vec<u8>,
+}
+
+/// A source on object storage as a [`ByteSource`] (ranged reads through the fetcher).
+struct RemoteSource {
+    url: String,
+    size: u64,
+    fetcher: Arc<Fetcher>,
+}
+
+impl ByteSource for RemoteSource {
+    fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_range(&self, offset: u64, len: u64) -> Result<Vec<u8>, SourceError> {
+        let io = |e: String| SourceError::Io {
+            url: self.url.clone(),
+            error: std::io::Error::other(e),
+        };
+        if offset.checked_add(len).is_none_or(|e| e > self.size) {
+            return Err(SourceError::OutOfBounds {
+                url: self.url.clone(),
+                offset,
+                len,
+                size: self.size,
+            });
+        }
+        let req = RangeRequest {
+            url: Arc::from(self.url.as_str()),
+            offset,
+            length: len,
+        };
+        let f = self.fetcher.clone();
+        let mut v = self
+            .fetcher
+            .block_on(f.fetch_many(vec![req], true))
+            .map_err(|e| io(e.to_string()))?;
+        Ok(v.pop().map(|b| b.to_vec()).unwrap_or_default())
+    }
+
+    fn stamp(&self) -> LocalStamp {
+        LocalStamp {
+            size: self.size,
+            mtime_ns: None,
+        }
+    }
+}
+
+enum Opened {
+    Hdf5 {
+        file: hdf5::File,
+        path: std::path::PathBuf,
+        _tmp: Option<tempfile::TempPath>,
+    },
+    Nc3Local {
+        file: netcdf::File,
+    },
+    Nc3Remote {
+        header: Box<Header>,
+        src: RemoteSource,
+    },
+}
+
+/// Open sources, a few at a time.
+pub(crate) struct DirectReaders {
+    fetcher: Arc<Fetcher>,
+    open: VecDeque<(String, Opened)>,
+    /// Bytes downloaded or read from sources directly.
+    pub bytes: u64,
+}
+
+const KEEP_OPEN: usize = 8;
+
+struct Hid(hid_t, unsafe extern "C" fn(hid_t) -> hdf5_sys::h5::herr_t);
+
+impl Drop for Hid {
+    fn drop(&mut self) {
+        if self.0 >= 0 {
+            // SAFETY: a valid identifier owned by this wrapper.
+            unsafe {
+                (self.1)(self.0);
+            }
+        }
+    }
+}
+
+/// The element type of an HDF5 type and whether it is stored big-endian.
+///
+/// # Safety
+/// `ftype` must be a valid datatype identifier; call inside `hdf5::sync::sync`.
+unsafe fn hdf5_dtype(ftype: hid_t) -> Result<(DataType, bool), String> {
+    unsafe {
+        let size = H5Tget_size(ftype);
+        let class = H5Tget_class(ftype);
+        let int = |t: hid_t, size: usize| -> Result<DataType, String> {
+            let signed = H5Tget_sign(t) == H5T_sign_t::H5T_SGN_2;
+            Ok(match (size, signed) {
+                (1, true) => DataType::Int8,
+                (2, true) => DataType::Int16,
+                (4, true) => DataType::Int32,
+                (8, true) => DataType::Int64,
+                (1, false) => DataType::UInt8,
+                (2, false) => DataType::UInt16,
+                (4, false) => DataType::UInt32,
+                (8, false) => DataType::UInt64,
+                _ => return Err(format!("{size}-byte integers are not supported")),
+            })
+        };
+        let be = |t: hid_t| H5Tget_order(t) == H5T_order_t::H5T_ORDER_BE;
+        match class {
+            H5T_class_t::H5T_INTEGER => Ok((int(ftype, size)?, be(ftype))),
+            H5T_class_t::H5T_BITFIELD => Ok((int(ftype, size)?, be(ftype))),
+            H5T_class_t::H5T_ENUM => {
+                let base = Hid(H5Tget_super(ftype), H5Tclose);
+                if base.0 < 0 {
+                    return Err("enum without a base type".into());
+                }
+                Ok((int(base.0, H5Tget_size(base.0))?, be(base.0)))
+            }
+            H5T_class_t::H5T_FLOAT => {
+                let dt = match size {
+                    2 => DataType::Float16,
+                    4 => DataType::Float32,
+                    8 => DataType::Float64,
+                    _ => return Err(format!("{size}-byte floats are not supported")),
+                };
+                Ok((dt, be(ftype)))
+            }
+            H5T_class_t::H5T_STRING => {
+                if H5Tis_variable_str(ftype) > 0 {
+                    return Err("variable-length strings are not supported".into());
+                }
+                Ok((DataType::FixedBytes(size), false))
+            }
+            other => Err(format!("HDF5 type class {other:?} is not supported")),
+        }
+    }
+}
+
+fn hdf5_read(
+    file: &hdf5::File,
+    var: &str,
+    start: &[u64],
+    count: &[u64],
+) -> Result<SourceValues, String> {
+    hdf5::sync::sync(|| {
+        let ds = file
+            .dataset(var)
+            .map_err(|e| format!("no dataset {var:?} in the file: {e}"))?;
+        let id = ds.id();
+        // SAFETY: identifiers are checked and closed by `Hid`; the buffer holds the whole
+        // memory dataspace in the file type; selections lie inside the checked extent.
+        unsafe {
+            let ftype = Hid(H5Dget_type(id), H5Tclose);
+            if ftype.0 < 0 {
+                return Err("cannot get the dataset's type".into());
+            }
+            let (dtype, be) = hdf5_dtype(ftype.0)?;
+            let esize = H5Tget_size(ftype.0);
+            let space = Hid(H5Dget_space(id), H5Sclose);
+            if space.0 < 0 {
+                return Err("cannot get the dataset's dataspace".into());
+            }
+            let rank = H5Sget_simple_extent_ndims(space.0);
+            if rank < 0 || rank as usize != count.len() {
+                return Err(format!(
+                    "the dataset has {rank} dimensions, the array {}",
+                    count.len()
+                ));
+            }
+            let mut dims = vec![0 as hsize_t; count.len()];
+            if rank > 0
+                && H5Sget_simple_extent_dims(space.0, dims.as_mut_ptr(), ptr::null_mut()) < 0
+            {
+                return Err("cannot get the dataset's shape".into());
+            }
+            for (k, ((&s, &c), &d)) in start.iter().zip(count).zip(&dims).enumerate() {
+                if s.checked_add(c).is_none_or(|e| e > d) {
+                    return Err(format!(
+                        "axis {k}: region {s}..{} is outside the dataset's length {d}",
+                        s.saturating_add(c)
+                    ));
+                }
+            }
+            let n: usize = count.iter().map(|&c| c as usize).product();
+            let mut buf = vec![0u8; n * esize];
+            if n > 0 {
+                let status = if rank == 0 {
+                    H5Dread(
+                        id,
+                        ftype.0,
+                        H5S_ALL,
+                        H5S_ALL,
+                        H5P_DEFAULT,
+                        buf.as_mut_ptr().cast(),
+                    )
+                } else {
+                    let mem = Hid(
+                        H5Screate_simple(rank, count.as_ptr(), ptr::null()),
+                        H5Sclose,
+                    );
+                    if mem.0 < 0
+                        || H5Sselect_hyperslab(
+                            space.0,
+                            H5S_seloper_t::H5S_SELECT_SET,
+                            start.as_ptr(),
+                            ptr::null(),
+                            count.as_ptr(),
+                            ptr::null(),
+                        ) < 0
+                    {
+                        return Err("hyperslab selection failed".into());
+                    }
+                    H5Dread(
+                        id,
+                        ftype.0,
+                        mem.0,
+                        space.0,
+                        H5P_DEFAULT,
+                        buf.as_mut_ptr().cast(),
+                    )
+                };
+                if status < 0 {
+                    return Err("H5Dread failed".into());
+                }
+            }
+            if be != cfg!(target_endian = "big") && !matches!(dtype, DataType::FixedBytes(_)) {
+                swap_elements(&mut buf, esize);
+            }
+            Ok(SourceValues { dtype, bytes: buf })
+        }
+    })
+}
+
+fn nc_dtype(t: &netcdf::types::NcVariableType) -> Result<DataType, String> {
+    use netcdf::types::{FloatType, IntType, NcVariableType as T};
+    Ok(match t {
+        T::Int(IntType::I8) => DataType::Int8,
+        T::Int(IntType::I16) => DataType::Int16,
+        T::Int(IntType::I32) => DataType::Int32,
+        T::Int(IntType::I64) => DataType::Int64,
+        T::Int(IntType::U8) => DataType::UInt8,
+        T::Int(IntType::U16) => DataType::UInt16,
+        T::Int(IntType::U32) => DataType::UInt32,
+        T::Int(IntType::U64) => DataType::UInt64,
+        T::Float(FloatType::F32) => DataType::Float32,
+        T::Float(FloatType::F64) => DataType::Float64,
+        T::Char => DataType::FixedBytes(1),
+        other => return Err(format!("netCDF type {other:?} is not supported")),
+    })
+}
+
+fn nc_read(
+    file: &netcdf::File,
+    var: &str,
+    start: &[u64],
+    count: &[u64],
+) -> Result<SourceValues, String> {
+    let v = file
+        .variable(var)
+        .ok_or_else(|| format!("no variable {var:?} in the file"))?;
+    let dtype = nc_dtype(&v.vartype())?;
+    let dims = v.dimensions();
+    if dims.len() != count.len() {
+        return Err(format!(
+            "the variable has {} dimensions, the array {}",
+            dims.len(),
+            count.len()
+        ));
+    }
+    for (k, ((&s, &c), d)) in start.iter().zip(count).zip(dims).enumerate() {
+        if s.checked_add(c).is_none_or(|e| e > d.len() as u64) {
+            return Err(format!(
+                "axis {k}: region is outside the variable's length {}",
+                d.len()
+            ));
+        }
+    }
+    if count.contains(&0) {
+        return Ok(SourceValues {
+            dtype,
+            bytes: Vec::new(),
+        });
+    }
+    let bytes = if count.is_empty() {
+        v.get_raw_values(..)
+    } else {
+        let extents: Vec<Range<usize>> = start
+            .iter()
+            .zip(count)
+            .map(|(&s, &c)| s as usize..(s + c) as usize)
+            .collect();
+        v.get_raw_values(extents)
+    }
+    .map_err(|e| format!("netCDF read failed: {e}"))?;
+    Ok(SourceValues { dtype, bytes })
+}
+
+fn nc_units(file: &netcdf::File, var: &str) -> Option<String> {
+    match file.variable(var)?.attribute_value("units")?.ok()? {
+        netcdf::AttributeValue::Str(s) => Some(s),
+        netcdf::AttributeValue::Strs(v) => v.into_iter().next(),
+        _ => None,
+    }
+}
+
+/// Reads a region of a NetCDF3 variable with ranged reads: the largest trailing block of
+/// whole axes is contiguous in the file; records are `record_size` apart.
+fn nc3_remote_read(
+    header: &Header,
+    src: &RemoteSource,
+    var: &str,
+    start: &[u64],
+    count: &[u64],
+) -> Result<SourceValues, String> {
+    let v = header
+        .variables
+        .iter()
+        .find(|v| v.name == var)
+        .ok_or_else(|| format!("no variable {var:?} in the file"))?;
+    let dtype = v.nc_type.data_type();
+    let esize = v.nc_type.size();
+    let shape = &v.shape;
+    if shape.len() != count.len() {
+        return Err(format!(
+            "the variable has {} dimensions, the array {}",
+            shape.len(),
+            count.len()
+        ));
+    }
+    for (k, ((&s, &c), &d)) in start.iter().zip(count).zip(shape).enumerate() {
+        if s.checked_add(c).is_none_or(|e| e > d) {
+            return Err(format!(
+                "axis {k}: region is outside the variable's length {d}"
+            ));
+        }
+    }
+    let n: u64 = count.iter().product();
+    if n == 0 {
+        return Ok(SourceValues {
+            dtype,
+            bytes: Vec::new(),
+        });
+    }
+    let nd = shape.len();
+    // Axes of the in-slab layout: a record variable's slab is one record (axes 1..).
+    let first = usize::from(v.is_record);
+    // Trailing axes covered whole form one contiguous block with the first partial axis.
+    let mut k = nd;
+    while k > first && start[k - 1] == 0 && count[k - 1] == shape[k - 1] {
+        k -= 1;
+    }
+    let block_axes = if k > first { k - 1 } else { first };
+    let block_elems: u64 = count[block_axes..].iter().product::<u64>().max(1);
+    let outer: Vec<u64> = count[..block_axes].to_vec();
+    let nblocks: u64 = outer.iter().product();
+    let url: Arc<str> = Arc::from(src.url.as_str());
+    let mut reqs = Vec::with_capacity(nblocks as usize);
+    for b in 0..nblocks {
+        let idx = unravel(b, &outer);
+        let mut pos: Vec<u64> = start.to_vec();
+        for (p, i) in pos.iter_mut().zip(&idx) {
+            *p += i;
+        }
+        let overflow = || "byte offset overflows".to_string();
+        let (base, axes) = if v.is_record {
+            let rec = pos[0]
+                .checked_mul(header.record_size)
+                .ok_or_else(overflow)?;
+            (v.begin.checked_add(rec).ok_or_else(overflow)?, 1)
+        } else {
+            (v.begin, 0)
+        };
+        let mut lin: u64 = 0;
+        for a in axes..nd {
+            lin = lin
+                .checked_mul(shape[a])
+                .and_then(|l| l.checked_add(pos[a]))
+                .ok_or_else(overflow)?;
+        }
+        let offset = lin
+            .checked_mul(esize)
+            .and_then(|o| o.checked_add(base))
+            .ok_or_else(overflow)?;
+        let length = block_elems.checked_mul(esize).ok_or_else(overflow)?;
+        reqs.push(RangeRequest {
+            url: url.clone(),
+            offset,
+            length,
+        });
+    }
+    let f = src.fetcher.clone();
+    let got = src
+        .fetcher
+        .block_on(f.fetch_many(reqs, true))
+        .map_err(|e| e.to_string())?;
+    let mut bytes = Vec::with_capacity((n * esize) as usize);
+    for g in got {
+        bytes.extend_from_slice(&g);
+    }
+    if !matches!(dtype, DataType::FixedBytes(_)) && cfg!(target_endian = "little") {
+        swap_elements(&mut bytes, esize as usize);
+    }
+    Ok(SourceValues { dtype, bytes })
+}
+
+impl DirectReaders {
+    /// Readers that resolve URLs through `fetcher` (same allowed prefixes).
+    pub fn new(fetcher: Arc<Fetcher>) -> Self {
+        crate::h5filters::register();
+        DirectReaders {
+            fetcher,
+            open: VecDeque::new(),
+            bytes: 0,
+        }
+    }
+
+    fn download(&mut self, url: &str) -> Result<tempfile::TempPath, String> {
+        let (store, path, _) = self.fetcher.resolve(url).map_err(|e| e.to_string())?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".vzarr-verify-")
+            .tempfile()
+            .map_err(|e| format!("cannot create a temporary file: {e}"))?;
+        let url_s = url.to_string();
+        let file = tmp.as_file_mut().try_clone().map_err(|e| e.to_string())?;
+        let n = self
+            .fetcher
+            .block_on(async move {
+                let mut file = file;
+                let got = object_store::ObjectStoreExt::get(&*store, &path)
+                    .await
+                    .map_err(|e| ReadError::source(&url_s, e))?;
+                let mut stream = got.into_stream();
+                let mut n = 0u64;
+                while let Some(chunk) = stream.next().await {
+                    let chunk = chunk.map_err(|e| ReadError::source(&url_s, e))?;
+                    file.write_all(&chunk)
+                        .map_err(|e| ReadError::source(&url_s, e))?;
+                    n += chunk.len() as u64;
+                }
+                file.flush().map_err(|e| ReadError::source(&url_s, e))?;
+                Ok(n)
+            })
+            .map_err(|e| e.to_string())?;
+        self.bytes += n;
+        Ok(tmp.into_temp_path())
+    }
+
+    fn open_source(&mut self, url: &str) -> Result<Opened, String> {
+        let (_, _, loc) = self.fetcher.resolve(url).map_err(|e| e.to_string())?;
+        if loc.scheme == Scheme::File {
+            let path = loc.local_path();
+            let src = LocalFile::open(&path).map_err(|e| e.to_string())?;
+            return match vzarr_scan::sniff(&src).map_err(|e| e.to_string())? {
+                Format::Hdf5 { .. } => {
+                    let file = hdf5::sync::sync(|| hdf5::File::open(&path))
+                        .map_err(|e| format!("HDF5 cannot open it: {e}"))?;
+                    Ok(Opened::Hdf5 {
+                        file,
+                        path,
+                        _tmp: None,
+                    })
+                }
+                Format::NetCdf3 { .. } => {
+                    let file =
+                        netcdf::open(&path).map_err(|e| format!("netCDF cannot open it: {e}"))?;
+                    Ok(Opened::Nc3Local { file })
+                }
+            };
+        }
+        let f = self.fetcher.clone();
+        let meta = self
+            .fetcher
+            .block_on(f.head(url.to_string()))
+            .map_err(|e| e.to_string())?;
+        let src = RemoteSource {
+            url: url.to_string(),
+            size: meta.size,
+            fetcher: self.fetcher.clone(),
+        };
+        match vzarr_scan::sniff(&src).map_err(|e| e.to_string())? {
+            Format::NetCdf3 { .. } => {
+                let header = vzarr_netcdf3::parse_header(&src).map_err(|e| e.to_string())?;
+                Ok(Opened::Nc3Remote {
+                    header: Box::new(header),
+                    src,
+                })
+            }
+            Format::Hdf5 { .. } => {
+                let tmp = self.download(url)?;
+                let path = tmp.to_path_buf();
+                let file = hdf5::sync::sync(|| hdf5::File::open(&path))
+                    .map_err(|e| format!("HDF5 cannot open the downloaded copy: {e}"))?;
+                Ok(Opened::Hdf5 {
+                    file,
+                    path,
+                    _tmp: Some(tmp),
+                })
+            }
+        }
+    }
+
+    fn get(&mut self, url: &str) -> Result<&mut Opened, String> {
+        if let Some(i) = self.open.iter().position(|(u, _)| u == url) {
+            let item = self.open.remove(i).expect("position is valid");
+            self.open.push_back(item);
+        } else {
+            let o = self.open_source(url)?;
+            if self.open.len() >= KEEP_OPEN {
+                self.open.pop_front();
+            }
+            self.open.push_back((url.to_string(), o));
+        }
+        Ok(&mut self.open.back_mut().expect("just pushed").1)
+    }
+
+    /// Reads the region `start`+`count` of variable `var` of the source at `url`.
+    pub fn read(
+        &mut self,
+        url: &str,
+        var: &str,
+        start: &[u64],
+        count: &[u64],
+    ) -> Result<SourceValues, String> {
+        let out = match self.get(url)? {
+            Opened::Hdf5 { file, .. } => hdf5_read(file, var, start, count),
+            Opened::Nc3Local { file } => nc_read(file, var, start, count),
+            Opened::Nc3Remote { header, src } => nc3_remote_read(header, src, var, start, count),
+        }?;
+        self.bytes += out.bytes.len() as u64;
+        Ok(out)
+    }
+
+    /// The `units` attribute of variable `var` in the source, where it has one.
+    pub fn units(&mut self, url: &str, var: &str) -> Result<Option<String>, String> {
+        Ok(match self.get(url)? {
+            Opened::Hdf5 { path, .. } => {
+                let path = path.clone();
+                netcdf::open(&path).ok().and_then(|f| nc_units(&f, var))
+            }
+            Opened::Nc3Local { file } => nc_units(file, var),
+            Opened::Nc3Remote { header, .. } => header
+                .variables
+                .iter()
+                .find(|v| v.name == var)
+                .and_then(|v| v.attributes.iter().find(|a| a.name == "units"))
+                .and_then(|a| match &a.value {
+                    AttrValue::Char(b) => Some(
+                        String::from_utf8_lossy(b)
+                            .trim_end_matches('\0')
+                            .to_string(),
+                    ),
+                    _ => None,
+                }),
+        })
+    }
+}

@@ -1,0 +1,438 @@
+//! Source URLs: parsing, normalisation, and the allowed-prefix policy.
+//!
+//! A manifest is input from elsewhere: before anything is fetched every URL it names is parsed
+//! here, refused if it is relative, has `.`/`..` segments (also percent-encoded), encoded
+//! slashes, credentials or control characters, and checked against the allowed prefixes.
+
+use std::fmt;
+
+/// The storage a URL names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scheme {
+    /// Local file system (`file:///abs/path` or `/abs/path`).
+    File,
+    /// Amazon S3 or an S3-compatible server (`s3://bucket/key`).
+    S3,
+    /// Google Cloud Storage (`gs://bucket/key`).
+    Gcs,
+    /// Azure Blob Storage (`az://container/key`).
+    Azure,
+    /// Plain HTTP (`http://host/path`).
+    Http,
+    /// HTTPS (`https://host/path`).
+    Https,
+}
+
+impl Scheme {
+    fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "file" => Scheme::File,
+            "s3" | "s3a" => Scheme::S3,
+            "gs" | "gcs" => Scheme::Gcs,
+            "az" | "azure" | "abfs" | "abfss" | "adl" => Scheme::Azure,
+            "http" => Scheme::Http,
+            "https" => Scheme::Https,
+            _ => return None,
+        })
+    }
+
+    /// The canonical URL scheme.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::File => "file",
+            Scheme::S3 => "s3",
+            Scheme::Gcs => "gs",
+            Scheme::Azure => "az",
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+}
+
+/// A parsed, checked source URL.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Location {
+    /// Storage kind.
+    pub scheme: Scheme,
+    /// Bucket, container or `host[:port]`; empty for local files.
+    pub authority: String,
+    /// Object key or path below the authority, without a leading `/` (for local files: the
+    /// absolute path without its leading `/`).
+    pub key: String,
+}
+
+impl Location {
+    /// The canonical URL (`file:///abs`, `s3://bucket/key`, ...).
+    pub fn url(&self) -> String {
+        format!("{}://{}/{}", self.scheme.as_str(), self.authority, self.key)
+    }
+
+    /// The absolute local path of a `file` location.
+    pub fn local_path(&self) -> std::path::PathBuf {
+        std::path::PathBuf::from(format!("/{}", self.key))
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.url())
+    }
+}
+
+/// Decodes `%XX` escapes; invalid escapes are kept as written.
+pub(crate) fn percent_decode(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    while i < b.len() {
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
+/// The lexical resolution of `.` and `..` in `segments` (for error messages).
+fn resolve_dots(segments: &[&str]) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for s in segments {
+        match *s {
+            "." | "" => {}
+            ".." => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out.join("/")
+}
+
+/// Checks the segments of a key: no `.`/`..` (also percent-encoded), no encoded `/`, no
+/// empty segments (except that local paths collapse them). Returns the checked key.
+fn check_key(scheme: Scheme, authority: &str, key: &str) -> Result<String, String> {
+    let segments: Vec<&str> = if scheme == Scheme::File {
+        key.split('/').filter(|s| !s.is_empty()).collect()
+    } else if key.is_empty() {
+        Vec::new()
+    } else {
+        // A trailing slash names a "directory"; other empty segments are refused.
+        let body = key.strip_suffix('/').unwrap_or(key);
+        let v: Vec<&str> = body.split('/').collect();
+        if v.iter().any(|s| s.is_empty()) {
+            return Err("empty path segment (`//`)".into());
+        }
+        v
+    };
+    for s in &segments {
+        let decoded = percent_decode(s);
+        let dots = |d: &[u8]| d == b"." || d == b"..";
+        if dots(s.as_bytes()) || dots(&decoded) {
+            let resolved = resolve_dots(
+                &segments
+                    .iter()
+                    .map(|s| match percent_decode(s).as_slice() {
+                        b"." => ".",
+                        b".." => "..",
+                        _ => s,
+                    })
+                    .collect::<Vec<_>>(),
+            );
+            return Err(format!(
+                "the path has `.` or `..` segments (it resolves to {}://{}/{})",
+                scheme.as_str(),
+                authority,
+                resolved
+            ));
+        }
+        if decoded.contains(&b'/') || (decoded.contains(&b'\\') && !s.contains('\\')) {
+            return Err("the path has a percent-encoded `/` or `\\`".into());
+        }
+        if decoded.contains(&0) {
+            return Err("the path has a NUL byte".into());
+        }
+    }
+    let mut out = segments.join("/");
+    if scheme != Scheme::File && key.ends_with('/') && !out.is_empty() {
+        out.push('/');
+    }
+    Ok(out)
+}
+
+/// Parses and checks a source URL: absolute local paths, `file://`, `s3://`, `gs://`, `az://`,
+/// `http(s)://`.
+pub fn parse_url(url: &str) -> Result<Location, String> {
+    if url.is_empty() {
+        return Err("empty URL".into());
+    }
+    if url.chars().any(|c| c.is_control()) {
+        return Err("the URL has control characters".into());
+    }
+    if let Some(path) = url.strip_prefix('/') {
+        let key = check_key(Scheme::File, "", path)?;
+        return Ok(Location {
+            scheme: Scheme::File,
+            authority: String::new(),
+            key,
+        });
+    }
+    let Some((scheme_name, rest)) = url.split_once("://") else {
+        return Err(
+            "not an absolute URL or path (relative paths are not accepted in manifests)".into(),
+        );
+    };
+    let scheme = Scheme::from_name(&scheme_name.to_ascii_lowercase())
+        .ok_or_else(|| format!("unsupported URL scheme {scheme_name:?}"))?;
+    if scheme == Scheme::File {
+        let path = if let Some(p) = rest.strip_prefix('/') {
+            p
+        } else if let Some(p) = rest.strip_prefix("localhost/") {
+            p
+        } else {
+            return Err("file URL with a host (expected file:///absolute/path)".into());
+        };
+        let key = check_key(Scheme::File, "", path)?;
+        return Ok(Location {
+            scheme,
+            authority: String::new(),
+            key,
+        });
+    }
+    let (authority, key) = rest.split_once('/').unwrap_or((rest, ""));
+    if authority.is_empty() {
+        return Err("URL without a bucket or host".into());
+    }
+    if matches!(scheme, Scheme::Http | Scheme::Https) {
+        if authority.contains('@') {
+            return Err("URLs with credentials are not accepted".into());
+        }
+        if url.contains('?') || url.contains('#') {
+            return Err("HTTP URLs with a query or fragment are not accepted".into());
+        }
+    }
+    let authority = if matches!(scheme, Scheme::Http | Scheme::Https) {
+        authority.to_ascii_lowercase()
+    } else {
+        authority.to_string()
+    };
+    if authority.contains(['\\', ' ']) {
+        return Err("invalid bucket or host".into());
+    }
+    let key = check_key(scheme, &authority, key)?;
+    Ok(Location {
+        scheme,
+        authority,
+        key,
+    })
+}
+
+/// One allowed prefix: a local directory, a bucket or a bucket prefix, a URL prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prefix {
+    loc: Location,
+}
+
+impl Prefix {
+    /// Parses a prefix. Local prefixes given by the user may be relative (made absolute against
+    /// the current directory); URL prefixes must be absolute.
+    pub fn parse(prefix: &str, allow_relative: bool) -> Result<Self, String> {
+        let p = prefix.trim();
+        let is_url = p.contains("://");
+        let text = if !is_url && allow_relative {
+            // A local path from the user: made absolute, `.` and `..` resolved lexically.
+            vzarr_source::absolute(std::path::Path::new(p))
+                .map_err(|e| e.to_string())?
+                .to_str()
+                .ok_or_else(|| format!("prefix {p:?} is not UTF-8"))?
+                .to_string()
+        } else if !is_url && !p.starts_with('/') {
+            return Err(format!("prefix {p:?} is not absolute"));
+        } else {
+            p.to_string()
+        };
+        let mut loc = parse_url(&text).map_err(|e| format!("prefix {p:?}: {e}"))?;
+        while loc.key.ends_with('/') {
+            loc.key.pop();
+        }
+        Ok(Prefix { loc })
+    }
+
+    /// Whether `loc` is this prefix or below it (whole path segments only).
+    pub fn matches(&self, loc: &Location) -> bool {
+        if self.loc.scheme != loc.scheme || self.loc.authority != loc.authority {
+            return false;
+        }
+        let pk = &self.loc.key;
+        pk.is_empty()
+            || loc.key == *pk
+            || (loc.key.len() > pk.len()
+                && loc.key.starts_with(pk.as_str())
+                && loc.key.as_bytes()[pk.len()] == b'/')
+    }
+
+    /// The prefix as a URL.
+    pub fn url(&self) -> String {
+        self.loc.url()
+    }
+
+    /// The local directory of a `file` prefix.
+    pub fn local_path(&self) -> Option<std::path::PathBuf> {
+        (self.loc.scheme == Scheme::File).then(|| self.loc.local_path())
+    }
+}
+
+/// The prefixes a reader may fetch from.
+#[derive(Clone, Debug, Default)]
+pub struct PrefixPolicy {
+    prefixes: Vec<Prefix>,
+}
+
+impl PrefixPolicy {
+    /// A policy from prefixes recorded in the references and prefixes given by the user.
+    pub fn new(recorded: &[String], given: &[String]) -> Result<Self, String> {
+        let mut prefixes = Vec::new();
+        for p in recorded {
+            prefixes.push(
+                Prefix::parse(p, false).map_err(|e| format!("recorded allowed prefix: {e}"))?,
+            );
+        }
+        for p in given {
+            prefixes.push(Prefix::parse(p, true)?);
+        }
+        Ok(PrefixPolicy { prefixes })
+    }
+
+    /// The prefixes.
+    pub fn prefixes(&self) -> &[Prefix] {
+        &self.prefixes
+    }
+
+    /// Parses `url` and checks it against the prefixes; the reason when it is refused.
+    pub fn check(&self, url: &str) -> Result<(Location, &Prefix), String> {
+        let loc = parse_url(url)?;
+        if self.prefixes.is_empty() {
+            return Err(
+                "no allowed prefixes: the references record none and none were given (pass --allow-prefix)"
+                    .into(),
+            );
+        }
+        match self.prefixes.iter().find(|p| p.matches(&loc)) {
+            Some(p) => Ok((loc, p)),
+            None => {
+                let list: Vec<String> = self.prefixes.iter().map(Prefix::url).collect();
+                Err(format!(
+                    "not under an allowed prefix (allowed: {}; pass --allow-prefix to add one)",
+                    list.join(", ")
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_normalises() {
+        let l = parse_url("file:///data/a b.nc").unwrap();
+        assert_eq!((l.scheme, l.key.as_str()), (Scheme::File, "data/a b.nc"));
+        assert_eq!(l.url(), "file:///data/a b.nc");
+        assert_eq!(parse_url("/data//x.nc").unwrap().key, "data/x.nc");
+        let s = parse_url("s3://bucket/dir/x.nc").unwrap();
+        assert_eq!(
+            (s.scheme, s.authority.as_str(), s.key.as_str()),
+            (Scheme::S3, "bucket", "dir/x.nc")
+        );
+        let h = parse_url("HTTPS://Example.COM:8080/x").unwrap();
+        assert_eq!(h.url(), "https://example.com:8080/x");
+        assert_eq!(parse_url("gs://b/k").unwrap().scheme, Scheme::Gcs);
+        assert_eq!(parse_url("az://c/k").unwrap().scheme, Scheme::Azure);
+    }
+
+    #[test]
+    fn refuses_dangerous_urls() {
+        for (url, want) in [
+            (
+                "file:///data/../etc/passwd",
+                "resolves to file:///etc/passwd",
+            ),
+            ("/data/./x", "`.` or `..`"),
+            (
+                "file:///data/%2e%2e/etc/passwd",
+                "resolves to file:///etc/passwd",
+            ),
+            ("file:///data/%2E%2e/x", "`..`"),
+            ("file:///data/a%2fb", "percent-encoded"),
+            (
+                "s3://bucket/a/../../other/x",
+                "resolves to s3://bucket/other/x",
+            ),
+            ("relative/path.nc", "relative"),
+            ("file://host/x", "host"),
+            ("ftp://x/y", "scheme"),
+            ("https://user:pw@host/x", "credentials"),
+            ("https://host/x?sig=1", "query"),
+            ("s3://bucket/a//b", "empty path segment"),
+            ("s3:///key", "bucket"),
+            ("file:///a\u{0}b", "control"),
+            ("", "empty"),
+        ] {
+            let e = parse_url(url).unwrap_err();
+            assert!(e.contains(want), "{url}: {e}");
+        }
+    }
+
+    #[test]
+    fn prefix_matching_is_by_segment() {
+        let p = Prefix::parse("s3://bucket/data", false).unwrap();
+        assert!(p.matches(&parse_url("s3://bucket/data/x.nc").unwrap()));
+        assert!(p.matches(&parse_url("s3://bucket/data").unwrap()));
+        assert!(!p.matches(&parse_url("s3://bucket/database/x.nc").unwrap()));
+        assert!(!p.matches(&parse_url("s3://other/data/x.nc").unwrap()));
+        assert!(!p.matches(&parse_url("gs://bucket/data/x.nc").unwrap()));
+        let whole = Prefix::parse("s3://bucket", false).unwrap();
+        assert!(whole.matches(&parse_url("s3://bucket/any/x").unwrap()));
+        let local = Prefix::parse("file:///data/archive/", false).unwrap();
+        assert!(local.matches(&parse_url("/data/archive/x.nc").unwrap()));
+        assert!(!local.matches(&parse_url("/etc/passwd").unwrap()));
+        assert!(Prefix::parse("relative/dir", false).is_err());
+        let rel = Prefix::parse("relative/dir", true).unwrap();
+        assert!(rel.url().starts_with("file:///"));
+        let dots = Prefix::parse("/data/x/../archive", true).unwrap();
+        assert_eq!(dots.url(), "file:///data/archive");
+        assert!(Prefix::parse("/data/x/../archive", false).is_err());
+        assert!(Prefix::parse("file:///data/../etc", false).is_err());
+    }
+
+    #[test]
+    fn policy() {
+        let p = PrefixPolicy::new(&["file:///data/".into()], &["s3://bucket/x/".into()]).unwrap();
+        assert!(p.check("file:///data/a.nc").is_ok());
+        assert!(p.check("s3://bucket/x/a.nc").is_ok());
+        let e = p.check("s3://bucket2/x/a.nc").unwrap_err();
+        assert!(e.contains("not under an allowed prefix"), "{e}");
+        let e = p.check("/etc/passwd").unwrap_err();
+        assert!(e.contains("not under an allowed prefix"), "{e}");
+        let none = PrefixPolicy::new(&[], &[]).unwrap();
+        assert!(
+            none.check("file:///data/a.nc")
+                .unwrap_err()
+                .contains("no allowed prefixes")
+        );
+    }
+
+    #[test]
+    fn percent_decoding() {
+        assert_eq!(percent_decode("a%20b"), b"a b");
+        assert_eq!(percent_decode("%zz%2"), b"%zz%2");
+        assert_eq!(percent_decode("%2e%2E"), b"..");
+    }
+}

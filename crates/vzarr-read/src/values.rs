@@ -1,0 +1,457 @@
+//! Values in native byte order: element access, text and JSON formatting, exact comparison
+//! (floats bitwise, NaN equal to NaN), and box extraction.
+
+use serde_json::Value;
+use vzarr_core::{DataType, half_to_f64};
+
+/// Array values in native byte order, C order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawArray {
+    /// Element type.
+    pub data_type: DataType,
+    /// Shape.
+    pub shape: Vec<u64>,
+    /// Element bytes in native byte order (byte strings as stored).
+    pub bytes: Vec<u8>,
+}
+
+/// One element, decoded.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar<'a> {
+    /// A boolean.
+    Bool(bool),
+    /// A signed integer.
+    Int(i64),
+    /// An unsigned integer.
+    UInt(u64),
+    /// A float16 value (widened).
+    F16(f32),
+    /// A float32 value.
+    F32(f32),
+    /// A float64 value.
+    F64(f64),
+    /// A fixed-length byte string, as stored.
+    Bytes(&'a [u8]),
+}
+
+fn arr<const N: usize>(b: &[u8]) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&b[..N]);
+    a
+}
+
+/// Decodes one element of `dt` from native bytes (`b` holds at least `dt.size()` bytes).
+pub fn scalar(dt: DataType, b: &[u8]) -> Scalar<'_> {
+    match dt {
+        DataType::Bool => Scalar::Bool(b[0] != 0),
+        DataType::Int8 => Scalar::Int(i64::from(b[0] as i8)),
+        DataType::Int16 => Scalar::Int(i64::from(i16::from_ne_bytes(arr(b)))),
+        DataType::Int32 => Scalar::Int(i64::from(i32::from_ne_bytes(arr(b)))),
+        DataType::Int64 => Scalar::Int(i64::from_ne_bytes(arr(b))),
+        DataType::UInt8 => Scalar::UInt(u64::from(b[0])),
+        DataType::UInt16 => Scalar::UInt(u64::from(u16::from_ne_bytes(arr(b)))),
+        DataType::UInt32 => Scalar::UInt(u64::from(u32::from_ne_bytes(arr(b)))),
+        DataType::UInt64 => Scalar::UInt(u64::from_ne_bytes(arr(b))),
+        DataType::Float16 => Scalar::F16(half_to_f64(u16::from_ne_bytes(arr(b))) as f32),
+        DataType::Float32 => Scalar::F32(f32::from_ne_bytes(arr(b))),
+        DataType::Float64 => Scalar::F64(f64::from_ne_bytes(arr(b))),
+        DataType::FixedBytes(n) => Scalar::Bytes(&b[..n]),
+    }
+}
+
+fn float_text(v: f64, shortest: impl Fn() -> String) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "inf".into() } else { "-inf".into() }
+    } else {
+        shortest()
+    }
+}
+
+fn float_json(v: f64, n: Option<serde_json::Number>) -> Value {
+    if v.is_nan() {
+        Value::from("NaN")
+    } else if v.is_infinite() {
+        Value::from(if v > 0.0 { "Infinity" } else { "-Infinity" })
+    } else {
+        n.map_or(Value::Null, Value::Number)
+    }
+}
+
+fn strip_nuls(b: &[u8]) -> &[u8] {
+    let end = b.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+    &b[..end]
+}
+
+impl Scalar<'_> {
+    /// Text form: integers in decimal, floats in their shortest round-trip form (`nan`,
+    /// `inf`), booleans `true`/`false`, byte strings quoted with trailing NULs removed.
+    pub fn to_text(&self) -> String {
+        match *self {
+            Scalar::Bool(v) => v.to_string(),
+            Scalar::Int(v) => v.to_string(),
+            Scalar::UInt(v) => v.to_string(),
+            Scalar::F16(v) | Scalar::F32(v) => float_text(f64::from(v), || v.to_string()),
+            Scalar::F64(v) => float_text(v, || v.to_string()),
+            Scalar::Bytes(b) => {
+                let b = strip_nuls(b);
+                match std::str::from_utf8(b) {
+                    Ok(s) => serde_json::to_string(s).unwrap_or_default(),
+                    Err(_) => format!("\"{}\"", b.escape_ascii()),
+                }
+            }
+        }
+    }
+
+    /// JSON form: numbers, `"NaN"`/`"Infinity"`/`"-Infinity"` for non-finite floats, strings
+    /// (lossy UTF-8, trailing NULs removed) for byte strings.
+    pub fn to_json(&self) -> Value {
+        match *self {
+            Scalar::Bool(v) => Value::from(v),
+            Scalar::Int(v) => Value::from(v),
+            Scalar::UInt(v) => Value::from(v),
+            Scalar::F16(v) | Scalar::F32(v) => {
+                // The shortest f32 text, parsed back as f64, keeps the JSON short.
+                let n = v
+                    .to_string()
+                    .parse::<f64>()
+                    .ok()
+                    .and_then(serde_json::Number::from_f64);
+                float_json(f64::from(v), n)
+            }
+            Scalar::F64(v) => float_json(v, serde_json::Number::from_f64(v)),
+            Scalar::Bytes(b) => Value::from(String::from_utf8_lossy(strip_nuls(b)).into_owned()),
+        }
+    }
+}
+
+impl RawArray {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / self.data_type.size().max(1)
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The element at C-order position `i`.
+    pub fn get(&self, i: usize) -> Option<Scalar<'_>> {
+        let n = self.data_type.size();
+        let b = self.bytes.get(i.checked_mul(n)?..(i + 1).checked_mul(n)?)?;
+        Some(scalar(self.data_type, b))
+    }
+
+    /// The values as text: one value for 0-d, one line for 1-d, one row per line for 2-d, and
+    /// for more dimensions a `[i, j, :, :]` header before each 2-d block.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let nd = self.shape.len();
+        let row = |out: &mut String, start: usize, len: usize| {
+            let items: Vec<String> = (start..start + len)
+                .filter_map(|i| self.get(i).map(|s| s.to_text()))
+                .collect();
+            out.push_str(&items.join(" "));
+            out.push('\n');
+        };
+        match nd {
+            0 => row(&mut out, 0, 1),
+            1 => row(&mut out, 0, self.shape[0] as usize),
+            _ => {
+                let cols = self.shape[nd - 1] as usize;
+                let rows = self.shape[nd - 2] as usize;
+                let outer: Vec<u64> = self.shape[..nd - 2].to_vec();
+                let nblocks: u64 = outer.iter().product();
+                for b in 0..nblocks {
+                    if nd > 2 {
+                        let idx = unravel(b, &outer);
+                        let mut head: Vec<String> = idx.iter().map(u64::to_string).collect();
+                        head.push(":".into());
+                        head.push(":".into());
+                        if b > 0 {
+                            out.push('\n');
+                        }
+                        out.push_str(&format!("[{}]\n", head.join(", ")));
+                    }
+                    for r in 0..rows {
+                        row(&mut out, (b as usize * rows + r) * cols, cols);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The values as nested JSON arrays (a scalar for 0-d).
+    pub fn to_json(&self) -> Value {
+        fn nest(a: &RawArray, axis: usize, base: usize) -> Value {
+            if axis == a.shape.len() {
+                return a.get(base).map_or(Value::Null, |s| s.to_json());
+            }
+            let n = a.shape[axis] as usize;
+            let stride: usize = a.shape[axis + 1..].iter().map(|&d| d as usize).product();
+            Value::Array(
+                (0..n)
+                    .map(|i| nest(a, axis + 1, base + i * stride))
+                    .collect(),
+            )
+        }
+        nest(self, 0, 0)
+    }
+}
+
+/// The multi-index of C-order position `lin` in `shape`.
+pub fn unravel(mut lin: u64, shape: &[u64]) -> Vec<u64> {
+    let mut out = vec![0; shape.len()];
+    for (k, &d) in shape.iter().enumerate().rev() {
+        let d = d.max(1);
+        out[k] = lin % d;
+        lin /= d;
+    }
+    out
+}
+
+/// Copies the box `start`+`count` out of C-order `bytes` of `shape` (elements of `esize`
+/// bytes).
+pub fn extract_box(
+    bytes: &[u8],
+    shape: &[u64],
+    esize: usize,
+    start: &[u64],
+    count: &[u64],
+) -> Vec<u8> {
+    let n: usize = count.iter().map(|&c| c as usize).product();
+    let mut out = Vec::with_capacity(n * esize);
+    if n == 0 {
+        return out;
+    }
+    let nd = shape.len();
+    if nd == 0 {
+        out.extend_from_slice(&bytes[..esize]);
+        return out;
+    }
+    // Innermost contiguous run.
+    let run = count[nd - 1] as usize * esize;
+    let outer: Vec<u64> = count[..nd - 1].to_vec();
+    let nrows: u64 = outer.iter().product();
+    for r in 0..nrows {
+        let idx = unravel(r, &outer);
+        let mut lin: usize = 0;
+        for k in 0..nd - 1 {
+            lin = lin * shape[k] as usize + (start[k] + idx[k]) as usize;
+        }
+        lin = lin * shape[nd - 1] as usize + start[nd - 1] as usize;
+        let off = lin * esize;
+        out.extend_from_slice(&bytes[off..off + run]);
+    }
+    out
+}
+
+/// How two value buffers differ.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Difference {
+    /// Number of differing elements.
+    pub count: u64,
+    /// C-order position of the first difference.
+    pub first: usize,
+    /// The first differing value through the manifest, as text.
+    pub ours: String,
+    /// The first differing value in the source, as text.
+    pub theirs: String,
+}
+
+fn as_i128(s: Scalar<'_>) -> Option<i128> {
+    match s {
+        Scalar::Bool(v) => Some(i128::from(v)),
+        Scalar::Int(v) => Some(i128::from(v)),
+        Scalar::UInt(v) => Some(i128::from(v)),
+        _ => None,
+    }
+}
+
+fn as_f64(s: Scalar<'_>) -> Option<f64> {
+    match s {
+        Scalar::F16(v) | Scalar::F32(v) => Some(f64::from(v)),
+        Scalar::F64(v) => Some(v),
+        Scalar::Bytes(_) => None,
+        other => as_i128(other).map(|i| i as f64),
+    }
+}
+
+/// The values as f64 (integers converted, byte strings refused).
+pub(crate) fn to_f64s(dt: DataType, bytes: &[u8]) -> Option<Vec<f64>> {
+    let n = dt.size().max(1);
+    bytes
+        .chunks_exact(n)
+        .map(|b| as_f64(scalar(dt, b)))
+        .collect()
+}
+
+/// Compares every element: same data type bitwise (floats: NaN equals NaN, any payload);
+/// different numeric types by value (integers exactly, floats as f64); a byte string against
+/// a number never matches. `None` when all are equal.
+pub fn compare(
+    ours_dt: DataType,
+    ours: &[u8],
+    theirs_dt: DataType,
+    theirs: &[u8],
+) -> Option<Difference> {
+    let (ea, eb) = (ours_dt.size().max(1), theirs_dt.size().max(1));
+    let n = ours.len() / ea;
+    if theirs.len() / eb != n {
+        return Some(Difference {
+            count: n.max(theirs.len() / eb) as u64,
+            first: 0,
+            ours: format!("{n} values"),
+            theirs: format!("{} values", theirs.len() / eb),
+        });
+    }
+    if ours_dt == theirs_dt && ours == theirs {
+        return None;
+    }
+    let same = ours_dt == theirs_dt;
+    let mut diff: Option<Difference> = None;
+    for i in 0..n {
+        let a = &ours[i * ea..(i + 1) * ea];
+        let b = &theirs[i * eb..(i + 1) * eb];
+        let (sa, sb) = (scalar(ours_dt, a), scalar(theirs_dt, b));
+        let equal = if same {
+            a == b
+                || (ours_dt.is_float()
+                    && as_f64(sa).is_some_and(f64::is_nan)
+                    && as_f64(sb).is_some_and(f64::is_nan))
+        } else if let (Some(x), Some(y)) = (as_i128(sa), as_i128(sb)) {
+            x == y
+        } else if let (Some(x), Some(y)) = (as_f64(sa), as_f64(sb)) {
+            x == y || (x.is_nan() && y.is_nan())
+        } else {
+            matches!((sa, sb), (Scalar::Bytes(x), Scalar::Bytes(y)) if strip_nuls(x) == strip_nuls(y))
+        };
+        if !equal {
+            match &mut diff {
+                Some(d) => d.count += 1,
+                None => {
+                    diff = Some(Difference {
+                        count: 1,
+                        first: i,
+                        ours: sa.to_text(),
+                        theirs: sb.to_text(),
+                    });
+                }
+            }
+        }
+    }
+    diff
+}
+
+/// Swaps each `esize`-byte element of `bytes` in place (big-endian to native on little-endian
+/// machines and back).
+pub fn swap_elements(bytes: &mut [u8], esize: usize) {
+    if esize > 1 {
+        for e in bytes.chunks_exact_mut(esize) {
+            e.reverse();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32s(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn text_and_json() {
+        let a = RawArray {
+            data_type: DataType::Float32,
+            shape: vec![2, 3],
+            bytes: f32s(&[1.0, 0.1, f32::NAN, -2.5, f32::INFINITY, 1e20]),
+        };
+        assert_eq!(a.to_text(), "1 0.1 nan\n-2.5 inf 100000000000000000000\n");
+        assert_eq!(
+            a.to_json(),
+            serde_json::json!([[1.0, 0.1, "NaN"], [-2.5, "Infinity", 1e20]])
+        );
+        let s = RawArray {
+            data_type: DataType::FixedBytes(3),
+            shape: vec![2],
+            bytes: b"ab\0\xff\0\0".to_vec(),
+        };
+        assert_eq!(s.to_text(), "\"ab\" \"\\xff\"\n");
+        let z = RawArray {
+            data_type: DataType::Int16,
+            shape: vec![],
+            bytes: 7i16.to_ne_bytes().to_vec(),
+        };
+        assert_eq!(z.to_text(), "7\n");
+        assert_eq!(z.to_json(), serde_json::json!(7));
+        let c = RawArray {
+            data_type: DataType::UInt8,
+            shape: vec![2, 1, 2],
+            bytes: vec![1, 2, 3, 4],
+        };
+        assert_eq!(c.to_text(), "[0, :, :]\n1 2\n\n[1, :, :]\n3 4\n");
+    }
+
+    #[test]
+    fn comparison_rules() {
+        let nan_a = f32::from_bits(0x7fc0_0001);
+        let nan_b = f32::from_bits(0x7fc0_0002);
+        assert_eq!(
+            compare(
+                DataType::Float32,
+                &f32s(&[nan_a, 1.0]),
+                DataType::Float32,
+                &f32s(&[nan_b, 1.0])
+            ),
+            None
+        );
+        let d = compare(
+            DataType::Float32,
+            &f32s(&[0.0, 1.0, 2.0]),
+            DataType::Float32,
+            &f32s(&[-0.0, 1.0, 3.0]),
+        )
+        .unwrap();
+        assert_eq!(
+            (d.count, d.first, d.ours.as_str(), d.theirs.as_str()),
+            (2, 0, "0", "-0")
+        );
+        // Different types compare by value.
+        let ints: Vec<u8> = [1i32, 2, 300]
+            .iter()
+            .flat_map(|x| x.to_ne_bytes())
+            .collect();
+        let dbl: Vec<u8> = [1f64, 2.0, 300.0]
+            .iter()
+            .flat_map(|x| x.to_ne_bytes())
+            .collect();
+        assert_eq!(
+            compare(DataType::Float64, &dbl, DataType::Int32, &ints),
+            None
+        );
+        let u: Vec<u8> = [1u8, 0].to_vec();
+        assert_eq!(compare(DataType::Bool, &u, DataType::Int8, &u), None);
+        assert!(compare(DataType::Int16, &[0, 0x80], DataType::UInt16, &[0, 0x80]).is_some());
+    }
+
+    #[test]
+    fn boxes() {
+        // 3x4 array of u8 0..12; box rows 1..3, cols 1..3.
+        let b: Vec<u8> = (0..12).collect();
+        assert_eq!(
+            extract_box(&b, &[3, 4], 1, &[1, 1], &[2, 2]),
+            vec![5, 6, 9, 10]
+        );
+        assert_eq!(
+            extract_box(&b, &[3, 4], 1, &[0, 0], &[0, 2]),
+            Vec::<u8>::new()
+        );
+        assert_eq!(extract_box(&[9], &[], 1, &[], &[]), vec![9]);
+        assert_eq!(unravel(5, &[2, 3]), vec![1, 2]);
+    }
+}

@@ -1,0 +1,830 @@
+//! Verification: every chunk (or a seeded random sample) read through the manifest and
+//! compared value by value with the source read directly.
+//!
+//! For combined datasets, arrays along the concatenation dimension are compared slab by slab
+//! with the file each slab came from (a new leading dimension takes one file per index);
+//! other arrays with the first file. CF time coordinates (and their bounds) that the planner
+//! re-encoded into other units are compared as decoded instants (`vzarr-cftime`), since their
+//! numbers legitimately differ from the source's.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use vzarr_core::{ChunkRef, VirtualArray};
+
+use crate::ReadError;
+use crate::direct::DirectReaders;
+use crate::fetch::Fetcher;
+use crate::reader::Reader;
+use crate::store::{RefStore, prefetch};
+use crate::values::{Difference, compare, extract_box, to_f64s, unravel};
+
+/// Progress of a verification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VerifyProgress {
+    /// Chunks checked so far.
+    pub done: u64,
+    /// Chunks to check.
+    pub total: u64,
+}
+
+/// What to verify.
+#[derive(Clone)]
+pub struct VerifyOptions {
+    /// Check a random sample of this many chunks instead of all.
+    pub sample: Option<u64>,
+    /// Seed of the sample (the same seed picks the same chunks).
+    pub seed: u64,
+    /// Only these arrays (all when empty).
+    pub arrays: Vec<String>,
+    /// Failed chunks described in detail (all are counted).
+    pub max_reported: usize,
+    /// Called after every chunk.
+    pub progress: Option<Arc<dyn Fn(VerifyProgress) + Send + Sync>>,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        VerifyOptions {
+            sample: None,
+            seed: 0,
+            arrays: Vec::new(),
+            max_reported: 10,
+            progress: None,
+        }
+    }
+}
+
+impl fmt::Debug for VerifyOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VerifyOptions")
+            .field("sample", &self.sample)
+            .field("seed", &self.seed)
+            .field("arrays", &self.arrays)
+            .field("max_reported", &self.max_reported)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A chunk whose values through the manifest differ from the source (or could not be read).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Mismatch {
+    /// Array path.
+    pub array: String,
+    /// Chunk index.
+    pub chunk: Vec<u64>,
+    /// The source compared with.
+    pub source: String,
+    /// Number of differing values (0 when a side could not be read).
+    pub differing: u64,
+    /// Index in the array of the first differing value.
+    pub first_index: Option<Vec<u64>>,
+    /// What differs, in words.
+    pub reason: String,
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} chunk {:?} (source {}): {}",
+            self.array, self.chunk, self.source, self.reason
+        )
+    }
+}
+
+/// Something that was not compared, and why.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Skipped {
+    /// Array path.
+    pub array: String,
+    /// Chunk index, when only some chunks are skipped.
+    pub chunk: Option<Vec<u64>>,
+    /// Why.
+    pub reason: String,
+}
+
+/// The outcome of a verification.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct VerifyReport {
+    /// Chunks in the verified arrays.
+    pub chunks_total: u64,
+    /// Chunks checked.
+    pub chunks_checked: u64,
+    /// Values compared.
+    pub values_compared: u64,
+    /// Bytes fetched through the manifest.
+    pub bytes_read: u64,
+    /// Bytes read from the sources directly.
+    pub source_bytes_read: u64,
+    /// Wall time in seconds.
+    pub seconds: f64,
+    /// Chunks that differ or could not be read.
+    pub failed_chunks: u64,
+    /// The first failed chunks, in detail.
+    pub mismatches: Vec<Mismatch>,
+    /// What was not compared.
+    pub skipped: Vec<Skipped>,
+}
+
+fn human(n: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}
+
+impl VerifyReport {
+    /// Whether every compared value matched.
+    pub fn ok(&self) -> bool {
+        self.failed_chunks == 0
+    }
+
+    /// One summary line: chunks checked, values compared, bytes read, seconds, outcome.
+    pub fn summary(&self) -> String {
+        let sampled = if self.chunks_checked < self.chunks_total {
+            format!(" (sample of {})", self.chunks_total)
+        } else {
+            String::new()
+        };
+        let outcome = if self.ok() {
+            "all values match".to_string()
+        } else {
+            format!("{} chunk(s) differ", self.failed_chunks)
+        };
+        format!(
+            "verified {} chunks{sampled}, {} values compared, {} read through the manifest, {} read from sources directly, {:.2} s: {outcome}",
+            self.chunks_checked,
+            self.values_compared,
+            human(self.bytes_read),
+            human(self.source_bytes_read),
+            self.seconds
+        )
+    }
+}
+
+/// SplitMix64: a small, fixed pseudo-random generator, so samples are reproducible across
+/// versions and platforms.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..m` (`m >= 1`).
+    fn below(&mut self, m: u64) -> u64 {
+        let zone = u64::MAX - (u64::MAX % m);
+        loop {
+            let x = self.next();
+            if x < zone {
+                return x % m;
+            }
+        }
+    }
+}
+
+/// `n` distinct indices of `0..total`, uniformly at random (Floyd's algorithm), sorted.
+pub(crate) fn sample_indices(total: u64, n: u64, seed: u64) -> Vec<u64> {
+    if n >= total {
+        return (0..total).collect();
+    }
+    let mut rng = SplitMix64(seed);
+    let mut set: HashSet<u64> = HashSet::with_capacity(n as usize);
+    for j in total - n..total {
+        let t = rng.below(j + 1);
+        if !set.insert(t) {
+            set.insert(j);
+        }
+    }
+    let mut v: Vec<u64> = set.into_iter().collect();
+    v.sort_unstable();
+    v
+}
+
+/// One slab of a chunk's region and where it comes from in a source.
+struct Slab {
+    url: String,
+    /// Start of the slab inside the chunk's region.
+    box_start: Vec<u64>,
+    /// Extent of the slab (array axes).
+    count: Vec<u64>,
+    /// Start in the source variable (source axes).
+    src_start: Vec<u64>,
+    /// Whether axis 0 is a new dimension the source does not have.
+    drop_axis0: bool,
+}
+
+enum Plan {
+    Slabs(Vec<Slab>),
+    Skip(String),
+}
+
+fn attr_str<'a>(a: &'a VirtualArray, name: &str) -> Option<&'a str> {
+    a.attributes.get(name).and_then(|v| v.as_str())
+}
+
+/// Where the values of a chunk's region (`origin` + `count`) come from.
+fn plan(reader: &Reader, path: &str, array: &VirtualArray, origin: &[u64], count: &[u64]) -> Plan {
+    let prov = reader.provenance();
+    let whole = |url: String| {
+        Plan::Slabs(vec![Slab {
+            url,
+            box_start: vec![0; count.len()],
+            count: count.to_vec(),
+            src_start: origin.to_vec(),
+            drop_axis0: false,
+        }])
+    };
+    if let Some(c) = &prov.concat
+        && c.arrays.iter().any(|a| a == path)
+    {
+        if c.new_dim {
+            if path == c.dim {
+                return Plan::Skip(format!(
+                    "the coordinate of the new dimension {:?} is made from labels, not read from a source",
+                    c.dim
+                ));
+            }
+            if array.dimension_names.first().map(String::as_str) == Some(c.dim.as_str())
+                && !count.is_empty()
+            {
+                let mut slabs = Vec::new();
+                for p in &c.pieces {
+                    if p.start >= origin[0] && p.start < origin[0] + count[0] {
+                        let mut box_start = vec![0; count.len()];
+                        box_start[0] = p.start - origin[0];
+                        let mut cnt = count.to_vec();
+                        cnt[0] = 1;
+                        slabs.push(Slab {
+                            url: p.url.clone(),
+                            box_start,
+                            count: cnt,
+                            src_start: origin[1..].to_vec(),
+                            drop_axis0: true,
+                        });
+                    }
+                }
+                return Plan::Slabs(slabs);
+            }
+        } else if let Some(k) = array.dimension_names.iter().position(|d| *d == c.dim) {
+            let (lo_r, hi_r) = (origin[k], origin[k] + count[k]);
+            let mut slabs = Vec::new();
+            for p in &c.pieces {
+                let lo = lo_r.max(p.start);
+                let hi = hi_r.min(p.start.saturating_add(p.len));
+                if lo >= hi {
+                    continue;
+                }
+                let mut box_start = vec![0; count.len()];
+                box_start[k] = lo - lo_r;
+                let mut cnt = count.to_vec();
+                cnt[k] = hi - lo;
+                let mut src_start = origin.to_vec();
+                src_start[k] = lo - p.start;
+                slabs.push(Slab {
+                    url: p.url.clone(),
+                    box_start,
+                    count: cnt,
+                    src_start,
+                    drop_axis0: false,
+                });
+            }
+            let covered: u64 = slabs.iter().map(|s| s.count[k]).sum();
+            if covered != count[k] {
+                return Plan::Skip(format!(
+                    "the concatenation pieces cover {covered} of {} elements of this chunk along {:?}",
+                    count[k], c.dim
+                ));
+            }
+            return Plan::Slabs(slabs);
+        }
+    }
+    if let Some(c) = &prov.concat
+        && let Some(p) = c.pieces.first()
+    {
+        return whole(p.url.clone());
+    }
+    if prov.sources.len() == 1 {
+        return whole(prov.sources[0].url.clone());
+    }
+    match array.manifest.sources() {
+        [one] => whole(one.to_string()),
+        [] => match prov.sources.first() {
+            Some(s) => whole(s.url.clone()),
+            None => Plan::Skip("no source is recorded to compare with".into()),
+        },
+        many => Plan::Skip(format!(
+            "its chunks point into {} files and the references record no concatenation \
+             layout, so where a chunk's values lie in its file is unknown",
+            many.len()
+        )),
+    }
+}
+
+struct Task {
+    array: usize,
+    lin: usize,
+}
+
+/// Verifies the references opened in `reader`: reads chunks through the manifest and
+/// compares every value with the source read directly. Stale sources are an error (unless the
+/// reader ignores staleness); differences are in the report.
+pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, ReadError> {
+    let t0 = Instant::now();
+    let bytes_before = reader.stats().bytes;
+    let stale = reader.check_sources();
+    if let Some(first) = stale.first() {
+        return Err(match first.clone() {
+            ReadError::Stale { url, what } if stale.len() > 1 => ReadError::Stale {
+                url,
+                what: format!("{what} (and {} more changed sources)", stale.len() - 1),
+            },
+            other => other,
+        });
+    }
+    let ds = reader.dataset();
+    let paths: Vec<String> = if opts.arrays.is_empty() {
+        ds.arrays.keys().cloned().collect()
+    } else {
+        for a in &opts.arrays {
+            if !ds.arrays.contains_key(a.trim_start_matches('/')) {
+                return Err(ReadError::NoArray(a.clone()));
+            }
+        }
+        let mut v: Vec<String> = opts
+            .arrays
+            .iter()
+            .map(|a| a.trim_start_matches('/').to_string())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let arrays: Vec<&VirtualArray> = paths.iter().map(|p| &ds.arrays[p]).collect();
+    let counts: Vec<u64> = arrays.iter().map(|a| a.manifest.len() as u64).collect();
+    let mut starts = Vec::with_capacity(counts.len());
+    let mut total = 0u64;
+    for c in &counts {
+        starts.push(total);
+        total += c;
+    }
+    let picked: Vec<u64> = match opts.sample {
+        Some(n) if n < total => sample_indices(total, n, opts.seed),
+        _ => (0..total).collect(),
+    };
+    let tasks: Vec<Task> = picked
+        .iter()
+        .map(|&g| {
+            let a = starts.partition_point(|&s| s <= g) - 1;
+            Task {
+                array: a,
+                lin: (g - starts[a]) as usize,
+            }
+        })
+        .collect();
+
+    // Batches of tasks of one array, bounded in encoded bytes and count.
+    let limit = reader.options().batch_bytes.max(1);
+    let mut batches: Vec<Range<usize>> = Vec::new();
+    let mut i = 0;
+    while i < tasks.len() {
+        let a = tasks[i].array;
+        let mut j = i;
+        let mut bytes = 0u64;
+        while j < tasks.len() && tasks[j].array == a && bytes < limit && j - i < 4096 {
+            bytes += match arrays[a].manifest.get(tasks[j].lin) {
+                ChunkRef::Range { length, .. } => length,
+                _ => 0,
+            };
+            j += 1;
+        }
+        batches.push(i..j);
+        i = j;
+    }
+
+    let shared = reader.shared().clone();
+    let fetcher = reader.fetcher().clone();
+    let mut direct = DirectReaders::new(fetcher.clone());
+    let mut report = VerifyReport {
+        chunks_total: total,
+        ..Default::default()
+    };
+    let mut units_cache: HashMap<(String, String), Option<String>> = HashMap::new();
+    let mut skipped_arrays: HashSet<String> = HashSet::new();
+    let spawn = |b: &Range<usize>| {
+        let a = tasks[b.start].array;
+        let lins: Vec<usize> = tasks[b.clone()].iter().map(|t| t.lin).collect();
+        fetcher
+            .spawn(prefetch(shared.clone(), paths[a].clone(), lins))
+            .ok_or_else(|| ReadError::Options("the I/O runtime is shut down".into()))
+    };
+    let mut pending = match batches.first() {
+        Some(b) => Some(spawn(b)?),
+        None => None,
+    };
+    let mut done = 0u64;
+    for (bi, b) in batches.iter().enumerate() {
+        let a = tasks[b.start].array;
+        let path = &paths[a];
+        let array = arrays[a];
+        // A failed prefetch is reported per chunk below (each chunk is then fetched alone).
+        let cache: HashMap<usize, Bytes> = match pending.take() {
+            Some(h) => Fetcher::join(h).unwrap_or_default(),
+            None => HashMap::new(),
+        };
+        if let Some(next) = batches.get(bi + 1) {
+            pending = Some(spawn(next)?);
+        }
+        let store = Arc::new(RefStore::new(shared.clone(), path, cache));
+        let ar = reader.array(path)?;
+        for t in &tasks[b.clone()] {
+            let idx = array.grid.chunk_index(t.lin as u64);
+            let origin = array.grid.chunk_origin(&idx);
+            let count: Vec<u64> = array
+                .grid
+                .dims()
+                .iter()
+                .zip(&idx)
+                .map(|(d, &i)| d.chunk_valid_len(i))
+                .collect();
+            done += 1;
+            report.chunks_checked += 1;
+            let ranges: Vec<Range<u64>> =
+                origin.iter().zip(&count).map(|(&o, &c)| o..o + c).collect();
+            check_chunk(
+                reader,
+                &mut direct,
+                &mut report,
+                opts,
+                &mut units_cache,
+                &mut skipped_arrays,
+                ChunkCtx {
+                    path,
+                    array,
+                    idx: &idx,
+                    origin: &origin,
+                    count: &count,
+                },
+                || ar.decode_box(store.clone(), &ranges),
+            );
+            if let Some(p) = &opts.progress {
+                p(VerifyProgress {
+                    done,
+                    total: picked.len() as u64,
+                });
+            }
+        }
+    }
+    report.bytes_read = reader.stats().bytes - bytes_before;
+    report.source_bytes_read = direct.bytes;
+    report.seconds = t0.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+struct ChunkCtx<'a> {
+    path: &'a str,
+    array: &'a VirtualArray,
+    idx: &'a [u64],
+    origin: &'a [u64],
+    count: &'a [u64],
+}
+
+/// The calendar of the concatenation coordinate (or of the array itself).
+fn cf_calendar(reader: &Reader, array: &VirtualArray) -> Option<String> {
+    attr_str(array, "calendar")
+        .or_else(|| {
+            let c = reader.provenance().concat.as_ref()?;
+            attr_str(reader.dataset().arrays.get(&c.dim)?, "calendar")
+        })
+        .map(str::to_string)
+}
+
+/// Compares CF time values in different units by their decoded instants (exact, to the
+/// nanosecond after cftime's microsecond rounding).
+fn compare_instants(
+    ours_dt: vzarr_core::DataType,
+    ours: &[u8],
+    theirs_dt: vzarr_core::DataType,
+    theirs: &[u8],
+    ours_units: &str,
+    theirs_units: &str,
+    calendar: Option<&str>,
+) -> Result<Option<Difference>, String> {
+    let cal = vzarr_cftime::Calendar::from_attribute(calendar).map_err(|e| e.to_string())?;
+    let ou = vzarr_cftime::Units::parse(ours_units, cal).map_err(|e| e.to_string())?;
+    let su = vzarr_cftime::Units::parse(theirs_units, cal).map_err(|e| e.to_string())?;
+    let a = to_f64s(ours_dt, ours).ok_or("not numeric")?;
+    let b = to_f64s(theirs_dt, theirs).ok_or("not numeric")?;
+    if a.len() != b.len() {
+        return Err(format!("{} values against {}", a.len(), b.len()));
+    }
+    let da = vzarr_cftime::decode(&a, &ou).map_err(|e| e.to_string())?;
+    let db = vzarr_cftime::decode(&b, &su).map_err(|e| e.to_string())?;
+    let show = |i: &Option<vzarr_cftime::Instant>, v: f64, u: &str| {
+        i.map_or_else(
+            || format!("{v} {u}"),
+            |i| format!("{} ({v} {u})", i.to_iso_string()),
+        )
+    };
+    let mut diff: Option<Difference> = None;
+    for (k, (x, y)) in da.iter().zip(&db).enumerate() {
+        if x != y {
+            match &mut diff {
+                Some(d) => d.count += 1,
+                None => {
+                    diff = Some(Difference {
+                        count: 1,
+                        first: k,
+                        ours: show(x, a[k], ours_units),
+                        theirs: show(y, b[k], theirs_units),
+                    })
+                }
+            }
+        }
+    }
+    Ok(diff)
+}
+
+/// For an array the planner re-encodes as CF time (the concatenation coordinate with
+/// `units` "<unit> since <date>", or its `bounds` variable), its units in the references and
+/// the variable whose `units` the sources record for it.
+fn cf_time_units(reader: &Reader, path: &str, array: &VirtualArray) -> Option<(String, String)> {
+    let c = reader.provenance().concat.as_ref()?;
+    if c.new_dim || !c.arrays.iter().any(|a| a == path) {
+        return None;
+    }
+    let is_time = |u: &str| u.contains(" since ");
+    if let Some(u) = attr_str(array, "units").filter(|u| is_time(u)) {
+        return Some((u.to_string(), path.to_string()));
+    }
+    let coord = reader.dataset().arrays.get(&c.dim)?;
+    let bounds = attr_str(coord, "bounds")?;
+    let parent = c.dim.rsplit_once('/').map_or("", |(p, _)| p);
+    let bounds_path = if parent.is_empty() {
+        bounds.to_string()
+    } else {
+        format!("{parent}/{bounds}")
+    };
+    if bounds_path != path {
+        return None;
+    }
+    let u = attr_str(coord, "units").filter(|u| is_time(u))?;
+    Some((u.to_string(), c.dim.clone()))
+}
+
+fn fail(report: &mut VerifyReport, opts: &VerifyOptions, m: Mismatch, counted: &mut bool) {
+    if !*counted {
+        report.failed_chunks += 1;
+        *counted = true;
+    }
+    if report.mismatches.len() < opts.max_reported {
+        report.mismatches.push(m);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_chunk(
+    reader: &Reader,
+    direct: &mut DirectReaders,
+    report: &mut VerifyReport,
+    opts: &VerifyOptions,
+    units_cache: &mut HashMap<(String, String), Option<String>>,
+    skipped_arrays: &mut HashSet<String>,
+    c: ChunkCtx<'_>,
+    ours: impl FnOnce() -> Result<Vec<u8>, ReadError>,
+) {
+    let n: u64 = c.count.iter().product();
+    if n == 0 {
+        return;
+    }
+    let esize = c.array.data_type.size();
+    let limit = reader.options().max_chunk_bytes;
+    let region = n.saturating_mul(esize as u64);
+    let nominal = if c.array.codecs.is_empty() {
+        0
+    } else {
+        crate::reader::max_chunk_bytes(c.array)
+    };
+    if region > limit || nominal > limit {
+        let m = Mismatch {
+            array: c.path.to_string(),
+            chunk: c.idx.to_vec(),
+            source: String::new(),
+            differing: 0,
+            first_index: None,
+            reason: format!(
+                "chunk of {} bytes is too large to verify in memory (limit {limit} bytes)",
+                region.max(nominal)
+            ),
+        };
+        let mut counted = false;
+        fail(report, opts, m, &mut counted);
+        return;
+    }
+    let slabs = match plan(reader, c.path, c.array, c.origin, c.count) {
+        Plan::Skip(reason) => {
+            if skipped_arrays.insert(c.path.to_string()) {
+                report.skipped.push(Skipped {
+                    array: c.path.to_string(),
+                    chunk: None,
+                    reason,
+                });
+            }
+            return;
+        }
+        Plan::Slabs(s) => s,
+    };
+    let mut counted = false;
+    let first_url = slabs.first().map(|s| s.url.clone()).unwrap_or_default();
+    let ours = match ours() {
+        Ok(b) => b,
+        Err(e) => {
+            let m = Mismatch {
+                array: c.path.to_string(),
+                chunk: c.idx.to_vec(),
+                source: first_url,
+                differing: 0,
+                first_index: None,
+                reason: format!("reading through the manifest failed: {e}"),
+            };
+            fail(report, opts, m, &mut counted);
+            return;
+        }
+    };
+    let dt = c.array.data_type;
+    if ours.len() as u64 != region {
+        let m = Mismatch {
+            array: c.path.to_string(),
+            chunk: c.idx.to_vec(),
+            source: first_url,
+            differing: 0,
+            first_index: None,
+            reason: format!("decoded {} bytes, expected {region}", ours.len()),
+        };
+        fail(report, opts, m, &mut counted);
+        return;
+    }
+    let cf = cf_time_units(reader, c.path, c.array);
+    for s in slabs {
+        // CF time re-encoded by the planner: when the units differ, compare decoded instants.
+        let mut retimed: Option<(String, String)> = None;
+        if let Some((ou, units_var)) = &cf {
+            let key = (s.url.clone(), units_var.clone());
+            let su = match units_cache.get(&key) {
+                Some(v) => v.clone(),
+                None => {
+                    let v = direct.units(&s.url, units_var).ok().flatten();
+                    units_cache.insert(key, v.clone());
+                    v
+                }
+            };
+            if let Some(su) = su
+                && su.trim() != ou.trim()
+            {
+                retimed = Some((ou.clone(), su));
+            }
+        }
+        let (src_start, src_count): (Vec<u64>, Vec<u64>) = if s.drop_axis0 {
+            (s.src_start.clone(), s.count[1..].to_vec())
+        } else {
+            (s.src_start.clone(), s.count.clone())
+        };
+        let theirs = match direct.read(&s.url, c.path, &src_start, &src_count) {
+            Ok(v) => v,
+            Err(e) => {
+                let m = Mismatch {
+                    array: c.path.to_string(),
+                    chunk: c.idx.to_vec(),
+                    source: s.url.clone(),
+                    differing: 0,
+                    first_index: None,
+                    reason: format!("reading the source directly failed: {e}"),
+                };
+                fail(report, opts, m, &mut counted);
+                continue;
+            }
+        };
+        let sub = extract_box(&ours, c.count, esize, &s.box_start, &s.count);
+        let nvals = (sub.len() / esize.max(1)) as u64;
+        let diff = match &retimed {
+            None => compare(dt, &sub, theirs.dtype, &theirs.bytes),
+            Some((ou, su)) => {
+                let calendar = cf_calendar(reader, c.array);
+                match compare_instants(
+                    dt,
+                    &sub,
+                    theirs.dtype,
+                    &theirs.bytes,
+                    ou,
+                    su,
+                    calendar.as_deref(),
+                ) {
+                    Ok(d) => d,
+                    Err(reason) => {
+                        report.skipped.push(Skipped {
+                            array: c.path.to_string(),
+                            chunk: Some(c.idx.to_vec()),
+                            reason: format!(
+                                "CF time in other units ({su:?} in {}): {reason}",
+                                s.url
+                            ),
+                        });
+                        continue;
+                    }
+                }
+            }
+        };
+        report.values_compared += nvals;
+        if let Some(d) = diff {
+            let local = unravel(d.first as u64, &s.count);
+            let first: Vec<u64> = local
+                .iter()
+                .zip(&s.box_start)
+                .zip(c.origin)
+                .map(|((l, b), o)| l + b + o)
+                .collect();
+            let type_note = if theirs.dtype != dt {
+                format!(
+                    " (manifest type {}, source type {})",
+                    dt.name(),
+                    theirs.dtype.name()
+                )
+            } else {
+                String::new()
+            };
+            let m = Mismatch {
+                array: c.path.to_string(),
+                chunk: c.idx.to_vec(),
+                source: s.url.clone(),
+                differing: d.count,
+                first_index: Some(first.clone()),
+                reason: format!(
+                    "{} of {nvals} values differ; first at {first:?}: manifest {}, source {}{type_note}",
+                    d.count, d.ours, d.theirs
+                ),
+            };
+            fail(report, opts, m, &mut counted);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_are_reproducible_and_distinct() {
+        let a = sample_indices(1000, 50, 7);
+        let b = sample_indices(1000, 50, 7);
+        let c = sample_indices(1000, 50, 8);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(a.len(), 50);
+        assert!(a.windows(2).all(|w| w[0] < w[1]));
+        assert!(a.iter().all(|&i| i < 1000));
+        assert_eq!(sample_indices(5, 10, 1), vec![0, 1, 2, 3, 4]);
+        assert_eq!(sample_indices(5, 0, 1), Vec::<u64>::new());
+        // Roughly uniform: every decile gets some of 2000 picks out of 10000.
+        let s = sample_indices(10_000, 2000, 3);
+        for d in 0..10 {
+            let n = s.iter().filter(|&&i| i / 1000 == d).count();
+            assert!((120..280).contains(&n), "decile {d}: {n}");
+        }
+    }
+
+    #[test]
+    fn summary_line() {
+        let r = VerifyReport {
+            chunks_total: 10,
+            chunks_checked: 4,
+            values_compared: 400,
+            bytes_read: 2048,
+            source_bytes_read: 1600,
+            seconds: 0.5,
+            failed_chunks: 1,
+            ..Default::default()
+        };
+        assert_eq!(
+            r.summary(),
+            "verified 4 chunks (sample of 10), 400 values compared, 2.0 KiB read through the manifest, 1.6 KiB read from sources directly, 0.50 s: 1 chunk(s) differ"
+        );
+        assert!(!r.ok());
+    }
+}

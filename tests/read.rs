@@ -1,0 +1,194 @@
+//! End-to-end tests of `vzarr verify` and `vzarr cat`: exit status and messages on good,
+//! corrupted, stale and out-of-prefix references, and printed values against the HDF5 library.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+fn vzarr(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vzarr"))
+        .args(args)
+        .output()
+        .expect("run vzarr")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn build(input: &Path, out: &Path) {
+    let o = vzarr(&[
+        "build",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
+fn copy_fixture(name: &str, dir: &Path) -> PathBuf {
+    let dst = dir.join(name);
+    std::fs::copy(fixtures().join(name), &dst).unwrap();
+    dst
+}
+
+#[test]
+fn verify_succeeds_on_good_references() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "nc4_climate.nc",
+        "nc3_classic.nc",
+        "filters.h5",
+        "dtypes.h5",
+    ] {
+        let out = dir.path().join(format!("{name}.json"));
+        build(&fixtures().join(name), &out);
+        let o = vzarr(&["verify", out.to_str().unwrap()]);
+        let stdout = text(&o.stdout);
+        assert!(o.status.success(), "{name}: {stdout}{}", text(&o.stderr));
+        assert!(stdout.contains("all values match"), "{stdout}");
+        assert!(stdout.starts_with("verified "), "{stdout}");
+    }
+    // A reproducible sample, and JSON output.
+    let out = dir.path().join("filters.h5.json");
+    let run = || {
+        let o = vzarr(&[
+            "verify",
+            out.to_str().unwrap(),
+            "--sample",
+            "5",
+            "--seed",
+            "9",
+            "--json",
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["seconds"] = serde_json::json!(0);
+        v
+    };
+    let a = run();
+    assert_eq!(a["chunks_checked"], 5);
+    assert_eq!(a["failed_chunks"], 0);
+    assert_eq!(a, run());
+}
+
+#[test]
+fn verify_names_the_variable_chunk_and_source_of_a_difference() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = copy_fixture("filters.h5", dir.path());
+    let out = dir.path().join("f.json");
+    build(&src, &out);
+    let refs: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let r = &refs["refs"]["deflate/c/1/1"];
+    let (off, len) = (r[1].as_u64().unwrap(), r[2].as_u64().unwrap());
+    // Bit rot: bytes change, the modification time does not.
+    let mtime = std::fs::metadata(&src).unwrap().modified().unwrap();
+    let mut bytes = std::fs::read(&src).unwrap();
+    bytes[(off + len / 2) as usize] ^= 0x5a;
+    std::fs::write(&src, &bytes).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&src)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let o = vzarr(&["verify", out.to_str().unwrap()]);
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("MISMATCH deflate chunk [1, 1]"), "{stdout}");
+    assert!(stdout.contains(&format!("{}", src.display())), "{stdout}");
+    assert!(stdout.contains("1 chunk(s) differ"), "{stdout}");
+}
+
+#[test]
+fn verify_refuses_stale_sources_and_urls_outside_the_prefixes() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = copy_fixture("nc3_classic.nc", dir.path());
+    let out = dir.path().join("f.json");
+    build(&src, &out);
+
+    // A manifest pointing at /etc/passwd is refused before anything is read.
+    let mut refs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    refs["refs"]["tas/c/0/0/0"] = serde_json::json!(["file:///etc/passwd", 0, 100]);
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, serde_json::to_vec(&refs).unwrap()).unwrap();
+    for cmd in ["verify", "cat"] {
+        let mut args = vec![cmd, bad.to_str().unwrap()];
+        if cmd == "cat" {
+            args.push("tas[0]");
+        }
+        let o = vzarr(&args);
+        assert!(!o.status.success());
+        let e = text(&o.stderr);
+        assert!(
+            e.contains("refusing to read file:///etc/passwd (array tas)"),
+            "{e}"
+        );
+        assert!(e.contains("not under an allowed prefix"), "{e}");
+    }
+
+    // A source whose size changed is reported stale, naming it and what changed.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&src)
+        .unwrap()
+        .set_len(std::fs::metadata(&src).unwrap().len() + 4)
+        .unwrap();
+    let o = vzarr(&["verify", out.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("source changed since the references were built"),
+        "{e}"
+    );
+    assert!(e.contains("nc3_classic.nc"), "{e}");
+    assert!(e.contains("size changed from"), "{e}");
+    // --ignore-stale reads anyway (the data is intact).
+    let o = vzarr(&["verify", out.to_str().unwrap(), "--ignore-stale"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
+#[test]
+fn cat_prints_values_across_chunk_boundaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixtures().join("layouts_v1.h5");
+    let out = dir.path().join("l.json");
+    build(&src, &out);
+    // int32 23x17 with chunks 10x5: rows 5..15, columns 3..12 cross chunk edges on both axes.
+    let want: ndarray::Array2<i32> = hdf5::File::open(&src)
+        .unwrap()
+        .dataset("chunked_edge")
+        .unwrap()
+        .read_slice(ndarray::s![5..15, 3..12])
+        .unwrap();
+    let o = vzarr(&["cat", out.to_str().unwrap(), "chunked_edge[5:15, 3:12]"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let expected: String = want
+        .rows()
+        .into_iter()
+        .map(|r| r.iter().map(i32::to_string).collect::<Vec<_>>().join(" ") + "\n")
+        .collect();
+    assert_eq!(text(&o.stdout), expected);
+    // JSON, with negative indices and a single index.
+    let o = vzarr(&[
+        "cat",
+        out.to_str().unwrap(),
+        "chunked_edge[-18:-8, 4]",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let got: Vec<i32> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(got, want.column(1).to_vec());
+    // A bad selection.
+    let o = vzarr(&["cat", out.to_str().unwrap(), "chunked_edge[99]"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("out of bounds"),
+        "{}",
+        text(&o.stderr)
+    );
+}
