@@ -7,6 +7,9 @@ use serde_json::{Map, Value, json};
 use crate::codec::bytes_codec_json;
 use crate::{ChunkGrid, ChunkManifest, Codec, CoreError, DataType, Endian, FillValue};
 
+/// Most chunks an array parsed from metadata may have (20 bytes each in a manifest).
+pub const MAX_CHUNKS: u64 = 1 << 31;
+
 /// User attributes of a group or array, in the order they were read.
 pub type Attributes = Map<String, Value>;
 
@@ -162,7 +165,13 @@ impl VirtualArray {
                 .collect(),
             _ => (0..shape.len()).map(|i| format!("dim_{i}")).collect(),
         };
-        let n = usize::try_from(grid.n_chunks()?).map_err(|_| bad("too many chunks"))?;
+        let n = grid.n_chunks()?;
+        if n > MAX_CHUNKS {
+            return Err(bad(&format!(
+                "{n} chunks, more than the {MAX_CHUNKS} an array may have"
+            )));
+        }
+        let n = usize::try_from(n).map_err(|_| bad("too many chunks"))?;
         Ok(VirtualArray {
             data_type,
             endian,
@@ -211,6 +220,9 @@ pub struct SourceRecord {
     /// Modification time in nanoseconds since the Unix epoch, where known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtime_ns: Option<i128>,
+    /// Entity tag of an object-store source, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
 }
 
 /// One file's place along the concatenation axis.

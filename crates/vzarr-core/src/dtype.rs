@@ -161,6 +161,9 @@ impl DataType {
                     .and_then(|c| c.get("length_bytes"))
                     .and_then(Value::as_u64)
                     .ok_or_else(bad)?;
+                if n == 0 || n > 1 << 20 {
+                    return Err(bad());
+                }
                 Ok(DataType::FixedBytes(usize::try_from(n).map_err(|_| bad())?))
             }
             _ => Err(bad()),

@@ -208,6 +208,10 @@ pub fn rle_encode(edges: &[u64]) -> Vec<Value> {
     out
 }
 
+/// Most chunk edges an axis may have when parsed from metadata (bounds allocations driven by
+/// untrusted input).
+pub const MAX_EDGES: u64 = 1 << 26;
+
 /// Expands a run-length encoded edge list (`[4, [1, 3], 2]`); every value and count at least 1.
 pub fn rle_decode(items: &[Value]) -> Result<Vec<u64>, CoreError> {
     let bad = |v: &Value| CoreError::Metadata(format!("bad chunk edge entry {v}"));
@@ -215,7 +219,7 @@ pub fn rle_decode(items: &[Value]) -> Result<Vec<u64>, CoreError> {
     for item in items {
         match item {
             Value::Number(n) => match n.as_u64() {
-                Some(v) if v >= 1 => out.push(v),
+                Some(v) if v >= 1 && (out.len() as u64) < MAX_EDGES => out.push(v),
                 _ => return Err(bad(item)),
             },
             Value::Array(pair) if pair.len() == 2 => {
@@ -227,7 +231,7 @@ pub fn rle_decode(items: &[Value]) -> Result<Vec<u64>, CoreError> {
                     .as_u64()
                     .filter(|&c| c >= 1)
                     .ok_or_else(|| bad(item))?;
-                if c > 1 << 32 || out.len() as u64 + c > 1 << 32 {
+                if out.len() as u64 + c > MAX_EDGES {
                     return Err(CoreError::Metadata(format!(
                         "run of {c} chunk edges is too long"
                     )));

@@ -240,6 +240,7 @@ mod tests {
             url: "file:///x.nc".into(),
             size: 9,
             mtime_ns: Some(5),
+            etag: None,
         });
         let rec = to_record(&ds);
         let back = from_record(&rec).unwrap();

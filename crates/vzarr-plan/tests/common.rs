@@ -124,6 +124,7 @@ pub fn month_file(
         url: url.into(),
         size: 1 << 20,
         mtime_ns: Some(1),
+        etag: None,
     });
     ds
 }

@@ -115,6 +115,7 @@ pub fn scan_path(path: &Path, opts: &ScanOptions) -> Result<VirtualDataset, Scan
         url: src.url().to_string(),
         size: stamp.size,
         mtime_ns: stamp.mtime_ns,
+        etag: None,
     });
     Ok(ds)
 }
