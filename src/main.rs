@@ -1,13 +1,20 @@
 //! The `vzarr` command line: virtual Zarr v3 datasets over HDF5 and NetCDF files.
 
-use std::path::PathBuf;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
+use vzarr_build::{BuildOptions, Failure, OnError};
 use vzarr_core::summary::{human_bytes, summarize};
+use vzarr_scan::batch::BatchSummary;
+use vzarr_scan::inputs::{Filters, SourceRef};
 
 mod read_cmds;
+
+/// Exit status of a build that left some sources out (`--on-error skip`).
+const EXIT_PARTIAL: u8 = 2;
 
 #[derive(Parser)]
 #[command(
@@ -28,50 +35,150 @@ struct ScanArgs {
     split_contiguous: Option<u64>,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum OnErrorArg {
+    /// Stop at the first bad source; write nothing.
+    Fail,
+    /// Leave bad sources out, list them in the report, build the rest (exit status 2).
+    Skip,
+}
+
+/// Where the sources are and how to scan them.
+#[derive(clap::Args, Clone)]
+struct SourceArgs {
+    /// Files, directories (walked recursively), object-store URLs, or prefixes ending in /
+    /// (s3://bucket/dir/).
+    inputs: Vec<String>,
+    /// A catalog: a file with one path or URL per line (# starts a comment; repeatable).
+    #[arg(long, value_name = "FILE")]
+    catalog: Vec<PathBuf>,
+    /// Keep only files found in directories or prefixes that match GLOB (e.g. '*.nc';
+    /// a pattern with / matches the path below the directory; repeatable).
+    #[arg(long, value_name = "GLOB")]
+    include: Vec<String>,
+    /// Leave out files found in directories or prefixes that match GLOB (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    exclude: Vec<String>,
+    /// Scanning threads (default: every core).
+    #[arg(short, long, value_name = "N", default_value_t = 0)]
+    jobs: usize,
+    /// What to do with a source that cannot be scanned.
+    #[arg(long, value_enum, default_value = "fail")]
+    on_error: OnErrorArg,
+    /// Reuse scans stored under DIR, keyed by URL, size and modification time; store new
+    /// ones there.
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Fail, writing nothing, when any variable or attribute has to be left out.
+    #[arg(long)]
+    strict: bool,
+    #[command(flatten)]
+    scan: ScanArgs,
+}
+
+/// How to combine several sources.
+#[derive(clap::Args, Clone)]
+struct CombineArgs {
+    /// Concatenate the files along this existing dimension (e.g. time).
+    #[arg(long, value_name = "DIM", conflicts_with = "new_dim")]
+    concat_dim: Option<String>,
+    /// Stack the files along a new leading dimension (e.g. member).
+    #[arg(long, value_name = "NAME")]
+    new_dim: Option<String>,
+    /// Coordinate values of the new dimension, one per file in input order (default: the
+    /// file names).
+    #[arg(
+        long,
+        value_name = "V1,V2,...",
+        value_delimiter = ',',
+        requires = "new_dim"
+    )]
+    new_dim_values: Option<Vec<String>>,
+    /// Accept gaps along the concatenation coordinate (overlaps stay errors).
+    #[arg(long)]
+    allow_gaps: bool,
+    /// Re-encode the CF time coordinate into these units (default: the first file's).
+    #[arg(long, value_name = "UNITS")]
+    time_units: Option<String>,
+}
+
+impl CombineArgs {
+    fn concat(&self) -> Option<vzarr_plan::Concat> {
+        match (&self.concat_dim, &self.new_dim) {
+            (Some(dim), _) => Some(vzarr_plan::Concat::Existing(dim.clone())),
+            (None, Some(dim)) => Some(vzarr_plan::Concat::New {
+                dim: dim.clone(),
+                labels: self.new_dim_values.clone(),
+            }),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Where to put reports.
+#[derive(clap::Args, Clone)]
+struct ReportArgs {
+    /// Where to list the sources left out with --on-error skip (default: OUT.json.failed.txt).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Also write the summary (files, scans, cache hits, arrays, chunks, bytes, seconds) as
+    /// JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    summary_json: Option<PathBuf>,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Virtualise files: write Zarr v3 metadata and chunk references (kerchunk v1 JSON).
     ///
-    /// One file is virtualised as it is. Several files (or a directory) are combined into one
-    /// dataset along --concat-dim, or stacked along a new dimension with --new-dim.
+    /// One file is virtualised as it is. Several files (directories, catalogs, prefixes) are
+    /// combined into one dataset along --concat-dim, or stacked along a new dimension with
+    /// --new-dim.
     Build {
-        /// HDF5, NetCDF4 or NetCDF3 files, or directories of them.
-        #[arg(required = true)]
-        inputs: Vec<PathBuf>,
+        #[command(flatten)]
+        sources: SourceArgs,
         /// Output reference file (written atomically).
         #[arg(short, long, value_name = "OUT.json")]
         output: PathBuf,
-        /// Concatenate the files along this existing dimension (e.g. time).
-        #[arg(long, value_name = "DIM", conflicts_with = "new_dim")]
-        concat_dim: Option<String>,
-        /// Stack the files along a new leading dimension (e.g. member).
-        #[arg(long, value_name = "NAME")]
-        new_dim: Option<String>,
-        /// Coordinate values of the new dimension, one per file in input order (default: the
-        /// file names).
-        #[arg(
-            long,
-            value_name = "V1,V2,...",
-            value_delimiter = ',',
-            requires = "new_dim"
-        )]
-        new_dim_values: Option<Vec<String>>,
-        /// Accept gaps along the concatenation coordinate (overlaps stay errors).
+        /// Extend OUT.json with the given new files: its recorded sources are combined with
+        /// them (their scans come from --cache-dir when cached there); the result equals a
+        /// full rebuild.
         #[arg(long)]
-        allow_gaps: bool,
-        /// Re-encode the CF time coordinate into these units (default: the first file's).
-        #[arg(long, value_name = "UNITS")]
-        time_units: Option<String>,
-        /// Fail, writing nothing, when any variable or attribute has to be left out.
-        #[arg(long)]
-        strict: bool,
+        append: bool,
         #[command(flatten)]
-        scan: ScanArgs,
+        combine: CombineArgs,
+        #[command(flatten)]
+        report: ReportArgs,
+    },
+    /// Scan one shard of the sources (every N-th, starting at K) into a partial file, for
+    /// `vzarr combine`; run shards 0..N on any batch engine.
+    Scan {
+        #[command(flatten)]
+        sources: SourceArgs,
+        /// The shard: K/N (K from 0 to N-1).
+        #[arg(long, value_name = "K/N", default_value = "0/1")]
+        shard: String,
+        /// Partial scan file to write.
+        #[arg(short, long, value_name = "PARTIAL.json")]
+        output: PathBuf,
+    },
+    /// Combine the partial scans of every shard into one reference file.
+    Combine {
+        /// Partial scan files of shards 0..N.
+        #[arg(required = true)]
+        partials: Vec<PathBuf>,
+        /// Output reference file (written atomically).
+        #[arg(short, long, value_name = "OUT.json")]
+        output: PathBuf,
+        #[command(flatten)]
+        combine: CombineArgs,
+        #[command(flatten)]
+        report: ReportArgs,
     },
     /// Print what the scanner sees in a file: arrays, shapes, types, chunking, codecs.
     Inspect {
-        /// HDF5, NetCDF4 or NetCDF3 file.
-        input: PathBuf,
+        /// HDF5, NetCDF4 or NetCDF3 file (or object-store URL of a NetCDF3 file).
+        input: String,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -116,11 +223,55 @@ fn scan_options(a: &ScanArgs) -> vzarr_scan::ScanOptions {
     }
 }
 
+fn build_options(s: &SourceArgs, c: Option<&CombineArgs>) -> Result<BuildOptions> {
+    let cache = match &s.cache_dir {
+        Some(dir) => Some(vzarr_scan::cache::ScanCache::open(dir)?),
+        None => None,
+    };
+    Ok(BuildOptions {
+        scan: scan_options(&s.scan),
+        jobs: s.jobs,
+        on_error: match s.on_error {
+            OnErrorArg::Fail => OnError::Fail,
+            OnErrorArg::Skip => OnError::Skip,
+        },
+        cache,
+        strict: s.strict,
+        concat: c.and_then(CombineArgs::concat),
+        allow_gaps: c.is_some_and(|c| c.allow_gaps),
+        time_units: c.and_then(|c| c.time_units.clone()),
+    })
+}
+
+fn collect(s: &SourceArgs) -> Result<Vec<SourceRef>> {
+    let filters = Filters {
+        include: s.include.clone(),
+        exclude: s.exclude.clone(),
+    };
+    Ok(vzarr_scan::inputs::collect(
+        &s.inputs, &s.catalog, &filters,
+    )?)
+}
+
+/// A progress bar on stderr when it is a terminal, hidden otherwise.
+fn progress_bar(n: usize) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(n as u64);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "scanning {bar:40} {pos}/{len} files, {per_sec}, eta {eta} {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}
+
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Verify(args) => read_cmds::verify(args),
         Command::Cat(args) => read_cmds::cat(args).map(|()| ExitCode::SUCCESS),
-        command => run(command).map(|()| ExitCode::SUCCESS),
+        command => run(command),
     };
     match result {
         Ok(code) => code,
@@ -131,98 +282,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command) -> Result<()> {
-    match command {
-        Command::Build {
-            inputs,
-            output,
-            concat_dim,
-            new_dim,
-            new_dim_values,
-            allow_gaps,
-            time_units,
-            strict,
-            scan,
-        } => {
-            let files = vzarr_scan::expand_inputs(&inputs)?;
-            let opts = scan_options(&scan);
-            let mut scanned = Vec::with_capacity(files.len());
-            for f in &files {
-                let ds = vzarr_scan::scan_path(f, &opts)?;
-                for s in &ds.skipped {
-                    eprintln!("vzarr: warning: {}: {}: {}", f.display(), s.path, s.reason);
-                }
-                if strict && !ds.skipped.is_empty() {
-                    bail!(
-                        "{}: {} item(s) would be left out and --strict is set; nothing written",
-                        f.display(),
-                        ds.skipped.len()
-                    );
-                }
-                scanned.push(ds);
-            }
-            let concat = match (concat_dim, new_dim) {
-                (Some(dim), _) => Some(vzarr_plan::Concat::Existing(dim)),
-                (None, Some(dim)) => Some(vzarr_plan::Concat::New {
-                    dim,
-                    labels: new_dim_values,
-                }),
-                (None, None) => None,
-            };
-            let ds = match concat {
-                None if scanned.len() == 1 => scanned.pop().expect("one dataset"),
-                None => {
-                    let hint = match vzarr_plan::suggest_concat_dim(&scanned) {
-                        Some(d) => {
-                            format!("--concat-dim {d} (the unlimited dimension of every file)")
-                        }
-                        None => "--concat-dim DIM".to_string(),
-                    };
-                    bail!(
-                        "{} input files: say how to combine them with {hint}, or --new-dim NAME \
-                         to stack them",
-                        scanned.len()
-                    );
-                }
-                Some(concat) => {
-                    let plan_opts = vzarr_plan::PlanOptions {
-                        concat,
-                        allow_gaps,
-                        time_units,
-                    };
-                    let reader = vzarr_source::LocalReader::new();
-                    let (ds, report) = vzarr_plan::plan(scanned, &plan_opts, &reader)?;
-                    print_report(&report);
-                    ds
-                }
-            };
-            vzarr_kerchunk::write_file(&ds, &output)
-                .with_context(|| format!("writing {}", output.display()))?;
-            let s = summarize(&ds);
-            let out = vzarr_source::absolute(&output).unwrap_or(output.clone());
-            println!(
-                "wrote {}: {} arrays from {} file(s), {} chunks referenced ({}), {} inline, {} left out",
-                out.display(),
-                s.arrays.len(),
-                ds.provenance.sources.len(),
-                s.total.referenced,
-                human_bytes(s.total.referenced_bytes),
-                s.total.inline,
-                s.skipped.len()
-            );
-            Ok(())
-        }
-        Command::Inspect { input, json, scan } => {
-            let ds = vzarr_scan::scan_path(&input, &scan_options(&scan))?;
-            let s = summarize(&ds);
-            if json {
-                println!("{}", serde_json::to_string_pretty(&s)?);
-            } else {
-                print!("{}", s.to_table());
-            }
-            Ok(())
-        }
-        Command::Verify(_) | Command::Cat(_) => bail!("verify and cat are dispatched in main"),
+fn print_warnings(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("vzarr: warning: {w}");
     }
 }
 
@@ -245,6 +307,205 @@ fn print_report(r: &vzarr_plan::PlanReport) {
     );
     for g in &r.gaps {
         eprintln!("vzarr: warning: {g}");
+    }
+}
+
+/// Writes the output, the failure report and the summary; returns the exit status.
+fn finish(
+    ds: &vzarr_core::VirtualDataset,
+    output: &Path,
+    failures: &[Failure],
+    summary: &BatchSummary,
+    report: &ReportArgs,
+) -> Result<ExitCode> {
+    vzarr_kerchunk::write_file(ds, output)
+        .with_context(|| format!("writing {}", output.display()))?;
+    let s = summarize(ds);
+    let out = vzarr_source::absolute(output).unwrap_or(output.to_path_buf());
+    println!(
+        "wrote {}: {} arrays from {} file(s), {} chunks referenced ({}), {} inline, {} left out",
+        out.display(),
+        s.arrays.len(),
+        ds.provenance.sources.len(),
+        s.total.referenced,
+        human_bytes(s.total.referenced_bytes),
+        s.total.inline,
+        s.skipped.len()
+    );
+    println!(
+        "{} files: {} scanned, {} from the cache, {} failed; {:.2} s",
+        summary.files, summary.scanned, summary.cache_hits, summary.failed, summary.total_seconds
+    );
+    if let Some(p) = &report.summary_json {
+        std::fs::write(p, serde_json::to_string_pretty(summary)? + "\n")
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    if failures.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let path = report
+        .report
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}.failed.txt", output.display())));
+    vzarr_build::write_report(&path, failures)?;
+    eprintln!(
+        "vzarr: {} source(s) left out (listed in {}); the output is partial",
+        failures.len(),
+        path.display()
+    );
+    for f in failures.iter().take(5) {
+        eprintln!("vzarr:   {}: {}", f.source, f.reason);
+    }
+    Ok(ExitCode::from(EXIT_PARTIAL))
+}
+
+fn run(command: Command) -> Result<ExitCode> {
+    match command {
+        Command::Build {
+            sources,
+            output,
+            append,
+            combine,
+            report,
+        } => {
+            let mut list = collect(&sources)?;
+            let mut combine = combine;
+            if append {
+                let (old, prov) = vzarr_build::recorded_sources(&output)?;
+                if let Some(c) = &prov.concat {
+                    if c.new_dim {
+                        bail!(
+                            "{}: appending to a stack along a new dimension is not supported; rebuild it",
+                            output.display()
+                        );
+                    }
+                    match &combine.concat_dim {
+                        Some(d) if *d != c.dim => bail!(
+                            "{} was concatenated along {:?}, not {d:?}",
+                            output.display(),
+                            c.dim
+                        ),
+                        Some(_) => {}
+                        None => combine.concat_dim = Some(c.dim.clone()),
+                    }
+                }
+                let new: Vec<SourceRef> = list.into_iter().filter(|s| !old.contains(s)).collect();
+                if new.is_empty() {
+                    bail!(
+                        "nothing to append: every input is already in {}",
+                        output.display()
+                    );
+                }
+                list = old.into_iter().chain(new).collect();
+            } else if list.is_empty() {
+                bail!("no input files");
+            }
+            let opts = build_options(&sources, Some(&combine))?;
+            let bar = progress_bar(list.len());
+            let out = vzarr_build::build(&list, &opts, &|_, _| bar.inc(1));
+            bar.finish_and_clear();
+            let out = out?;
+            print_warnings(&out.warnings);
+            if let Some(r) = &out.plan {
+                print_report(r);
+            }
+            finish(&out.dataset, &output, &out.failures, &out.summary, &report)
+        }
+        Command::Scan {
+            sources,
+            shard,
+            output,
+        } => {
+            let (k, n) = vzarr_build::parse_shard(&shard).map_err(anyhow::Error::msg)?;
+            let all = collect(&sources)?;
+            if all.is_empty() {
+                bail!("no input files");
+            }
+            let mine: Vec<(usize, SourceRef)> = all
+                .iter()
+                .cloned()
+                .enumerate()
+                .filter(|(i, _)| i % n == k)
+                .collect();
+            let list: Vec<SourceRef> = mine.iter().map(|(_, s)| s.clone()).collect();
+            let opts = build_options(&sources, None)?;
+            let bar = progress_bar(list.len());
+            let scanned = vzarr_build::scan_sources(&list, &opts, &|_, _| bar.inc(1));
+            bar.finish_and_clear();
+            let mut scanned = scanned?;
+            print_warnings(&scanned.warnings);
+            // Positions in the shard back to positions in the whole source list.
+            for (pos, _) in scanned.datasets.iter_mut() {
+                *pos = mine[*pos].0;
+            }
+            for (pos, _) in scanned.failures.iter_mut() {
+                *pos = mine[*pos].0;
+            }
+            vzarr_build::write_partial(&output, (k, n), all.len(), &scanned)?;
+            println!(
+                "wrote {}: shard {k}/{n}, {} of {} sources ({} scanned, {} from the cache, {} failed)",
+                output.display(),
+                list.len(),
+                all.len(),
+                scanned.summary.scanned,
+                scanned.summary.cache_hits,
+                scanned.summary.failed
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Combine {
+            partials,
+            output,
+            combine,
+            report,
+        } => {
+            let started = std::time::Instant::now();
+            let (datasets, failures, warnings) = vzarr_build::read_partials(&partials)?;
+            print_warnings(&warnings);
+            let opts = BuildOptions {
+                scan: vzarr_scan::ScanOptions::default(),
+                jobs: 0,
+                on_error: OnError::Skip,
+                cache: None,
+                strict: false,
+                concat: combine.concat(),
+                allow_gaps: combine.allow_gaps,
+                time_units: combine.time_units.clone(),
+            };
+            let files = datasets.len() + failures.len();
+            let (ds, plan) = vzarr_build::combine(datasets, &opts)?;
+            if let Some(r) = &plan {
+                print_report(r);
+            }
+            let mut summary = BatchSummary {
+                files,
+                failed: failures.len(),
+                ..Default::default()
+            };
+            vzarr_build::fill_totals(&mut summary, &ds, started);
+            finish(&ds, &output, &failures, &summary, &report)
+        }
+        Command::Inspect { input, json, scan } => {
+            let source = match vzarr_scan::inputs::collect(
+                std::slice::from_ref(&input),
+                &[],
+                &Filters::default(),
+            )?
+            .as_slice()
+            {
+                [one] => one.clone(),
+                _ => bail!("{input}: inspect takes one file"),
+            };
+            let ds = vzarr_scan::batch::scan_source(&source, &scan_options(&scan))?;
+            let s = summarize(&ds);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else {
+                print!("{}", s.to_table());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Verify(_) | Command::Cat(_) => bail!("verify and cat are dispatched in main"),
     }
 }
 

@@ -3,7 +3,10 @@ with zarr-python through fsspec's ReferenceFileSystem, as a user would."""
 
 import json
 import os
+import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import fsspec
@@ -100,3 +103,49 @@ def normalise_attr(v):
         if np.isinf(v):
             return "Infinity" if v > 0 else "-Infinity"
     return v
+
+
+@pytest.fixture(scope="session")
+def moto_server():
+    """An S3-compatible moto server on a free loopback port, for the whole session; yields a
+    boto3 client and the environment that points vzarr at it."""
+    import boto3
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise RuntimeError("moto.server did not start")
+                time.sleep(0.1)
+        env = dict(
+            os.environ,
+            AWS_ENDPOINT_URL=endpoint,
+            AWS_ALLOW_HTTP="true",
+            AWS_ACCESS_KEY_ID="test",
+            AWS_SECRET_ACCESS_KEY="test",
+            AWS_REGION="us-east-1",
+        )
+        client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+            region_name="us-east-1",
+        )
+        yield client, env
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

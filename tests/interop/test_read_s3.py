@@ -4,13 +4,8 @@ s3://; the values `vzarr cat` prints equal netCDF4-python's reads of the same fi
 bucket is refused, and a modification time that differs from the build is reported stale."""
 
 import json
-import os
-import socket
 import subprocess
-import sys
-import time
 
-import boto3
 import netCDF4
 import numpy as np
 import pytest
@@ -22,51 +17,15 @@ OTHER = "vzarr-other"
 
 
 @pytest.fixture(scope="module")
-def s3():
-    """A moto server on a free loopback port; yields (endpoint, environment for vzarr)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError("moto.server did not start")
-                time.sleep(0.1)
-        env = dict(
-            os.environ,
-            AWS_ENDPOINT_URL=endpoint,
-            AWS_ALLOW_HTTP="true",
-            AWS_ACCESS_KEY_ID="test",
-            AWS_SECRET_ACCESS_KEY="test",
-            AWS_REGION="us-east-1",
-        )
-        client = boto3.client(
-            "s3",
-            endpoint_url=endpoint,
-            aws_access_key_id="test",
-            aws_secret_access_key="test",
-            region_name="us-east-1",
-        )
-        for b in (BUCKET, OTHER):
-            client.create_bucket(Bucket=b)
-        for name in ("nc4_climate.nc", "nc3_classic.nc", "layouts_latest.h5"):
-            client.upload_file(str(FIXTURES / name), BUCKET, f"fixtures/{name}")
-            client.upload_file(str(FIXTURES / name), OTHER, f"fixtures/{name}")
-        yield client, env
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+def s3(moto_server):
+    """Two buckets on the moto server with a few fixtures in each; yields (client, env)."""
+    client, env = moto_server
+    for b in (BUCKET, OTHER):
+        client.create_bucket(Bucket=b)
+    for name in ("nc4_climate.nc", "nc3_classic.nc", "layouts_latest.h5"):
+        client.upload_file(str(FIXTURES / name), BUCKET, f"fixtures/{name}")
+        client.upload_file(str(FIXTURES / name), OTHER, f"fixtures/{name}")
+    return client, env
 
 
 def vzarr_env(env, *args):

@@ -552,24 +552,34 @@ fn chunk_refs(
     let mut bad: Option<String> = None;
     let mut masked: Vec<(Vec<u64>, u32)> = Vec::new();
     let file_size = ctx.file_size;
+    // Chunks per axis, computed once: the callback runs for every chunk (millions), so it
+    // computes the C-order position in place, without allocating.
+    let counts = grid.grid_shape();
     let visit = ds.chunks_visit(|c| {
-        let idx: Vec<u64> = c.offset.iter().zip(&chunk).map(|(&o, &s)| o / s).collect();
-        let Some(lin) = grid.linear_index(&idx) else {
-            return 0; // A chunk past the current extent (the dataset shrank): never read.
-        };
+        let mut lin: u64 = 0;
+        for ((&o, &s), &n) in c.offset.iter().zip(&chunk).zip(&counts) {
+            let i = o / s;
+            if i >= n {
+                return 0; // A chunk past the current extent (the dataset shrank): never read.
+            }
+            // Cannot overflow: the grid's chunk count fits the manifest.
+            lin = lin * n + i;
+        }
         if c.addr == HADDR_UNDEF {
             return 0;
         }
         if c.addr.checked_add(c.size).is_none_or(|end| end > file_size) {
             bad = Some(format!(
-                "chunk {idx:?} at byte {} with {} bytes ends past the end of the file ({file_size} \
+                "chunk {:?} at byte {} with {} bytes ends past the end of the file ({file_size} \
                  bytes): the file is truncated or corrupt",
-                c.addr, c.size
+                grid.chunk_index(lin),
+                c.addr,
+                c.size
             ));
             return -1;
         }
         if c.filter_mask != 0 {
-            masked.push((idx, c.filter_mask));
+            masked.push((grid.chunk_index(lin), c.filter_mask));
             return 0;
         }
         if let Err(e) = manifest.set_range(lin as usize, sid, c.addr, c.size) {

@@ -70,6 +70,7 @@ impl ByteSource for MemSource {
         SourceStamp {
             size: self.data.len() as u64,
             mtime_ns: None,
+            etag: None,
         }
     }
 }

@@ -26,11 +26,10 @@ use hdf5_sys::h5t::{
 use vzarr_core::DataType;
 use vzarr_netcdf3::{AttrValue, Header};
 use vzarr_scan::Format;
-use vzarr_source::{ByteSource, LocalFile, SourceError, SourceStamp as LocalStamp};
+use vzarr_source::{ByteSource, LocalFile, Scheme, SourceError, SourceStamp};
 
 use crate::ReadError;
 use crate::fetch::{Fetcher, RangeRequest};
-use crate::location::Scheme;
 use crate::values::{swap_elements, unravel};
 
 /// Values read from a source: their type in the source and native-endian bytes.
@@ -42,10 +41,12 @@ pub(crate) struct SourceValues {
     pub bytes: Vec<u8>,
 }
 
-/// A source on object storage as a [`ByteSource`] (ranged reads through the fetcher).
+/// A source on object storage as a [`ByteSource`] whose ranged reads go through the fetcher
+/// (the reader's allowed prefixes, staleness check and coalescing; `vzarr_source`'s
+/// `ObjectSource` has none of these).
 struct RemoteSource {
     url: String,
-    size: u64,
+    stamp: SourceStamp,
     fetcher: Arc<Fetcher>,
 }
 
@@ -55,7 +56,7 @@ impl ByteSource for RemoteSource {
     }
 
     fn size(&self) -> u64 {
-        self.size
+        self.stamp.size
     }
 
     fn read_range(&self, offset: u64, len: u64) -> Result<Vec<u8>, SourceError> {
@@ -63,12 +64,12 @@ impl ByteSource for RemoteSource {
             url: self.url.clone(),
             error: std::io::Error::other(e),
         };
-        if offset.checked_add(len).is_none_or(|e| e > self.size) {
+        if offset.checked_add(len).is_none_or(|e| e > self.stamp.size) {
             return Err(SourceError::OutOfBounds {
                 url: self.url.clone(),
                 offset,
                 len,
-                size: self.size,
+                size: self.stamp.size,
             });
         }
         let req = RangeRequest {
@@ -84,11 +85,8 @@ impl ByteSource for RemoteSource {
         Ok(v.pop().map(|b| b.to_vec()).unwrap_or_default())
     }
 
-    fn stamp(&self) -> LocalStamp {
-        LocalStamp {
-            size: self.size,
-            mtime_ns: None,
-        }
+    fn stamp(&self) -> SourceStamp {
+        self.stamp.clone()
     }
 }
 
@@ -521,7 +519,11 @@ impl DirectReaders {
             .map_err(|e| e.to_string())?;
         let src = RemoteSource {
             url: url.to_string(),
-            size: meta.size,
+            stamp: SourceStamp {
+                size: meta.size,
+                mtime_ns: meta.last_modified.timestamp_nanos_opt().map(i128::from),
+                etag: meta.e_tag,
+            },
             fetcher: self.fetcher.clone(),
         };
         match vzarr_scan::sniff(&src).map_err(|e| e.to_string())? {

@@ -1,6 +1,7 @@
 //! Byte access to sources through `object_store`: URL resolution (local files, S3, GCS, Azure,
-//! HTTP), the allowed-prefix check before every request, source staleness checks, and
-//! coalesced, concurrent ranged reads on an internal tokio runtime.
+//! HTTP; URL parsing and clients from `vzarr-source`), the allowed-prefix check before every
+//! request, source staleness checks, and coalesced, concurrent ranged reads on an internal
+//! tokio runtime.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -10,23 +11,11 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
-use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
+use vzarr_source::{Location, PrefixPolicy, Scheme, SourceStamp, StoreCache, object_path};
 
 use crate::ReadError;
-use crate::location::{Location, PrefixPolicy, Scheme};
-
-/// What was recorded about a source at build time.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SourceStamp {
-    /// Size in bytes.
-    pub size: u64,
-    /// Modification time in nanoseconds since the Unix epoch, where recorded.
-    pub mtime_ns: Option<i128>,
-    /// ETag, where recorded.
-    pub etag: Option<String>,
-}
 
 /// Counters of what was fetched.
 #[derive(Debug, Default)]
@@ -56,8 +45,8 @@ type Fetched = (Arc<str>, Vec<Range<u64>>, Vec<Bytes>);
 /// Resolves URLs and fetches byte ranges.
 pub(crate) struct Fetcher {
     rt: Option<tokio::runtime::Runtime>,
-    local: Arc<LocalFileSystem>,
-    stores: Mutex<HashMap<(Scheme, String), Arc<dyn ObjectStore>>>,
+    /// Clients of this fetcher (used on its runtime only).
+    stores: StoreCache,
     policy: PrefixPolicy,
     records: HashMap<String, SourceStamp>,
     checks: Mutex<HashMap<String, CheckCell>>,
@@ -152,8 +141,7 @@ impl Fetcher {
             .map_err(|e| ReadError::Options(format!("cannot start the I/O runtime: {e}")))?;
         Ok(Fetcher {
             rt: Some(rt),
-            local: Arc::new(LocalFileSystem::new()),
-            stores: Mutex::new(HashMap::new()),
+            stores: StoreCache::new(),
             policy,
             records,
             checks: Mutex::new(HashMap::new()),
@@ -211,91 +199,38 @@ impl Fetcher {
             reason,
         };
         let (loc, prefix) = self.policy.check(url).map_err(refused)?;
-        match loc.scheme {
-            Scheme::File => {
-                let want = loc.local_path();
-                let path = ObjectPath::from_absolute_path(&want)
-                    .map_err(|e| refused(format!("not a valid local path: {e}")))?;
-                // The file object_store will open must be the one that was checked.
-                let actual = self
-                    .local
-                    .path_to_filesystem(&path)
-                    .map_err(|e| refused(format!("not a valid local path: {e}")))?;
-                let under = prefix
-                    .local_path()
-                    .is_some_and(|dir| actual.starts_with(dir));
-                if actual != want || !under {
-                    return Err(refused(format!(
-                        "resolves to {} outside the allowed prefix",
-                        actual.display()
-                    )));
-                }
-                Ok((self.local.clone() as Arc<dyn ObjectStore>, path, loc))
-            }
-            scheme => {
-                let path = match scheme {
-                    Scheme::Http | Scheme::Https => ObjectPath::from_url_path(&loc.key),
-                    _ => ObjectPath::parse(&loc.key),
-                }
-                .map_err(|e| refused(format!("not a valid object key: {e}")))?;
-                let store = self.store_for(scheme, &loc.authority, url)?;
-                Ok((store, path, loc))
+        let path = object_path(&loc).map_err(|e| {
+            refused(if loc.scheme == Scheme::File {
+                format!("not a valid local path: {e}")
+            } else {
+                format!("not a valid object key: {e}")
+            })
+        })?;
+        if loc.scheme == Scheme::File {
+            // The file object_store will open must be the one that was checked.
+            let want = loc.local_path();
+            let actual = self
+                .stores
+                .local()
+                .path_to_filesystem(&path)
+                .map_err(|e| refused(format!("not a valid local path: {e}")))?;
+            let under = prefix
+                .local_path()
+                .is_some_and(|dir| actual.starts_with(dir));
+            if actual != want || !under {
+                return Err(refused(format!(
+                    "resolves to {} outside the allowed prefix",
+                    actual.display()
+                )));
             }
         }
-    }
-
-    fn store_for(
-        &self,
-        scheme: Scheme,
-        authority: &str,
-        url: &str,
-    ) -> Result<Arc<dyn ObjectStore>, ReadError> {
-        let key = (scheme, authority.to_string());
-        let mut stores = self.stores.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = stores.get(&key) {
-            return Ok(s.clone());
-        }
-        let err = |e: object_store::Error| {
+        let store = self.stores.store(loc.scheme, &loc.authority).map_err(|e| {
             ReadError::source(
                 url,
-                format!("cannot set up the {} client: {e}", scheme.as_str()),
+                format!("cannot set up the {} client: {e}", loc.scheme.as_str()),
             )
-        };
-        let store: Arc<dyn ObjectStore> = match scheme {
-            Scheme::S3 => Arc::new(
-                object_store::aws::AmazonS3Builder::from_env()
-                    .with_bucket_name(authority)
-                    .build()
-                    .map_err(err)?,
-            ),
-            Scheme::Gcs => Arc::new(
-                object_store::gcp::GoogleCloudStorageBuilder::from_env()
-                    .with_bucket_name(authority)
-                    .build()
-                    .map_err(err)?,
-            ),
-            Scheme::Azure => {
-                let b = object_store::azure::MicrosoftAzureBuilder::from_env();
-                let b = if authority.contains('@') {
-                    b.with_url(format!("abfs://{authority}/"))
-                } else {
-                    b.with_container_name(authority)
-                };
-                Arc::new(b.build().map_err(err)?)
-            }
-            Scheme::Http | Scheme::Https => Arc::new(
-                object_store::http::HttpBuilder::new()
-                    .with_url(format!("{}://{authority}", scheme.as_str()))
-                    .with_client_options(
-                        object_store::ClientOptions::new().with_allow_http(scheme == Scheme::Http),
-                    )
-                    .build()
-                    .map_err(err)?,
-            ),
-            Scheme::File => self.local.clone(),
-        };
-        stores.insert(key, store.clone());
-        Ok(store)
+        })?;
+        Ok((store, path, loc))
     }
 
     /// Current size, modification time and ETag of a source.

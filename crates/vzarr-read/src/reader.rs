@@ -16,12 +16,12 @@ use zarrs::array::{
 };
 
 use crate::ReadError;
-use crate::fetch::{FetchTuning, Fetcher, SourceStamp};
-use crate::location::{Prefix, PrefixPolicy, parse_url};
+use crate::fetch::{FetchTuning, Fetcher};
 use crate::refs::{ParseLimits, parse_refs};
 use crate::select::{ResolvedSelection, Selection};
 use crate::store::{RefStore, Shared, prefetch};
 use crate::values::{RawArray, unravel};
+use vzarr_source::{Prefix, PrefixPolicy, SourceStamp, parse_url};
 
 /// How to open references.
 #[derive(Clone, Debug)]

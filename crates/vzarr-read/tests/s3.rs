@@ -6,99 +6,18 @@
 //! One test function only: it sets the AWS_* environment variables the S3 client reads.
 
 mod common;
+#[path = "../../vzarr-source/tests/support/moto.rs"]
+mod moto;
 
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use common::*;
+use moto::{interop_python, s3_put, set_s3_env, start_moto};
 use serde_json::{Value, json};
 use vzarr_read::{ReadError, ReadOptions, VerifyOptions, verify};
 
 const BUCKET: &str = "vzarr-test";
 const OTHER: &str = "other-bucket";
-
-struct Moto {
-    child: Child,
-    endpoint: String,
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_moto(python: &Path) -> Moto {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(python)
-        .args([
-            "-m",
-            "moto.server",
-            "-H",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start moto.server");
-    let moto = Moto {
-        child,
-        endpoint: format!("http://127.0.0.1:{port}"),
-    };
-    let t0 = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "moto.server did not start on port {port}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    moto
-}
-
-/// Creates buckets and uploads files with boto3 (which comes with moto).
-fn s3_put(python: &Path, endpoint: &str, buckets: &[&str], uploads: &[(PathBuf, String, String)]) {
-    let script = r#"
-import json, sys, boto3
-endpoint, buckets, uploads = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
-s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
-                  aws_secret_access_key="test", region_name="us-east-1")
-have = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
-for b in buckets:
-    if b not in have:
-        s3.create_bucket(Bucket=b)
-for path, bucket, key in uploads:
-    s3.upload_file(path, bucket, key)
-"#;
-    let ups: Vec<Value> = uploads
-        .iter()
-        .map(|(p, b, k)| json!([p.to_str().unwrap(), b, k]))
-        .collect();
-    let o = Command::new(python)
-        .args([
-            "-c",
-            script,
-            endpoint,
-            &json!(buckets).to_string(),
-            &json!(ups).to_string(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "boto3 upload failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
 
 /// The references of `local` refs with `file://{dir}/` rewritten to `s3://{BUCKET}/{prefix}/`
 /// and, when `drop_mtime`, the recorded modification times removed (an upload has its own).
@@ -121,21 +40,12 @@ fn open_bytes(v: &Value, opts: ReadOptions) -> Result<vzarr_read::Reader, ReadEr
 
 #[test]
 fn reads_and_verifies_through_an_s3_server() {
-    let Some(python) = std::env::var_os("VZARR_INTEROP_PYTHON").map(PathBuf::from) else {
-        eprintln!("VZARR_INTEROP_PYTHON is not set: skipping the S3 test (scripts/test sets it)");
+    let Some(python) = interop_python("the S3 test") else {
         return;
     };
     let moto = start_moto(&python);
     // SAFETY: the only test of this binary; nothing else reads the environment concurrently.
-    unsafe {
-        std::env::set_var("AWS_ENDPOINT_URL", &moto.endpoint);
-        std::env::set_var("AWS_ALLOW_HTTP", "true");
-        std::env::set_var("AWS_ACCESS_KEY_ID", "test");
-        std::env::set_var("AWS_SECRET_ACCESS_KEY", "test");
-        std::env::set_var("AWS_REGION", "us-east-1");
-        std::env::remove_var("AWS_SESSION_TOKEN");
-        std::env::remove_var("AWS_PROFILE");
-    }
+    unsafe { set_s3_env(&moto.endpoint) };
     let names = [
         "nc4_climate.nc",
         "nc3_classic.nc",

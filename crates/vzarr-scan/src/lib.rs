@@ -2,6 +2,10 @@
 //! sniffed from magic bytes (the HDF5 signature at offset 0, 512, 1024, ...; `CDF\x01`,
 //! `CDF\x02`, `CDF\x05`), never from the file name.
 
+pub mod batch;
+pub mod cache;
+pub mod inputs;
+
 use std::path::Path;
 
 use vzarr_core::{Provenance, SourceRecord, VirtualDataset};
@@ -120,42 +124,6 @@ pub fn scan_path(path: &Path, opts: &ScanOptions) -> Result<VirtualDataset, Scan
     Ok(ds)
 }
 
-/// Expands inputs: files are kept; a directory gives its regular, non-hidden files (not
-/// recursively), sorted by name. Errors name a path that does not exist or a directory with
-/// no files.
-pub fn expand_inputs(paths: &[std::path::PathBuf]) -> Result<Vec<std::path::PathBuf>, ScanError> {
-    let mut out = Vec::new();
-    for p in paths {
-        let io = |e: std::io::Error| {
-            ScanError::Source(SourceError::Io {
-                url: p.display().to_string(),
-                error: e,
-            })
-        };
-        let meta = std::fs::metadata(p).map_err(io)?;
-        if !meta.is_dir() {
-            out.push(p.clone());
-            continue;
-        }
-        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(p)
-            .map_err(io)?
-            .filter_map(Result::ok)
-            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-            .map(|e| e.path())
-            .filter(|p| p.is_file())
-            .collect();
-        if files.is_empty() {
-            return Err(ScanError::Unrecognised {
-                path: p.display().to_string(),
-                reason: "directory has no files".into(),
-            });
-        }
-        files.sort();
-        out.extend(files);
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,23 +133,6 @@ mod tests {
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(bytes).unwrap();
         f
-    }
-
-    #[test]
-    fn expands_directories_sorted_without_hidden_files() {
-        let dir = tempfile::tempdir().unwrap();
-        for name in ["b.nc", "a.nc", ".hidden.nc"] {
-            std::fs::write(dir.path().join(name), b"x").unwrap();
-        }
-        std::fs::create_dir(dir.path().join("sub")).unwrap();
-        let got = expand_inputs(&[dir.path().to_path_buf()]).unwrap();
-        let names: Vec<_> = got
-            .iter()
-            .map(|p| p.file_name().unwrap().to_str().unwrap())
-            .collect();
-        assert_eq!(names, ["a.nc", "b.nc"]);
-        assert!(expand_inputs(&[dir.path().join("nope")]).is_err());
-        assert!(expand_inputs(&[dir.path().join("sub")]).is_err());
     }
 
     #[test]

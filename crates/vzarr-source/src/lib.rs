@@ -1,13 +1,34 @@
-//! Byte access to source files: a [`ByteSource`] gives a source's URL, size and ranged reads.
+//! Byte access to sources: a [`ByteSource`] gives a source's URL, size and ranged reads.
 //!
 //! Scanners that parse headers themselves (NetCDF3) read through this trait only, so the same
-//! code scans local files now and object storage later.
+//! code scans local files ([`LocalFile`]) and objects on object storage ([`ObjectSource`]:
+//! S3 and S3-compatible servers, GCS, Azure, HTTP(S), through `object_store`).
+//!
+//! - URLs: [`parse_url`] parses and checks them into a [`Location`]; [`PrefixPolicy`] is the
+//!   allow-list of prefixes a reader may fetch from.
+//! - Clients: [`StoreCache`] builds one `object_store` client per (scheme, bucket or host)
+//!   from the environment (`AmazonS3Builder::from_env()` and its GCS and Azure peers) and keeps
+//!   it.
+//! - [`open_source`] opens a local path or any URL; [`list_prefix`] lists the objects under a
+//!   prefix; [`RemoteReader`] is a [`RangeReader`] over URLs of any kind.
+//!
+//! Object-store requests run on a small process-wide tokio runtime; every function here is
+//! blocking and may be called from ordinary threads (rayon workers included), but not from a
+//! task of that runtime itself.
 
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
+
+mod remote;
+mod url;
+
+pub use remote::{
+    ListedObject, ObjectSource, RemoteReader, StoreCache, list_prefix, object_path, open_source,
+};
+pub use url::{Location, Prefix, PrefixPolicy, Scheme, parse_url, percent_decode};
 
 /// Errors of byte access, naming the source.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +58,69 @@ pub enum SourceError {
     /// A path that cannot be made into a URL.
     #[error("{0}: not a valid path")]
     BadPath(String),
+    /// A URL that cannot be used (relative, `..` segments, no bucket, ...).
+    #[error("{url}: {reason}")]
+    BadUrl {
+        /// The URL as given.
+        url: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A URL whose scheme is none of `file`, `s3`, `gs`, `az`, `http`, `https` (and their
+    /// aliases).
+    #[error("{url}: unsupported URL scheme {scheme:?} (supported: file, s3, gs, az, http, https)")]
+    UnsupportedScheme {
+        /// The URL as given.
+        url: String,
+        /// Its scheme as written.
+        scheme: String,
+    },
+    /// There is no object (or file) at this URL.
+    #[error("{url}: not found")]
+    NotFound {
+        /// The URL.
+        url: String,
+    },
+    /// The object changed (its ETag no longer matches) since it was opened.
+    #[error("{url}: the object changed since it was opened (its ETag no longer matches)")]
+    Changed {
+        /// The URL.
+        url: String,
+    },
+    /// An object-store request failed, or its client could not be set up.
+    #[error("{url}: {reason}")]
+    Remote {
+        /// The URL.
+        url: String,
+        /// Why, in the words of the object store client.
+        reason: String,
+    },
+}
+
+impl SourceError {
+    /// Whether the source does not exist ([`SourceError::NotFound`], or a local file that is
+    /// not there).
+    pub fn is_not_found(&self) -> bool {
+        match self {
+            SourceError::NotFound { .. } => true,
+            SourceError::Io { error, .. } => error.kind() == io::ErrorKind::NotFound,
+            _ => false,
+        }
+    }
+
+    /// The URL this error is about.
+    pub fn url(&self) -> &str {
+        match self {
+            SourceError::Io { url, .. }
+            | SourceError::OutOfBounds { url, .. }
+            | SourceError::BadUrl { url, .. }
+            | SourceError::UnsupportedScheme { url, .. }
+            | SourceError::NotFound { url }
+            | SourceError::Changed { url }
+            | SourceError::Remote { url, .. } => url,
+            SourceError::BadPath(p) => p,
+        }
+    }
 }
 
 /// Identity of a source's content at scan time, used to detect later changes.
@@ -46,6 +130,8 @@ pub struct SourceStamp {
     pub size: u64,
     /// Modification time in nanoseconds since the Unix epoch, where known.
     pub mtime_ns: Option<i128>,
+    /// ETag, where the storage has one (object stores; local files have none).
+    pub etag: Option<String>,
 }
 
 /// Random-access, read-only bytes of one source.
@@ -56,7 +142,7 @@ pub trait ByteSource: Send + Sync {
     fn size(&self) -> u64;
     /// Reads exactly `len` bytes at `offset`; errors if the range passes the end.
     fn read_range(&self, offset: u64, len: u64) -> Result<Vec<u8>, SourceError>;
-    /// Size and modification time at open.
+    /// Size, modification time and ETag at open.
     fn stamp(&self) -> SourceStamp;
 }
 
@@ -80,25 +166,12 @@ impl LocalFile {
         };
         let file = File::open(&abs).map_err(io_err)?;
         let meta = file.metadata().map_err(io_err)?;
-        if meta.is_dir() {
-            return Err(io_err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "is a directory",
-            )));
-        }
-        let mtime_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map(|d| d.as_nanos() as i128);
+        let stamp = file_stamp(&meta).map_err(io_err)?;
         Ok(LocalFile {
             path: abs,
             url,
             file,
-            stamp: SourceStamp {
-                size: meta.len(),
-                mtime_ns,
-            },
+            stamp,
         })
     }
 
@@ -147,6 +220,36 @@ impl ByteSource for LocalFile {
     fn stamp(&self) -> SourceStamp {
         self.stamp.clone()
     }
+}
+
+/// The stamp of a regular file's metadata; an error for a directory.
+fn file_stamp(meta: &std::fs::Metadata) -> Result<SourceStamp, io::Error> {
+    if meta.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "is a directory",
+        ));
+    }
+    let mtime_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i128);
+    Ok(SourceStamp {
+        size: meta.len(),
+        mtime_ns,
+        etag: None,
+    })
+}
+
+/// Size and modification time of a local file without opening it (the same stamp
+/// [`LocalFile::open`] records); errors name the file's `file://` URL.
+pub fn local_stamp(path: &Path) -> Result<SourceStamp, SourceError> {
+    let abs = absolute(path)?;
+    let url = file_url(&abs)?;
+    std::fs::metadata(&abs)
+        .and_then(|m| file_stamp(&m))
+        .map_err(|error| SourceError::Io { url, error })
 }
 
 /// `path` made absolute against the current directory, with `.` and `..` resolved lexically.
@@ -245,7 +348,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let e = LocalFile::open(&dir.path().join("nope.nc")).unwrap_err();
         assert!(e.to_string().contains("nope.nc"), "{e}");
+        assert!(e.is_not_found());
+        assert!(e.url().ends_with("/nope.nc"), "{}", e.url());
         assert!(LocalFile::open(dir.path()).is_err());
+        let e = local_stamp(&dir.path().join("nope.nc")).unwrap_err();
+        assert!(e.is_not_found() && e.to_string().contains("nope.nc"), "{e}");
+        assert!(local_stamp(dir.path()).is_err());
+    }
+
+    #[test]
+    fn local_stamp_is_the_open_stamp() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(b"0123456789").unwrap();
+        let st = local_stamp(f.path()).unwrap();
+        assert_eq!(st, LocalFile::open(f.path()).unwrap().stamp());
+        assert_eq!((st.size, st.etag), (10, None));
+        assert!(st.mtime_ns.is_some());
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Source URLs: parsing, normalisation, and the allowed-prefix policy.
 //!
-//! A manifest is input from elsewhere: before anything is fetched every URL it names is parsed
-//! here, refused if it is relative, has `.`/`..` segments (also percent-encoded), encoded
-//! slashes, credentials or control characters, and checked against the allowed prefixes.
+//! URLs may come from elsewhere (a manifest, a listing): every URL is parsed here before
+//! anything is fetched, and refused if it is relative, has `.`/`..` segments (also
+//! percent-encoded), encoded slashes, credentials or control characters. Readers check parsed
+//! URLs against their allowed prefixes ([`PrefixPolicy`]).
 
 use std::fmt;
 
@@ -24,7 +25,9 @@ pub enum Scheme {
 }
 
 impl Scheme {
-    fn from_name(name: &str) -> Option<Self> {
+    /// The scheme of a URL scheme name (lower case): `file`, `s3`/`s3a`, `gs`/`gcs`,
+    /// `az`/`azure`/`abfs`/`abfss`/`adl`, `http`, `https`.
+    pub fn from_name(name: &str) -> Option<Self> {
         Some(match name {
             "file" => Scheme::File,
             "s3" | "s3a" => Scheme::S3,
@@ -80,7 +83,7 @@ impl fmt::Display for Location {
 }
 
 /// Decodes `%XX` escapes; invalid escapes are kept as written.
-pub(crate) fn percent_decode(s: &str) -> Vec<u8> {
+pub fn percent_decode(s: &str) -> Vec<u8> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -166,9 +169,44 @@ fn check_key(scheme: Scheme, authority: &str, key: &str) -> Result<String, Strin
     Ok(out)
 }
 
+/// Why a URL was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum UrlError {
+    /// A scheme that is not one of [`Scheme`]'s (as written).
+    UnsupportedScheme(String),
+    /// Anything else, in words.
+    Invalid(String),
+}
+
+impl fmt::Display for UrlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UrlError::UnsupportedScheme(s) => write!(f, "unsupported URL scheme {s:?}"),
+            UrlError::Invalid(s) => f.write_str(s),
+        }
+    }
+}
+
+impl From<String> for UrlError {
+    fn from(s: String) -> Self {
+        UrlError::Invalid(s)
+    }
+}
+
+impl From<&str> for UrlError {
+    fn from(s: &str) -> Self {
+        UrlError::Invalid(s.to_string())
+    }
+}
+
 /// Parses and checks a source URL: absolute local paths, `file://`, `s3://`, `gs://`, `az://`,
-/// `http(s)://`.
+/// `http(s)://`. The error says why in words.
 pub fn parse_url(url: &str) -> Result<Location, String> {
+    parse(url).map_err(|e| e.to_string())
+}
+
+/// [`parse_url`] with the kind of refusal kept.
+pub(crate) fn parse(url: &str) -> Result<Location, UrlError> {
     if url.is_empty() {
         return Err("empty URL".into());
     }
@@ -189,7 +227,7 @@ pub fn parse_url(url: &str) -> Result<Location, String> {
         );
     };
     let scheme = Scheme::from_name(&scheme_name.to_ascii_lowercase())
-        .ok_or_else(|| format!("unsupported URL scheme {scheme_name:?}"))?;
+        .ok_or_else(|| UrlError::UnsupportedScheme(scheme_name.to_string()))?;
     if scheme == Scheme::File {
         let path = if let Some(p) = rest.strip_prefix('/') {
             p
@@ -247,7 +285,7 @@ impl Prefix {
         let is_url = p.contains("://");
         let text = if !is_url && allow_relative {
             // A local path from the user: made absolute, `.` and `..` resolved lexically.
-            vzarr_source::absolute(std::path::Path::new(p))
+            crate::absolute(std::path::Path::new(p))
                 .map_err(|e| e.to_string())?
                 .to_str()
                 .ok_or_else(|| format!("prefix {p:?} is not UTF-8"))?

@@ -1,0 +1,199 @@
+//! Scanning many sources: in parallel (rayon), through the scan cache, stopping at the first
+//! failure or going on past bad files.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use rayon::prelude::*;
+use vzarr_core::{Provenance, SourceRecord, VirtualDataset};
+use vzarr_source::{ByteSource, SourceStamp};
+
+use crate::cache::{ScanCache, cache_key};
+use crate::inputs::SourceRef;
+use crate::{Format, ScanError, ScanOptions, sniff};
+
+/// Options of [`scan_all`].
+#[derive(Clone, Debug, Default)]
+pub struct BatchOptions {
+    /// Threads; 0 uses every core.
+    pub jobs: usize,
+    /// Options of each scan.
+    pub scan: ScanOptions,
+    /// Where scan results are cached, if anywhere.
+    pub cache: Option<ScanCache>,
+    /// Go on past sources that fail (else stop scanning new sources after the first failure).
+    pub keep_going: bool,
+}
+
+/// What happened to one source.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The source.
+    pub source: SourceRef,
+    /// Its scan, or why it failed; `None` when it was not scanned because an earlier source
+    /// failed.
+    pub result: Option<Result<VirtualDataset, ScanError>>,
+    /// Whether the scan came from the cache.
+    pub cached: bool,
+}
+
+/// Scans one source of any kind (local file or object-store URL); the result's provenance
+/// records its size, modification time and ETag.
+pub fn scan_source(source: &SourceRef, opts: &ScanOptions) -> Result<VirtualDataset, ScanError> {
+    scan_with_cache(source, opts, None).map(|(ds, _)| ds)
+}
+
+fn stamp_of(source: &SourceRef) -> Result<(SourceStamp, Option<Box<dyn ByteSource>>), ScanError> {
+    match source {
+        SourceRef::Local(p) => Ok((vzarr_source::local_stamp(p)?, None)),
+        SourceRef::Url(u) => {
+            let src = vzarr_source::open_source(u)?;
+            Ok((src.stamp(), Some(src)))
+        }
+    }
+}
+
+fn scan_with_cache(
+    source: &SourceRef,
+    opts: &ScanOptions,
+    cache: Option<&ScanCache>,
+) -> Result<(VirtualDataset, bool), ScanError> {
+    let (stamp, opened) = stamp_of(source)?;
+    let url = source.url();
+    let key = cache_key(&url, &stamp, opts);
+    if let Some(ds) = cache.and_then(|c| c.get(&key)) {
+        return Ok((ds, true));
+    }
+    let ds = match source {
+        SourceRef::Local(p) => crate::scan_path(p, opts)?,
+        SourceRef::Url(u) => {
+            let src = match opened {
+                Some(s) => s,
+                None => vzarr_source::open_source(u)?,
+            };
+            let mut ds = match sniff(src.as_ref())? {
+                Format::NetCdf3 { .. } => {
+                    let o = vzarr_netcdf3::ScanOptions {
+                        split_contiguous_bytes: opts.split_contiguous_bytes,
+                    };
+                    vzarr_netcdf3::scan(src.as_ref(), &o)?
+                }
+                Format::Hdf5 { .. } => {
+                    return Err(ScanError::Unrecognised {
+                        path: u.clone(),
+                        reason: "HDF5/NetCDF4 sources on object storage are not yet supported \
+                                 (the HDF5 library reads local files only); copy the file \
+                                 locally or mount the bucket"
+                            .into(),
+                    });
+                }
+            };
+            let st = src.stamp();
+            ds.provenance = Provenance::single(SourceRecord {
+                url: u.clone(),
+                size: st.size,
+                mtime_ns: st.mtime_ns,
+                etag: st.etag,
+            });
+            ds
+        }
+    };
+    // The stamp the scan recorded must be the one the key was made of; a file that changed
+    // while it was scanned is not cached.
+    if let Some(c) = cache {
+        let rec = ds.provenance.sources.first();
+        if rec.is_some_and(|r| r.size == stamp.size && r.mtime_ns == stamp.mtime_ns) {
+            c.put(&key, &ds)?;
+        }
+    }
+    Ok((ds, false))
+}
+
+/// Scans `sources` with up to `opts.jobs` threads, in order; `progress` is called after each
+/// source with whether it succeeded.
+pub fn scan_all(
+    sources: &[SourceRef],
+    opts: &BatchOptions,
+    progress: &(dyn Fn(&SourceRef, bool) + Sync),
+) -> Result<Vec<Outcome>, ScanError> {
+    let stop = AtomicBool::new(false);
+    let work = || {
+        sources
+            .par_iter()
+            .map(|s| {
+                if stop.load(Ordering::Relaxed) {
+                    return Outcome {
+                        source: s.clone(),
+                        result: None,
+                        cached: false,
+                    };
+                }
+                let r = scan_with_cache(s, &opts.scan, opts.cache.as_ref());
+                if r.is_err() && !opts.keep_going {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                progress(s, r.is_ok());
+                let cached = r.as_ref().is_ok_and(|(_, c)| *c);
+                Outcome {
+                    source: s.clone(),
+                    result: Some(r.map(|(ds, _)| ds)),
+                    cached,
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.jobs)
+        .thread_name(|i| format!("vzarr-scan-{i}"))
+        .build()
+        .map_err(|e| ScanError::Unrecognised {
+            path: "--jobs".into(),
+            reason: e.to_string(),
+        })?;
+    Ok(pool.install(work))
+}
+
+/// Totals of a batch, for the summary.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct BatchSummary {
+    /// Sources given.
+    pub files: usize,
+    /// Sources scanned now.
+    pub scanned: usize,
+    /// Sources whose scan came from the cache.
+    pub cache_hits: usize,
+    /// Sources that failed.
+    pub failed: usize,
+    /// Arrays in the output.
+    pub arrays: usize,
+    /// Chunks referenced in the output.
+    pub chunks: u64,
+    /// Chunks kept inline in the output.
+    pub inline_chunks: u64,
+    /// Bytes referenced in the sources.
+    pub bytes_referenced: u64,
+    /// Seconds spent scanning.
+    pub scan_seconds: f64,
+    /// Seconds in all.
+    pub total_seconds: f64,
+}
+
+impl BatchSummary {
+    /// Counts the outcomes of a batch.
+    pub fn of_outcomes(outcomes: &[Outcome], started: Instant) -> Self {
+        BatchSummary {
+            files: outcomes.len(),
+            scanned: outcomes
+                .iter()
+                .filter(|o| o.result.as_ref().is_some_and(Result::is_ok) && !o.cached)
+                .count(),
+            cache_hits: outcomes.iter().filter(|o| o.cached).count(),
+            failed: outcomes
+                .iter()
+                .filter(|o| o.result.as_ref().is_some_and(Result::is_err))
+                .count(),
+            scan_seconds: started.elapsed().as_secs_f64(),
+            ..Default::default()
+        }
+    }
+}

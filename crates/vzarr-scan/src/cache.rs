@@ -1,0 +1,154 @@
+//! The scan cache: each source's scan result stored under a directory, keyed by URL, size,
+//! modification time (and ETag), scan options and the record format, so that a rebuild
+//! rescans only changed or new sources.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use vzarr_core::VirtualDataset;
+use vzarr_core::record::{RECORD_VERSION, from_record, to_record};
+use vzarr_source::SourceStamp;
+
+use crate::{ScanError, ScanOptions};
+
+/// A directory of cached scan results.
+#[derive(Clone, Debug)]
+pub struct ScanCache {
+    dir: PathBuf,
+}
+
+/// FNV-1a, 64 bits: a stable file name for a cache key (the key itself is stored inside and
+/// compared on load, so a collision is a miss, never a wrong hit).
+fn fnv1a(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The cache key of a source as it is now.
+pub fn cache_key(url: &str, stamp: &SourceStamp, opts: &ScanOptions) -> String {
+    format!(
+        "vzarr {} record {RECORD_VERSION}|{url}|size={}|mtime={:?}|etag={:?}|split={:?}",
+        env!("CARGO_PKG_VERSION"),
+        stamp.size,
+        stamp.mtime_ns,
+        stamp.etag,
+        opts.split_contiguous_bytes
+    )
+}
+
+impl ScanCache {
+    /// A cache in `dir`, created if needed.
+    pub fn open(dir: &Path) -> Result<Self, ScanError> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            ScanError::Source(vzarr_source::SourceError::Io {
+                url: dir.display().to_string(),
+                error: e,
+            })
+        })?;
+        Ok(ScanCache {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    fn file(&self, key: &str) -> PathBuf {
+        self.dir.join(format!("{:016x}.json", fnv1a(key)))
+    }
+
+    /// The cached scan for `key`, if present and readable.
+    pub fn get(&self, key: &str) -> Option<VirtualDataset> {
+        let text = std::fs::read(self.file(key)).ok()?;
+        let v: Value = serde_json::from_slice(&text).ok()?;
+        if v.get("key").and_then(Value::as_str) != Some(key) {
+            return None;
+        }
+        from_record(v.get("record")?).ok()
+    }
+
+    /// Stores the scan for `key` (written atomically).
+    pub fn put(&self, key: &str, ds: &VirtualDataset) -> Result<(), ScanError> {
+        let io = |e: std::io::Error| {
+            ScanError::Source(vzarr_source::SourceError::Io {
+                url: self.dir.display().to_string(),
+                error: e,
+            })
+        };
+        let doc = json!({"key": key, "record": to_record(ds)});
+        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).map_err(io)?;
+        serde_json::to_writer(&mut tmp, &doc).map_err(|e| io(e.into()))?;
+        tmp.flush().map_err(io)?;
+        tmp.persist(self.file(key)).map_err(|e| io(e.error))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_change_with_the_source_and_options() {
+        let s = SourceStamp {
+            size: 10,
+            mtime_ns: Some(5),
+            etag: None,
+        };
+        let o = ScanOptions::default();
+        let k = cache_key("file:///a.nc", &s, &o);
+        assert_ne!(k, cache_key("file:///b.nc", &s, &o));
+        assert_ne!(
+            k,
+            cache_key(
+                "file:///a.nc",
+                &SourceStamp {
+                    size: 11,
+                    ..s.clone()
+                },
+                &o
+            )
+        );
+        assert_ne!(
+            k,
+            cache_key(
+                "file:///a.nc",
+                &SourceStamp {
+                    mtime_ns: Some(6),
+                    ..s.clone()
+                },
+                &o
+            )
+        );
+        assert_ne!(
+            k,
+            cache_key(
+                "file:///a.nc",
+                &s,
+                &ScanOptions {
+                    split_contiguous_bytes: Some(1)
+                }
+            )
+        );
+    }
+
+    #[test]
+    fn round_trip_and_misses() {
+        let d = tempfile::tempdir().unwrap();
+        let c = ScanCache::open(&d.path().join("cache")).unwrap();
+        let mut ds = VirtualDataset::new();
+        ds.groups
+            .get_mut("")
+            .unwrap()
+            .attributes
+            .insert("x".into(), json!(1));
+        c.put("key-1", &ds).unwrap();
+        assert_eq!(c.get("key-1"), Some(ds));
+        assert_eq!(c.get("key-2"), None);
+        // A corrupt entry is a miss.
+        std::fs::write(c.file("key-1"), b"{not json").unwrap();
+        assert_eq!(c.get("key-1"), None);
+    }
+}

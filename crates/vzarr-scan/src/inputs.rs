@@ -1,0 +1,310 @@
+//! Collecting sources from the command line: files, directories walked recursively with
+//! include/exclude globs, catalog files (one path or URL per line), and object-store URLs and
+//! prefixes.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use crate::ScanError;
+
+/// A source to scan: a local file or an object-store URL.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SourceRef {
+    /// A local file (absolute path).
+    Local(PathBuf),
+    /// An object-store URL (`s3://`, `gs://`, `az://`, `http(s)://`).
+    Url(String),
+}
+
+impl SourceRef {
+    /// The source's URL (`file://` for local files).
+    pub fn url(&self) -> String {
+        match self {
+            SourceRef::Local(p) => format!("file://{}", p.display()),
+            SourceRef::Url(u) => u.clone(),
+        }
+    }
+
+    /// A short name for messages: the path or URL.
+    pub fn display(&self) -> String {
+        match self {
+            SourceRef::Local(p) => p.display().to_string(),
+            SourceRef::Url(u) => u.clone(),
+        }
+    }
+}
+
+/// Include and exclude patterns for files found in directories and under prefixes.
+#[derive(Clone, Debug, Default)]
+pub struct Filters {
+    /// Keep only files matching one of these (all files when empty).
+    pub include: Vec<String>,
+    /// Drop files matching one of these.
+    pub exclude: Vec<String>,
+}
+
+/// Compiled filters: a pattern with a `/` matches the path relative to the walked directory
+/// or prefix, one without matches the file name.
+pub struct CompiledFilters {
+    include_name: GlobSet,
+    include_path: GlobSet,
+    exclude_name: GlobSet,
+    exclude_path: GlobSet,
+    any_include: bool,
+}
+
+fn compile(patterns: &[String], with_slash: bool) -> Result<GlobSet, ScanError> {
+    let mut b = GlobSetBuilder::new();
+    for p in patterns.iter().filter(|p| p.contains('/') == with_slash) {
+        let g = Glob::new(p).map_err(|e| ScanError::Unrecognised {
+            path: p.clone(),
+            reason: format!("bad glob pattern: {e}"),
+        })?;
+        b.add(g);
+    }
+    b.build().map_err(|e| ScanError::Unrecognised {
+        path: "--include/--exclude".into(),
+        reason: e.to_string(),
+    })
+}
+
+impl Filters {
+    /// Compiles the patterns.
+    pub fn compile(&self) -> Result<CompiledFilters, ScanError> {
+        Ok(CompiledFilters {
+            include_name: compile(&self.include, false)?,
+            include_path: compile(&self.include, true)?,
+            exclude_name: compile(&self.exclude, false)?,
+            exclude_path: compile(&self.exclude, true)?,
+            any_include: !self.include.is_empty(),
+        })
+    }
+}
+
+impl CompiledFilters {
+    /// Whether a file at `relative` (below the walked directory) is kept.
+    pub fn keep(&self, relative: &str) -> bool {
+        let name = relative.rsplit('/').next().unwrap_or(relative);
+        if self.exclude_name.is_match(name) || self.exclude_path.is_match(relative) {
+            return false;
+        }
+        !self.any_include
+            || self.include_name.is_match(name)
+            || self.include_path.is_match(relative)
+    }
+}
+
+fn is_url(s: &str) -> bool {
+    s.split_once("://").is_some_and(|(scheme, _)| {
+        !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '+')
+    })
+}
+
+fn io_error(path: &Path, e: std::io::Error) -> ScanError {
+    ScanError::Source(vzarr_source::SourceError::Io {
+        url: path.display().to_string(),
+        error: e,
+    })
+}
+
+/// Files below `dir`, recursively, sorted, without hidden files and directories, filtered.
+fn walk(dir: &Path, filters: &CompiledFilters) -> Result<Vec<PathBuf>, ScanError> {
+    let mut out = Vec::new();
+    let walker = walkdir::WalkDir::new(dir)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+    for entry in walker {
+        let entry = entry.map_err(|e| {
+            let path = e
+                .path()
+                .map_or_else(|| dir.to_path_buf(), Path::to_path_buf);
+            io_error(&path, e.into())
+        })?;
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
+        if filters.keep(&rel.to_string_lossy()) {
+            out.push(entry.path().to_path_buf());
+        }
+    }
+    Ok(out)
+}
+
+/// Lists an object-store prefix (a URL ending in `/`), filtered.
+fn list(prefix: &str, filters: &CompiledFilters) -> Result<Vec<SourceRef>, ScanError> {
+    let listed = vzarr_source::list_prefix(prefix)?;
+    Ok(listed
+        .into_iter()
+        .filter(|o| {
+            let rel = o.url.strip_prefix(prefix).unwrap_or(&o.url);
+            !rel.split('/').any(|c| c.starts_with('.')) && filters.keep(rel)
+        })
+        .map(|o| SourceRef::Url(o.url))
+        .collect())
+}
+
+/// One input: a file, a directory, a URL of an object or a prefix (ending in `/`).
+fn expand_one(
+    item: &str,
+    base: &Path,
+    filters: &CompiledFilters,
+    out: &mut Vec<SourceRef>,
+) -> Result<(), ScanError> {
+    if is_url(item) {
+        if let Some(path) = item.strip_prefix("file://") {
+            return expand_one(path, base, filters, out);
+        }
+        if item.ends_with('/') {
+            out.extend(list(item, filters)?);
+        } else {
+            out.push(SourceRef::Url(item.to_string()));
+        }
+        return Ok(());
+    }
+    let path = base.join(item);
+    let abs = vzarr_source::absolute(&path)?;
+    let meta = std::fs::metadata(&abs).map_err(|e| io_error(&path, e))?;
+    if meta.is_dir() {
+        let files = walk(&abs, filters)?;
+        if files.is_empty() {
+            return Err(ScanError::Unrecognised {
+                path: path.display().to_string(),
+                reason: "directory has no files (after --include/--exclude)".into(),
+            });
+        }
+        out.extend(files.into_iter().map(SourceRef::Local));
+    } else {
+        out.push(SourceRef::Local(abs));
+    }
+    Ok(())
+}
+
+/// Collects the sources of `items` (paths or URLs, in order) and of `catalogs` (files with one
+/// path or URL per line; `#` starts a comment; relative paths are relative to the catalog's
+/// folder). Directories and prefixes give their files sorted and filtered; explicit files are
+/// always kept. A source named twice is kept once, at its first place.
+pub fn collect(
+    items: &[String],
+    catalogs: &[PathBuf],
+    filters: &Filters,
+) -> Result<Vec<SourceRef>, ScanError> {
+    let compiled = filters.compile()?;
+    let cwd = PathBuf::from(".");
+    let mut all = Vec::new();
+    for item in items {
+        expand_one(item, &cwd, &compiled, &mut all)?;
+    }
+    for cat in catalogs {
+        let text = std::fs::read_to_string(cat).map_err(|e| io_error(cat, e))?;
+        let base = cat.parent().map_or_else(|| cwd.clone(), Path::to_path_buf);
+        for (n, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            expand_one(line, &base, &compiled, &mut all).map_err(|e| ScanError::Unrecognised {
+                path: format!("{}:{}", cat.display(), n + 1),
+                reason: e.to_string(),
+            })?;
+        }
+    }
+    let mut seen = HashSet::new();
+    all.retain(|s| seen.insert(s.clone()));
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(p: &Path) {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, b"x").unwrap();
+    }
+
+    #[test]
+    fn walks_recursively_with_filters() {
+        let d = tempfile::tempdir().unwrap();
+        for f in [
+            "a/2023/tas_01.nc",
+            "a/2023/tas_02.nc",
+            "a/2024/tas_01.nc",
+            "a/README.txt",
+            "a/.hidden/x.nc",
+            "a/2023/.x.nc",
+        ] {
+            touch(&d.path().join(f));
+        }
+        let dir = d.path().join("a").display().to_string();
+        let names = |v: Vec<SourceRef>| -> Vec<String> {
+            v.iter()
+                .map(|s| s.display().rsplit("/a/").next().unwrap().to_string())
+                .collect()
+        };
+        let all = collect(std::slice::from_ref(&dir), &[], &Filters::default()).unwrap();
+        assert_eq!(
+            names(all),
+            [
+                "2023/tas_01.nc",
+                "2023/tas_02.nc",
+                "2024/tas_01.nc",
+                "README.txt"
+            ]
+        );
+        let f = Filters {
+            include: vec!["*.nc".into()],
+            exclude: vec!["2024/*".into()],
+        };
+        assert_eq!(
+            names(collect(std::slice::from_ref(&dir), &[], &f).unwrap()),
+            ["2023/tas_01.nc", "2023/tas_02.nc"]
+        );
+        let f = Filters {
+            include: vec!["*.zarr".into()],
+            exclude: vec![],
+        };
+        assert!(
+            collect(&[dir], &[], &f).is_err(),
+            "a directory with no matching files is an error"
+        );
+    }
+
+    #[test]
+    fn catalogs_resolve_relative_paths_and_dedupe() {
+        let d = tempfile::tempdir().unwrap();
+        touch(&d.path().join("data/x.nc"));
+        touch(&d.path().join("data/y.nc"));
+        let cat = d.path().join("catalog.txt");
+        std::fs::write(
+            &cat,
+            "# my files\ndata/y.nc\n\ndata/x.nc  # comment\ndata/y.nc\n",
+        )
+        .unwrap();
+        let got = collect(&[], std::slice::from_ref(&cat), &Filters::default()).unwrap();
+        let names: Vec<String> = got
+            .iter()
+            .map(|s| s.display().rsplit('/').next().unwrap().to_string())
+            .collect();
+        assert_eq!(names, ["y.nc", "x.nc"]);
+        std::fs::write(&cat, "data/missing.nc\n").unwrap();
+        let e = collect(&[], &[cat], &Filters::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("catalog.txt:1"), "{e}");
+    }
+
+    #[test]
+    fn urls_pass_through() {
+        let got = collect(&["s3://bucket/a/file.nc".into()], &[], &Filters::default()).unwrap();
+        assert_eq!(got, vec![SourceRef::Url("s3://bucket/a/file.nc".into())]);
+        assert!(is_url("gs://b/x") && !is_url("/tmp/x") && !is_url("a:b"));
+    }
+}
