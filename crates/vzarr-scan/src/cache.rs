@@ -79,8 +79,10 @@ impl ScanCache {
         };
         let doc = json!({"key": key, "record": to_record(ds)});
         let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).map_err(io)?;
-        serde_json::to_writer(&mut tmp, &doc).map_err(|e| io(e.into()))?;
-        tmp.flush().map_err(io)?;
+        let mut w = std::io::BufWriter::new(&mut tmp);
+        serde_json::to_writer(&mut w, &doc).map_err(|e| io(e.into()))?;
+        w.flush().map_err(io)?;
+        drop(w);
         tmp.persist(self.file(key)).map_err(|e| io(e.error))?;
         Ok(())
     }
