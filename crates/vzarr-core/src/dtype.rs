@@ -55,6 +55,31 @@ pub enum DataType {
 }
 
 impl DataType {
+    /// The integer type of `size` bytes (1, 2, 4 or 8), signed or not.
+    pub fn integer(size: usize, signed: bool) -> Option<DataType> {
+        Some(match (size, signed) {
+            (1, true) => DataType::Int8,
+            (2, true) => DataType::Int16,
+            (4, true) => DataType::Int32,
+            (8, true) => DataType::Int64,
+            (1, false) => DataType::UInt8,
+            (2, false) => DataType::UInt16,
+            (4, false) => DataType::UInt32,
+            (8, false) => DataType::UInt64,
+            _ => return None,
+        })
+    }
+
+    /// The IEEE float type of `size` bytes (2, 4 or 8).
+    pub fn float(size: usize) -> Option<DataType> {
+        Some(match size {
+            2 => DataType::Float16,
+            4 => DataType::Float32,
+            8 => DataType::Float64,
+            _ => return None,
+        })
+    }
+
     /// Size of one element in bytes.
     pub fn size(self) -> usize {
         match self {
@@ -199,6 +224,15 @@ mod tests {
             json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 3}})
         );
         assert!(DataType::from_zarr_json(&json!("complex64")).is_err());
+    }
+
+    #[test]
+    fn from_size() {
+        assert_eq!(DataType::integer(2, true), Some(DataType::Int16));
+        assert_eq!(DataType::integer(8, false), Some(DataType::UInt64));
+        assert_eq!(DataType::integer(3, true), None);
+        assert_eq!(DataType::float(4), Some(DataType::Float32));
+        assert_eq!(DataType::float(16), None);
     }
 
     #[test]

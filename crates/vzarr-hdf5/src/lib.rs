@@ -312,26 +312,12 @@ fn data_type(info: &TypeInfo) -> Result<(DataType, Endian), String> {
             signed,
             big_endian,
         } => {
-            let dt = match (size, signed) {
-                (1, true) => DataType::Int8,
-                (2, true) => DataType::Int16,
-                (4, true) => DataType::Int32,
-                (8, true) => DataType::Int64,
-                (1, false) => DataType::UInt8,
-                (2, false) => DataType::UInt16,
-                (4, false) => DataType::UInt32,
-                (8, false) => DataType::UInt64,
-                _ => return Err(format!("{size}-byte integer")),
-            };
+            let dt =
+                DataType::integer(size, signed).ok_or_else(|| format!("{size}-byte integer"))?;
             (dt, endian(big_endian))
         }
         TypeInfo::Float { size, big_endian } => {
-            let dt = match size {
-                2 => DataType::Float16,
-                4 => DataType::Float32,
-                8 => DataType::Float64,
-                _ => return Err(format!("{size}-byte float")),
-            };
+            let dt = DataType::float(size).ok_or_else(|| format!("{size}-byte float"))?;
             (dt, endian(big_endian))
         }
         TypeInfo::Bool => (DataType::Bool, Endian::Little),

@@ -138,17 +138,8 @@ unsafe fn hdf5_dtype(ftype: hid_t) -> Result<(DataType, bool), String> {
         let class = H5Tget_class(ftype);
         let int = |t: hid_t, size: usize| -> Result<DataType, String> {
             let signed = H5Tget_sign(t) == H5T_sign_t::H5T_SGN_2;
-            Ok(match (size, signed) {
-                (1, true) => DataType::Int8,
-                (2, true) => DataType::Int16,
-                (4, true) => DataType::Int32,
-                (8, true) => DataType::Int64,
-                (1, false) => DataType::UInt8,
-                (2, false) => DataType::UInt16,
-                (4, false) => DataType::UInt32,
-                (8, false) => DataType::UInt64,
-                _ => return Err(format!("{size}-byte integers are not supported")),
-            })
+            DataType::integer(size, signed)
+                .ok_or_else(|| format!("{size}-byte integers are not supported"))
         };
         let be = |t: hid_t| H5Tget_order(t) == H5T_order_t::H5T_ORDER_BE;
         match class {
@@ -162,12 +153,8 @@ unsafe fn hdf5_dtype(ftype: hid_t) -> Result<(DataType, bool), String> {
                 Ok((int(base.0, H5Tget_size(base.0))?, be(base.0)))
             }
             H5T_class_t::H5T_FLOAT => {
-                let dt = match size {
-                    2 => DataType::Float16,
-                    4 => DataType::Float32,
-                    8 => DataType::Float64,
-                    _ => return Err(format!("{size}-byte floats are not supported")),
-                };
+                let dt = DataType::float(size)
+                    .ok_or_else(|| format!("{size}-byte floats are not supported"))?;
                 Ok((dt, be(ftype)))
             }
             H5T_class_t::H5T_STRING => {

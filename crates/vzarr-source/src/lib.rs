@@ -191,22 +191,7 @@ impl ByteSource for LocalFile {
     }
 
     fn read_range(&self, offset: u64, len: u64) -> Result<Vec<u8>, SourceError> {
-        let size = self.stamp.size;
-        let end = offset.checked_add(len);
-        if end.is_none_or(|e| e > size) {
-            return Err(SourceError::OutOfBounds {
-                url: self.url.clone(),
-                offset,
-                len,
-                size,
-            });
-        }
-        let n = usize::try_from(len).map_err(|_| SourceError::OutOfBounds {
-            url: self.url.clone(),
-            offset,
-            len,
-            size,
-        })?;
+        let n = checked_len(&self.url, offset, len, self.stamp.size)?;
         let mut buf = vec![0u8; n];
         self.file
             .read_exact_at(&mut buf, offset)
@@ -250,6 +235,21 @@ pub fn local_stamp(path: &Path) -> Result<SourceStamp, SourceError> {
     std::fs::metadata(&abs)
         .and_then(|m| file_stamp(&m))
         .map_err(|error| SourceError::Io { url, error })
+}
+
+/// The length of a read of `len` bytes at `offset` of a source of `size` bytes, or the
+/// out-of-bounds error naming `url` when the range passes the end (or does not fit memory).
+pub fn checked_len(url: &str, offset: u64, len: u64, size: u64) -> Result<usize, SourceError> {
+    let oob = || SourceError::OutOfBounds {
+        url: url.to_string(),
+        offset,
+        len,
+        size,
+    };
+    match offset.checked_add(len) {
+        Some(end) if end <= size => usize::try_from(len).map_err(|_| oob()),
+        _ => Err(oob()),
+    }
 }
 
 /// `path` made absolute against the current directory, with `.` and `..` resolved lexically.

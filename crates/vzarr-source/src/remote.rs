@@ -266,17 +266,8 @@ impl ByteSource for ObjectSource {
     }
 
     fn read_range(&self, offset: u64, len: u64) -> Result<Vec<u8>, SourceError> {
-        let size = self.stamp.size;
-        let oob = || SourceError::OutOfBounds {
-            url: self.url.clone(),
-            offset,
-            len,
-            size,
-        };
-        let end = offset.checked_add(len).ok_or_else(oob)?;
-        if end > size || usize::try_from(len).is_err() {
-            return Err(oob());
-        }
+        crate::checked_len(&self.url, offset, len, self.stamp.size)?;
+        let end = offset + len;
         if len == 0 {
             return Ok(Vec::new());
         }
