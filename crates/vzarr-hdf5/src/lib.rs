@@ -101,6 +101,10 @@ struct Ctx<'a> {
     /// Phony dimensions per group: (group, length) -> names.
     phony: HashMap<(String, u64), Vec<String>>,
     phony_count: usize,
+    /// The root group, for resolving object references.
+    root: hid_t,
+    /// Object paths by address, built when the first reference is resolved.
+    names: Option<raw::ObjectNames>,
 }
 
 impl Ctx<'_> {
@@ -150,6 +154,8 @@ pub fn scan_file(path: &Path, opts: &ScanOptions) -> Result<VirtualDataset, Hdf5
             out: VirtualDataset::new(),
             phony: HashMap::new(),
             phony_count: 0,
+            root: file.id(),
+            names: None,
         };
         let root = file
             .as_group()
@@ -874,7 +880,7 @@ fn dimension_names(
     if is_scale && shape.len() == 1 {
         return Ok(vec![own]);
     }
-    let list = raw::dimension_list(id, shape.len()).unwrap_or(None);
+    let list = raw::dimension_list(id, shape.len(), ctx.root, &mut ctx.names).unwrap_or(None);
     let mut names: Vec<Option<String>> = match list {
         Some(l) => l
             .into_iter()
@@ -929,5 +935,98 @@ mod tests {
         let v: Vec<u64> = signature_offsets(5000).collect();
         assert_eq!(v, vec![0, 512, 1024, 2048, 4096]);
         assert_eq!(signature_offsets(4).count(), 0);
+    }
+
+    /// Writes a `DIMENSION_LIST` on dataset `var` of the file `file` whose axes reference the
+    /// objects at `targets`, as classic (`H5T_STD_REF_OBJ`) or HDF5 1.12 (`H5T_STD_REF`)
+    /// object references.
+    fn write_dimension_list(file: &hdf5::File, var: &str, targets: &[&str], classic: bool) {
+        use hdf5_sys::h5a::{H5Acreate2, H5Awrite};
+        use hdf5_sys::h5r::{H5R_ref_t, H5R_type_t, H5Rcreate, H5Rcreate_object, H5Rdestroy};
+        use hdf5_sys::h5s::H5Screate_simple;
+        use hdf5_sys::h5t::{H5T_STD_REF, H5T_STD_REF_OBJ, H5Tvlen_create};
+        #[repr(C)]
+        struct Hvl {
+            len: usize,
+            p: *mut c_void,
+        }
+        let ds = file.dataset(var).unwrap();
+        let names: Vec<CString> = targets.iter().map(|t| CString::new(*t).unwrap()).collect();
+        hdf5::sync::sync(|| unsafe {
+            let mut old: Vec<u64> = vec![0; targets.len()];
+            let mut new: Vec<H5R_ref_t> = vec![std::mem::zeroed(); targets.len()];
+            for (i, n) in names.iter().enumerate() {
+                let r = if classic {
+                    H5Rcreate(
+                        (&mut old[i] as *mut u64).cast(),
+                        file.id(),
+                        n.as_ptr(),
+                        H5R_type_t::H5R_OBJECT1,
+                        -1,
+                    )
+                } else {
+                    H5Rcreate_object(file.id(), n.as_ptr(), H5P_DEFAULT, &mut new[i])
+                };
+                assert!(r >= 0);
+            }
+            let mut hvl: Vec<Hvl> = (0..targets.len())
+                .map(|i| Hvl {
+                    len: 1,
+                    p: if classic {
+                        (&mut old[i] as *mut u64).cast()
+                    } else {
+                        (&mut new[i] as *mut H5R_ref_t).cast()
+                    },
+                })
+                .collect();
+            let base = if classic {
+                *H5T_STD_REF_OBJ
+            } else {
+                *H5T_STD_REF
+            };
+            let t = raw::type_hid(H5Tvlen_create(base), "vlen").unwrap();
+            let dims = [targets.len() as u64];
+            let space =
+                raw::space_hid(H5Screate_simple(1, dims.as_ptr(), ptr::null()), "space").unwrap();
+            let a = raw::attr_hid(
+                H5Acreate2(
+                    ds.id(),
+                    c"DIMENSION_LIST".as_ptr(),
+                    t.id(),
+                    space.id(),
+                    H5P_DEFAULT,
+                    H5P_DEFAULT,
+                ),
+                "H5Acreate2",
+            )
+            .unwrap();
+            assert!(H5Awrite(a.id(), t.id(), hvl.as_mut_ptr().cast()) >= 0);
+            if !classic {
+                for r in &mut new {
+                    H5Rdestroy(r);
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn dimension_names_from_classic_and_new_object_references() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("refs.h5");
+        {
+            let f = hdf5::File::create(&p).unwrap();
+            let g = f.create_group("grid").unwrap();
+            g.new_dataset::<f64>().shape(4).create("lat").unwrap();
+            f.new_dataset::<f64>().shape(3).create("lon").unwrap();
+            for (name, classic) in [("classic", true), ("new_style", false)] {
+                f.new_dataset::<f32>().shape((4, 3)).create(name).unwrap();
+                write_dimension_list(&f, name, &["/grid/lat", "/lon"], classic);
+            }
+        }
+        let ds = scan_file(&p, &ScanOptions::default()).unwrap();
+        for name in ["classic", "new_style"] {
+            let a = &ds.arrays[name];
+            assert_eq!(a.dimension_names, ["lat", "lon"], "{name}");
+        }
     }
 }

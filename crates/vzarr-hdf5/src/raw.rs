@@ -3,12 +3,13 @@
 //! Every function here must run inside `hdf5::sync::sync` (the library's global lock); the
 //! scanner takes the lock once per file.
 
+use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::ptr;
 
 use hdf5_sys::h5::{H5_index_t, H5_iter_order_t, haddr_t, herr_t, hsize_t};
 use hdf5_sys::h5a::{
-    H5Aclose, H5Aexists, H5Aget_name, H5Aget_space, H5Aget_type, H5Aopen, H5Aopen_by_idx, H5Aread,
+    H5Aclose, H5Aexists, H5Aget_name, H5Aget_space, H5Aget_type, H5Aopen, H5Aread,
 };
 use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5o::{H5O_INFO_NUM_ATTRS, H5O_info2_t, H5Oget_info3};
@@ -525,48 +526,64 @@ fn read_one_attr(attr: hid_t) -> Result<RawAttr, String> {
 }
 
 /// Reads every attribute of an object, in creation order where tracked, else by name.
+///
+/// The names are listed in one `H5Aiterate2` pass and the attributes opened by name:
+/// `H5Aopen_by_idx` builds and sorts a copy of the object's whole attribute table on every
+/// call, which made reading n attributes cost n table copies.
 pub(crate) fn read_attributes(obj: hid_t) -> Result<Vec<RawAttr>, String> {
+    use hdf5_sys::h5a::{H5A_info_t, H5Aiterate2};
+    extern "C" fn collect(
+        _loc: hid_t,
+        name: *const c_char,
+        _info: *const H5A_info_t,
+        data: *mut c_void,
+    ) -> herr_t {
+        // SAFETY: HDF5 passes a valid NUL-terminated name; `data` is the Vec below.
+        unsafe { (*(data as *mut Vec<CString>)).push(CStr::from_ptr(name).to_owned()) };
+        0
+    }
     let mut oinfo: H5O_info2_t = unsafe { std::mem::zeroed() };
     // SAFETY: valid object id; out-pointer valid.
     if unsafe { H5Oget_info3(obj, &mut oinfo, H5O_INFO_NUM_ATTRS) } < 0 {
         return Err("object info unreadable".into());
     }
-    let n = oinfo.num_attrs;
-    let dot = c".";
-    let mut index = H5_index_t::H5_INDEX_CRT_ORDER;
-    let mut out = Vec::with_capacity(n as usize);
-    for i in 0..n {
-        // SAFETY: valid object id; "." names the object itself.
-        let mut id = unsafe {
-            H5Aopen_by_idx(
+    if oinfo.num_attrs == 0 {
+        return Ok(Vec::new());
+    }
+    let mut names: Vec<CString> = Vec::with_capacity(oinfo.num_attrs as usize);
+    for index in [H5_index_t::H5_INDEX_CRT_ORDER, H5_index_t::H5_INDEX_NAME] {
+        names.clear();
+        let mut idx: hsize_t = 0;
+        // SAFETY: valid object id; the callback only appends to `names`.
+        let r = unsafe {
+            H5Aiterate2(
                 obj,
-                dot.as_ptr(),
                 index,
                 H5_iter_order_t::H5_ITER_INC,
-                i,
-                H5P_DEFAULT,
-                H5P_DEFAULT,
+                &mut idx,
+                Some(collect),
+                (&mut names as *mut Vec<CString>).cast(),
             )
         };
-        if id < 0 && i == 0 && index == H5_index_t::H5_INDEX_CRT_ORDER {
-            // Creation order not tracked: fall back to name order.
-            index = H5_index_t::H5_INDEX_NAME;
-            id = unsafe {
-                H5Aopen_by_idx(
-                    obj,
-                    dot.as_ptr(),
-                    index,
-                    H5_iter_order_t::H5_ITER_INC,
-                    i,
-                    H5P_DEFAULT,
-                    H5P_DEFAULT,
-                )
-            };
+        // Creation order not tracked: fall back to name order.
+        if r >= 0 {
+            break;
         }
-        let attr = attr_hid(id, "H5Aopen_by_idx")?;
-        out.push(read_one_attr(attr.id())?);
+        if index == H5_index_t::H5_INDEX_NAME {
+            return Err("cannot list the attributes".into());
+        }
     }
-    Ok(out)
+    names
+        .iter()
+        .map(|name| {
+            // SAFETY: valid object id and NUL-terminated name.
+            let attr = attr_hid(
+                unsafe { H5Aopen(obj, name.as_ptr(), H5P_DEFAULT) },
+                "H5Aopen",
+            )?;
+            read_one_attr(attr.id())
+        })
+        .collect()
 }
 
 /// Whether an object has an attribute called `name`.
@@ -578,14 +595,80 @@ pub(crate) fn has_attr(obj: hid_t, name: &str) -> bool {
     unsafe { H5Aexists(obj, c.as_ptr()) > 0 }
 }
 
+unsafe extern "C" {
+    /// HDF5's native-VOL conversion of an object token to its file address (public API,
+    /// `H5VLnative.h`; not bound by hdf5-sys).
+    fn H5VLnative_token_to_addr(
+        loc_id: hid_t,
+        token: hdf5_sys::h5o::H5O_token_t,
+        addr: *mut haddr_t,
+    ) -> herr_t;
+}
+
+/// The path of every object of a file by its address, from one visit of the file (what
+/// `H5Rget_obj_name` finds by visiting the file once per reference).
+#[derive(Debug, Default)]
+pub(crate) struct ObjectNames(HashMap<haddr_t, String>);
+
+impl ObjectNames {
+    /// Visits every object reachable from the root group `root`.
+    pub(crate) fn of_file(root: hid_t) -> Result<Self, String> {
+        use hdf5_sys::h5o::{H5O_INFO_BASIC, H5Ovisit3};
+        extern "C" fn visit(
+            obj: hid_t,
+            name: *const c_char,
+            info: *const H5O_info2_t,
+            data: *mut c_void,
+        ) -> herr_t {
+            // SAFETY: HDF5 passes a valid name and info; `data` is the map below.
+            unsafe {
+                let map = &mut *(data as *mut HashMap<haddr_t, String>);
+                let mut addr: haddr_t = 0;
+                if H5VLnative_token_to_addr(obj, (*info).token, &mut addr) >= 0 {
+                    let name = CStr::from_ptr(name).to_string_lossy().into_owned();
+                    map.entry(addr).or_insert(name);
+                }
+            }
+            0
+        }
+        let mut map: HashMap<haddr_t, String> = HashMap::new();
+        // SAFETY: valid group id; the callback only inserts into `map`.
+        let r = unsafe {
+            H5Ovisit3(
+                root,
+                H5_index_t::H5_INDEX_NAME,
+                H5_iter_order_t::H5_ITER_INC,
+                Some(visit),
+                (&mut map as *mut HashMap<haddr_t, String>).cast(),
+                H5O_INFO_BASIC,
+            )
+        };
+        if r < 0 {
+            return Err("cannot visit the file's objects".into());
+        }
+        Ok(ObjectNames(map))
+    }
+}
+
+#[repr(C)]
+struct Hvl {
+    len: usize,
+    p: *mut c_void,
+}
+
 /// The dimension scales attached to each axis of a dataset, by object path, from its
-/// `DIMENSION_LIST` attribute. `Ok(None)` when there is no such attribute.
+/// `DIMENSION_LIST` attribute. `Ok(None)` when there is no such attribute. Object references
+/// of the classic kind (what netCDF-4 and the HDF5 dimension-scale API write) are resolved
+/// through `names`, built on first use from `root`; references of the HDF5 1.12 kind through
+/// `H5Rget_obj_name`.
 pub(crate) fn dimension_list(
     ds: hid_t,
     rank: usize,
+    root: hid_t,
+    names: &mut Option<ObjectNames>,
 ) -> Result<Option<Vec<Option<String>>>, String> {
-    use hdf5_sys::h5r::{H5R_ref_t, H5Rget_obj_name};
-    use hdf5_sys::h5t::{H5T_STD_REF, H5Tvlen_create};
+    use hdf5_sys::h5r::{H5R_ref_t, H5R_type_t, H5Rget_name, H5Rget_obj_name};
+    use hdf5_sys::h5t::{H5T_STD_REF, H5T_STD_REF_OBJ, H5Tequal, H5Tvlen_create};
 
     if !has_attr(ds, "DIMENSION_LIST") {
         return Ok(None);
@@ -599,13 +682,16 @@ pub(crate) fn dimension_list(
     if space_npoints(space.id()) != rank as u64 {
         return Err("DIMENSION_LIST does not match the dataset rank".into());
     }
-    // SAFETY: H5T_STD_REF is a library global, valid after H5open.
-    let memtype = type_hid(unsafe { H5Tvlen_create(*H5T_STD_REF) }, "H5Tvlen_create")?;
-    #[repr(C)]
-    struct Hvl {
-        len: usize,
-        p: *mut c_void,
-    }
+    let ftype = type_hid(unsafe { H5Aget_type(attr.id()) }, "H5Aget_type")?;
+    let base = type_hid(unsafe { H5Tget_super(ftype.id()) }, "H5Tget_super")?;
+    // SAFETY: H5T_STD_REF(_OBJ) are library globals, valid after H5open.
+    let classic = unsafe { H5Tequal(base.id(), *H5T_STD_REF_OBJ) } > 0;
+    let reftype = if classic {
+        *H5T_STD_REF_OBJ
+    } else {
+        *H5T_STD_REF
+    };
+    let memtype = type_hid(unsafe { H5Tvlen_create(reftype) }, "H5Tvlen_create")?;
     let mut buf: Vec<Hvl> = (0..rank)
         .map(|_| Hvl {
             len: 0,
@@ -616,24 +702,57 @@ pub(crate) fn dimension_list(
     if unsafe { H5Aread(attr.id(), memtype.id(), buf.as_mut_ptr().cast()) } < 0 {
         return Err("DIMENSION_LIST unreadable".into());
     }
-    let mut out = Vec::with_capacity(rank);
-    for hvl in &buf {
-        let mut name = None;
-        if hvl.len > 0 && !hvl.p.is_null() {
-            let r = hvl.p as *const H5R_ref_t;
-            // SAFETY: `r` points at `len` references read above.
-            unsafe {
-                let n = H5Rget_obj_name(r, H5P_DEFAULT, ptr::null_mut(), 0);
-                if n > 0 {
-                    let mut b = vec![0u8; n as usize + 1];
-                    H5Rget_obj_name(r, H5P_DEFAULT, b.as_mut_ptr().cast(), b.len());
-                    b.truncate(n as usize);
-                    name = Some(String::from_utf8_lossy(&b).into_owned());
-                }
+    let mut resolve = || -> Result<Vec<Option<String>>, String> {
+        let mut out = Vec::with_capacity(rank);
+        for hvl in &buf {
+            if hvl.len == 0 || hvl.p.is_null() {
+                out.push(None);
+                continue;
             }
+            let name = if classic {
+                // SAFETY: `p` points at `len` (>= 1) object addresses read above.
+                let addr = unsafe { *(hvl.p as *const haddr_t) };
+                if names.is_none() {
+                    *names = Some(ObjectNames::of_file(root)?);
+                }
+                match names.as_ref().and_then(|n| n.0.get(&addr)) {
+                    Some(n) => Some(n.clone()),
+                    // Not reachable by a hard link from the root: ask the library.
+                    None => unsafe {
+                        let p = (&addr as *const haddr_t).cast();
+                        let n = H5Rget_name(ds, H5R_type_t::H5R_OBJECT1, p, ptr::null_mut(), 0);
+                        (n > 0).then(|| {
+                            let mut b = vec![0u8; n as usize + 1];
+                            H5Rget_name(
+                                ds,
+                                H5R_type_t::H5R_OBJECT1,
+                                p,
+                                b.as_mut_ptr().cast(),
+                                b.len(),
+                            );
+                            b.truncate(n as usize);
+                            String::from_utf8_lossy(&b).into_owned()
+                        })
+                    },
+                }
+            } else {
+                let r = hvl.p as *const H5R_ref_t;
+                // SAFETY: `r` points at `len` references read above.
+                unsafe {
+                    let n = H5Rget_obj_name(r, H5P_DEFAULT, ptr::null_mut(), 0);
+                    (n > 0).then(|| {
+                        let mut b = vec![0u8; n as usize + 1];
+                        H5Rget_obj_name(r, H5P_DEFAULT, b.as_mut_ptr().cast(), b.len());
+                        b.truncate(n as usize);
+                        String::from_utf8_lossy(&b).into_owned()
+                    })
+                }
+            };
+            out.push(name);
         }
-        out.push(name);
-    }
+        Ok(out)
+    };
+    let out = resolve();
     // Release the references and the vlen memory.
     // SAFETY: `buf` was filled by H5Aread with `memtype` over `space`.
     unsafe {
@@ -644,7 +763,7 @@ pub(crate) fn dimension_list(
             buf.as_mut_ptr().cast(),
         );
     }
-    Ok(Some(out))
+    out.map(Some)
 }
 
 /// Reads an attribute holding a short fixed or variable-length string.

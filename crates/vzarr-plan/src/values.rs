@@ -1,5 +1,8 @@
 //! Reading chunk and array bytes through a manifest, for the planner's checks.
 
+use std::collections::BTreeMap;
+use std::ops::Range;
+
 use vzarr_codec::ByteCodecs;
 use vzarr_core::{ChunkRef, DataType, Endian, VirtualArray};
 use vzarr_source::RangeReader;
@@ -41,16 +44,65 @@ pub(crate) fn raw_chunk(
     i: usize,
     reader: &dyn RangeReader,
 ) -> Result<Vec<u8>, String> {
+    decode_chunk(array, codecs, i, encoded_chunk(array, i, reader)?)
+}
+
+/// Decodes the encoded bytes `enc` of chunk `i` (the fill value when `None`).
+fn decode_chunk(
+    array: &VirtualArray,
+    codecs: &ByteCodecs,
+    i: usize,
+    enc: Option<Vec<u8>>,
+) -> Result<Vec<u8>, String> {
     let index = array.grid.chunk_index(i as u64);
     let shape = array.grid.chunk_shape(&index);
     let n = chunk_bytes(&shape, array.data_type.size())?;
-    match encoded_chunk(array, i, reader)? {
+    match enc {
         None => Ok(array
             .fill_value
             .bytes_in(array.data_type, array.endian)
             .repeat(n / array.data_type.size().max(1))),
         Some(enc) => codecs.decode(&enc, n).map_err(|e| e.to_string()),
     }
+}
+
+/// The encoded bytes of every chunk (`None` when not stored); the ranges of each source are
+/// read with [`RangeReader::read_many`], so the records of a NetCDF3 record variable, a few
+/// hundred bytes apart, take one read rather than one each.
+fn encoded_chunks(
+    array: &VirtualArray,
+    reader: &dyn RangeReader,
+) -> Result<Vec<Option<Vec<u8>>>, String> {
+    let n = array.manifest.len();
+    let mut out: Vec<Option<Vec<u8>>> = vec![None; n];
+    let mut by_source: BTreeMap<&str, (Vec<usize>, Vec<Range<u64>>)> = BTreeMap::new();
+    for (i, slot) in out.iter_mut().enumerate() {
+        match array.manifest.get(i) {
+            ChunkRef::Missing => {}
+            ChunkRef::Inline(b) => *slot = Some(b.to_vec()),
+            ChunkRef::Range {
+                source,
+                offset,
+                length,
+            } => {
+                let end = offset
+                    .checked_add(length)
+                    .ok_or_else(|| format!("chunk {i}: byte range overflows"))?;
+                let e = by_source.entry(source).or_default();
+                e.0.push(i);
+                e.1.push(offset..end);
+            }
+        }
+    }
+    for (source, (chunks, ranges)) in by_source {
+        let bytes = reader
+            .read_many(source, &ranges)
+            .map_err(|e| e.to_string())?;
+        for (i, b) in chunks.into_iter().zip(bytes) {
+            out[i] = Some(b);
+        }
+    }
+    Ok(out)
 }
 
 /// The whole array as raw bytes in C order (stored byte order).
@@ -67,8 +119,8 @@ pub(crate) fn read_array(
         return Ok(out);
     }
     let ndim = shape.len();
-    for i in 0..array.manifest.len() {
-        let raw = raw_chunk(array, &codecs, i, reader)?;
+    for (i, enc) in encoded_chunks(array, reader)?.into_iter().enumerate() {
+        let raw = decode_chunk(array, &codecs, i, enc)?;
         let index = array.grid.chunk_index(i as u64);
         let cshape = array.grid.chunk_shape(&index);
         let origin = array.grid.chunk_origin(&index);

@@ -13,7 +13,9 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
-use vzarr_source::{Location, PrefixPolicy, Scheme, SourceStamp, StoreCache, object_path};
+use vzarr_source::{
+    Location, PrefixPolicy, Scheme, SourceStamp, StoreCache, merge_ranges, object_path,
+};
 
 use crate::ReadError;
 
@@ -104,24 +106,6 @@ pub(crate) fn format_ns(ns: i128) -> String {
         rem % 3600 / 60,
         rem % 60
     )
-}
-
-/// Merges sorted-by-offset ranges closer than `gap` into requests of at most `max` bytes.
-pub(crate) fn merge_ranges(ranges: &[Range<u64>], gap: u64, max: u64) -> Vec<Range<u64>> {
-    let mut sorted: Vec<Range<u64>> = ranges.to_vec();
-    sorted.sort_by_key(|r| (r.start, r.end));
-    let mut out: Vec<Range<u64>> = Vec::new();
-    for r in sorted {
-        if let Some(last) = out.last_mut()
-            && r.start <= last.end.saturating_add(gap)
-            && r.end.max(last.end) - last.start <= max
-        {
-            last.end = last.end.max(r.end);
-            continue;
-        }
-        out.push(r);
-    }
-    out
 }
 
 impl Fetcher {
@@ -447,20 +431,6 @@ impl Fetcher {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn merges_ranges() {
-        let r = merge_ranges(&[10..20, 0..5, 100..110, 21..30], 4, 1000);
-        assert_eq!(r, vec![0..5, 10..30, 100..110]);
-        let r = merge_ranges(&[0..5, 10..20], 5, 1000);
-        assert_eq!(r, vec![0..20]);
-        // Bounded request size.
-        let r = merge_ranges(&[0..10, 10..20, 20..30], 0, 20);
-        assert_eq!(r, vec![0..20, 20..30]);
-        // Overlapping and duplicate ranges.
-        let r = merge_ranges(&[0..10, 5..8, 0..10], 0, 100);
-        assert_eq!(r, vec![0..10]);
-    }
 
     fn fetcher(prefixes: &[&str]) -> Fetcher {
         let given: Vec<String> = prefixes.iter().map(|p| p.to_string()).collect();

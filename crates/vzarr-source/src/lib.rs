@@ -18,6 +18,7 @@
 
 use std::fs::File;
 use std::io;
+use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
@@ -281,10 +282,89 @@ pub fn file_url(abs: &Path) -> Result<String, SourceError> {
     Ok(format!("file://{s}"))
 }
 
+/// Gap below which nearby ranges of a local file are read in one `pread` (about what a
+/// system call costs in page-cache copying).
+pub const LOCAL_COALESCE_GAP: u64 = 16 << 10;
+
+/// Gap below which nearby ranges of an object are fetched in one request (about what a
+/// request's latency costs in transfer).
+pub const REMOTE_COALESCE_GAP: u64 = 1 << 20;
+
+/// Largest single read that coalescing produces.
+pub const MAX_COALESCED_READ: u64 = 16 << 20;
+
+/// Merges ranges closer than `gap` into sorted requests of at most `max` bytes (a single range
+/// larger than `max` stays one request).
+pub fn merge_ranges(ranges: &[Range<u64>], gap: u64, max: u64) -> Vec<Range<u64>> {
+    let mut sorted: Vec<Range<u64>> = ranges.to_vec();
+    sorted.sort_by_key(|r| (r.start, r.end));
+    let mut out: Vec<Range<u64>> = Vec::new();
+    for r in sorted {
+        if let Some(last) = out.last_mut()
+            && r.start <= last.end.saturating_add(gap)
+            && r.end.max(last.end) - last.start <= max
+        {
+            last.end = last.end.max(r.end);
+            continue;
+        }
+        out.push(r);
+    }
+    out
+}
+
 /// Reads byte ranges of sources named by URL.
 pub trait RangeReader: Send + Sync {
     /// Reads exactly `len` bytes at `offset` of the source at `url`.
     fn read(&self, url: &str, offset: u64, len: u64) -> Result<Vec<u8>, SourceError>;
+
+    /// Gap below which [`RangeReader::read_many`] reads two ranges of `url` in one read.
+    fn coalesce_gap(&self, _url: &str) -> u64 {
+        0
+    }
+
+    /// Reads several ranges of the source at `url`, in the order given; nearby ranges are
+    /// read together. A failing merged read is retried range by range, so an error names the
+    /// range that caused it.
+    fn read_many(&self, url: &str, ranges: &[Range<u64>]) -> Result<Vec<Vec<u8>>, SourceError> {
+        let merged = merge_ranges(ranges, self.coalesce_gap(url), MAX_COALESCED_READ);
+        if merged.len() == ranges.len() {
+            return ranges
+                .iter()
+                .map(|r| self.read(url, r.start, r.end.saturating_sub(r.start)))
+                .collect();
+        }
+        let mut runs: Vec<(u64, Vec<u8>)> = Vec::with_capacity(merged.len());
+        for m in &merged {
+            match self.read(url, m.start, m.end - m.start) {
+                Ok(b) => runs.push((m.start, b)),
+                Err(_) => {
+                    return ranges
+                        .iter()
+                        .map(|r| self.read(url, r.start, r.end.saturating_sub(r.start)))
+                        .collect();
+                }
+            }
+        }
+        ranges
+            .iter()
+            .map(|r| {
+                // The run holding `r`: the last one starting at or before it.
+                let k = runs.partition_point(|(s, _)| *s <= r.start);
+                let (start, bytes) = &runs[k.saturating_sub(1)];
+                let lo = usize::try_from(r.start - start).unwrap_or(usize::MAX);
+                let hi = usize::try_from(r.end.saturating_sub(*start)).unwrap_or(usize::MAX);
+                bytes
+                    .get(lo..hi)
+                    .map(<[u8]>::to_vec)
+                    .ok_or_else(|| SourceError::OutOfBounds {
+                        url: url.to_string(),
+                        offset: r.start,
+                        len: r.end.saturating_sub(r.start),
+                        size: start + bytes.len() as u64,
+                    })
+            })
+            .collect()
+    }
 }
 
 /// A [`RangeReader`] over local `file://` URLs, keeping files open.
@@ -317,12 +397,89 @@ impl RangeReader for LocalReader {
     fn read(&self, url: &str, offset: u64, len: u64) -> Result<Vec<u8>, SourceError> {
         self.file(url)?.read_range(offset, len)
     }
+
+    fn coalesce_gap(&self, _url: &str) -> u64 {
+        LOCAL_COALESCE_GAP
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn merges_ranges() {
+        let r = merge_ranges(&[10..20, 0..5, 100..110, 21..30], 4, 1000);
+        assert_eq!(r, vec![0..5, 10..30, 100..110]);
+        let r = merge_ranges(&[0..5, 10..20], 5, 1000);
+        assert_eq!(r, vec![0..20]);
+        // Bounded request size.
+        let r = merge_ranges(&[0..10, 10..20, 20..30], 0, 20);
+        assert_eq!(r, vec![0..20, 20..30]);
+        // Overlapping and duplicate ranges.
+        let r = merge_ranges(&[0..10, 5..8, 0..10], 0, 100);
+        assert_eq!(r, vec![0..10]);
+    }
+
+    /// A reader that counts its reads, over an in-memory source.
+    struct Counting(Vec<u8>, std::sync::atomic::AtomicUsize);
+
+    impl RangeReader for Counting {
+        fn read(&self, url: &str, offset: u64, len: u64) -> Result<Vec<u8>, SourceError> {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let end = offset + len;
+            if end > self.0.len() as u64 {
+                return Err(SourceError::OutOfBounds {
+                    url: url.into(),
+                    offset,
+                    len,
+                    size: self.0.len() as u64,
+                });
+            }
+            Ok(self.0[offset as usize..end as usize].to_vec())
+        }
+
+        fn coalesce_gap(&self, _url: &str) -> u64 {
+            4
+        }
+    }
+
+    #[test]
+    fn read_many_coalesces_nearby_ranges_and_keeps_the_order() {
+        let r = Counting((0..=255).collect(), Default::default());
+        let ranges = [40..44, 0..3, 5..9, 100..100, 12..20, 6..7];
+        let got = r.read_many("mem", &ranges).unwrap();
+        for (g, want) in got.iter().zip(&ranges) {
+            let want: Vec<u8> = (want.start as u8..want.end as u8).collect();
+            assert_eq!(g, &want);
+        }
+        // 0..20 (gaps of 2 and 3), 40..44, 100..100: three reads instead of six.
+        assert_eq!(r.1.load(std::sync::atomic::Ordering::Relaxed), 3);
+    }
+
+    #[test]
+    fn read_many_names_the_failing_range() {
+        let r = Counting((0..=99).collect(), Default::default());
+        let e = r.read_many("mem", &[0..10, 12..20, 98..104]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                SourceError::OutOfBounds {
+                    offset: 98,
+                    len: 6,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        // Merged runs that read fine are still split correctly.
+        let got = r.read_many("mem", &[90..95, 96..100]).unwrap();
+        assert_eq!(
+            got,
+            vec![(90..95).collect::<Vec<u8>>(), (96..100).collect()]
+        );
+    }
 
     #[test]
     fn ranged_reads() {

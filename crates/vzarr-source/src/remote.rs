@@ -449,6 +449,13 @@ impl RangeReader for RemoteReader {
     fn read(&self, url: &str, offset: u64, len: u64) -> Result<Vec<u8>, SourceError> {
         self.source(url)?.read_range(offset, len)
     }
+
+    fn coalesce_gap(&self, url: &str) -> u64 {
+        match parse(url) {
+            Ok(loc) if loc.scheme != Scheme::File => crate::REMOTE_COALESCE_GAP,
+            _ => crate::LOCAL_COALESCE_GAP,
+        }
+    }
 }
 
 #[cfg(test)]
