@@ -340,6 +340,16 @@ impl ChunkGrid {
             .collect()
     }
 
+    /// Shape of the part of the chunk at `index` inside the array (smaller than the nominal
+    /// shape at the array's edge).
+    pub fn chunk_valid_shape(&self, index: &[u64]) -> Vec<u64> {
+        self.dims
+            .iter()
+            .zip(index)
+            .map(|(d, &i)| d.chunk_valid_len(i))
+            .collect()
+    }
+
     /// Element offset of the chunk at `index`.
     pub fn chunk_origin(&self, index: &[u64]) -> Vec<u64> {
         self.dims
@@ -517,6 +527,7 @@ mod tests {
         assert_eq!(g.chunk_shape(&[1, 2]), vec![2, 4]);
         assert_eq!(g.chunk_origin(&[1, 2]), vec![3, 8]);
         assert_eq!(g.dims()[1].chunk_valid_len(2), 2);
+        assert_eq!(g.chunk_valid_shape(&[1, 2]), vec![2, 2]);
         for lin in 0..6 {
             assert_eq!(g.linear_index(&g.chunk_index(lin)), Some(lin));
         }

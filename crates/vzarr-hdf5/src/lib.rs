@@ -625,12 +625,7 @@ fn read_chunk_values(
     use hdf5_sys::h5s::{H5S_seloper_t, H5Screate_simple, H5Sselect_hyperslab};
     let origin = grid.chunk_origin(idx);
     let cshape = grid.chunk_shape(idx);
-    let valid: Vec<u64> = grid
-        .dims()
-        .iter()
-        .zip(idx)
-        .map(|(d, &i)| d.chunk_valid_len(i))
-        .collect();
+    let valid = grid.chunk_valid_shape(idx);
     let esize = enc.fill.len().max(1);
     let nelem = cshape
         .iter()

@@ -435,18 +435,22 @@ fn collapse(mut v: Vec<serde_json::Value>, scalar_space: bool) -> serde_json::Va
     }
 }
 
+/// A name from an HDF5 call that is made twice: `get(null, 0)` returns the name's length
+/// (without its NUL, negative on failure), `get(buf, size)` fills a buffer of that length + 1.
+fn two_call_name(mut get: impl FnMut(*mut c_char, usize) -> isize) -> Option<String> {
+    let n = usize::try_from(get(ptr::null_mut(), 0)).ok()?;
+    let mut buf = vec![0u8; n + 1];
+    if get(buf.as_mut_ptr().cast(), buf.len()) < 0 {
+        return None;
+    }
+    buf.truncate(n);
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
 fn read_one_attr(attr: hid_t) -> Result<RawAttr, String> {
-    // SAFETY: valid attribute id; name buffer sized from the first call.
-    let name = unsafe {
-        let n = H5Aget_name(attr, 0, ptr::null_mut());
-        if n < 0 {
-            return Err("attribute name unreadable".into());
-        }
-        let mut buf = vec![0u8; n as usize + 1];
-        H5Aget_name(attr, buf.len(), buf.as_mut_ptr().cast());
-        buf.truncate(n as usize);
-        String::from_utf8_lossy(&buf).into_owned()
-    };
+    // SAFETY: valid attribute id; the buffer is as long as the size passed.
+    let name = two_call_name(|buf, size| unsafe { H5Aget_name(attr, size, buf) })
+        .ok_or("attribute name unreadable")?;
     // SAFETY: valid attribute id.
     let ftype = type_hid(unsafe { H5Aget_type(attr) }, "H5Aget_type")?;
     let space = space_hid(unsafe { H5Aget_space(attr) }, "H5Aget_space")?;
@@ -718,37 +722,21 @@ pub(crate) fn dimension_list(
                 match names.as_ref().and_then(|n| n.0.get(&addr)) {
                     Some(n) => Some(n.clone()),
                     // Not reachable by a hard link from the root: ask the library.
-                    None => unsafe {
+                    None => {
                         let p = (&addr as *const haddr_t).cast();
-                        let n = H5Rget_name(ds, H5R_type_t::H5R_OBJECT1, p, ptr::null_mut(), 0);
-                        (n > 0).then(|| {
-                            let mut b = vec![0u8; n as usize + 1];
-                            H5Rget_name(
-                                ds,
-                                H5R_type_t::H5R_OBJECT1,
-                                p,
-                                b.as_mut_ptr().cast(),
-                                b.len(),
-                            );
-                            b.truncate(n as usize);
-                            String::from_utf8_lossy(&b).into_owned()
+                        // SAFETY: `p` is one object address; the buffer is as long as `size`.
+                        two_call_name(|buf, size| unsafe {
+                            H5Rget_name(ds, H5R_type_t::H5R_OBJECT1, p, buf, size)
                         })
-                    },
+                    }
                 }
             } else {
                 let r = hvl.p as *const H5R_ref_t;
-                // SAFETY: `r` points at `len` references read above.
-                unsafe {
-                    let n = H5Rget_obj_name(r, H5P_DEFAULT, ptr::null_mut(), 0);
-                    (n > 0).then(|| {
-                        let mut b = vec![0u8; n as usize + 1];
-                        H5Rget_obj_name(r, H5P_DEFAULT, b.as_mut_ptr().cast(), b.len());
-                        b.truncate(n as usize);
-                        String::from_utf8_lossy(&b).into_owned()
-                    })
-                }
+                // SAFETY: `r` points at `len` references read above; the buffer is as long as
+                // `size`.
+                two_call_name(|buf, size| unsafe { H5Rget_obj_name(r, H5P_DEFAULT, buf, size) })
             };
-            out.push(name);
+            out.push(name.filter(|n| !n.is_empty()));
         }
         Ok(out)
     };

@@ -124,13 +124,7 @@ pub(crate) fn read_array(
         let index = array.grid.chunk_index(i as u64);
         let cshape = array.grid.chunk_shape(&index);
         let origin = array.grid.chunk_origin(&index);
-        let valid: Vec<u64> = array
-            .grid
-            .dims()
-            .iter()
-            .zip(&index)
-            .map(|(d, &c)| d.chunk_valid_len(c))
-            .collect();
+        let valid = array.grid.chunk_valid_shape(&index);
         if ndim == 0 {
             out.copy_from_slice(&raw[..esize]);
             continue;

@@ -64,14 +64,7 @@ impl ByteSource for RemoteSource {
             url: self.url.clone(),
             error: std::io::Error::other(e),
         };
-        if offset.checked_add(len).is_none_or(|e| e > self.stamp.size) {
-            return Err(SourceError::OutOfBounds {
-                url: self.url.clone(),
-                offset,
-                len,
-                size: self.stamp.size,
-            });
-        }
+        vzarr_source::checked_len(&self.url, offset, len, self.stamp.size)?;
         let req = RangeRequest {
             url: Arc::from(self.url.as_str()),
             offset,

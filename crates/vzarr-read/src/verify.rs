@@ -457,13 +457,7 @@ pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, Rea
         for t in &tasks[b.clone()] {
             let idx = array.grid.chunk_index(t.lin as u64);
             let origin = array.grid.chunk_origin(&idx);
-            let count: Vec<u64> = array
-                .grid
-                .dims()
-                .iter()
-                .zip(&idx)
-                .map(|(d, &i)| d.chunk_valid_len(i))
-                .collect();
+            let count = array.grid.chunk_valid_shape(&idx);
             done += 1;
             report.chunks_checked += 1;
             let ranges: Vec<Range<u64>> =

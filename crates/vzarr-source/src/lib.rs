@@ -326,25 +326,24 @@ pub trait RangeReader: Send + Sync {
     /// read together. A failing merged read is retried range by range, so an error names the
     /// range that caused it.
     fn read_many(&self, url: &str, ranges: &[Range<u64>]) -> Result<Vec<Vec<u8>>, SourceError> {
-        let merged = merge_ranges(ranges, self.coalesce_gap(url), MAX_COALESCED_READ);
-        if merged.len() == ranges.len() {
-            return ranges
+        let one_by_one = || {
+            ranges
                 .iter()
                 .map(|r| self.read(url, r.start, r.end.saturating_sub(r.start)))
-                .collect();
+                .collect()
+        };
+        let merged = merge_ranges(ranges, self.coalesce_gap(url), MAX_COALESCED_READ);
+        if merged.len() == ranges.len() {
+            return one_by_one();
         }
-        let mut runs: Vec<(u64, Vec<u8>)> = Vec::with_capacity(merged.len());
-        for m in &merged {
-            match self.read(url, m.start, m.end - m.start) {
-                Ok(b) => runs.push((m.start, b)),
-                Err(_) => {
-                    return ranges
-                        .iter()
-                        .map(|r| self.read(url, r.start, r.end.saturating_sub(r.start)))
-                        .collect();
-                }
-            }
-        }
+        let runs: Vec<(u64, Vec<u8>)> = match merged
+            .iter()
+            .map(|m| Ok((m.start, self.read(url, m.start, m.end - m.start)?)))
+            .collect::<Result<_, SourceError>>()
+        {
+            Ok(runs) => runs,
+            Err(_) => return one_by_one(),
+        };
         ranges
             .iter()
             .map(|r| {
