@@ -400,8 +400,32 @@ pub fn read_partials(paths: &[std::path::PathBuf]) -> Result<Partials, BuildErro
     let mut ks: Vec<usize> = shards.iter().map(|s| s.0).collect();
     ks.sort_unstable();
     if ks != (0..n).collect::<Vec<_>>() {
+        let list = |v: Vec<usize>| {
+            v.iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let missing = list((0..n).filter(|k| ks.binary_search(k).is_err()).collect());
+        let mut twice: Vec<usize> = ks
+            .windows(2)
+            .filter(|w| w[0] == w[1])
+            .map(|w| w[0])
+            .collect();
+        twice.dedup();
+        let mut problems = Vec::new();
+        if !missing.is_empty() {
+            problems.push(format!("missing shard(s) {missing} of {n}"));
+        }
+        if !twice.is_empty() {
+            problems.push(format!("shard(s) {} given more than once", list(twice)));
+        }
+        let mut msg = problems.join("; ");
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
         return Err(other(format!(
-            "need the partial scans of shards 0..{n} exactly once each; got {ks:?}"
+            "{msg}need the partial scans of shards 0..{n} exactly once each; got {ks:?}"
         )));
     }
     entries.sort_by_key(|(i, _)| *i);
@@ -440,5 +464,33 @@ mod tests {
         assert!(parse_shard("4/4").is_err());
         assert!(parse_shard("1/0").is_err());
         assert!(parse_shard("x").is_err());
+    }
+
+    #[test]
+    fn combine_names_missing_and_repeated_shards() {
+        let dir = tempfile::tempdir().unwrap();
+        let part = |k: usize| {
+            let p = dir.path().join(format!("part-{k}.json"));
+            let scanned = Scanned {
+                datasets: vec![],
+                failures: vec![],
+                warnings: vec![],
+                summary: BatchSummary::default(),
+            };
+            write_partial(&p, (k, 5), 12, &scanned).unwrap();
+            p
+        };
+        let err = |paths: &[std::path::PathBuf]| match read_partials(paths) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("combined an incomplete set of partials"),
+        };
+        let e = err(&[part(0), part(1), part(3), part(4)]);
+        assert!(e.starts_with("missing shard(s) 2 of 5: "), "{e}");
+        assert!(e.contains("exactly once each; got [0, 1, 3, 4]"), "{e}");
+        let e = err(&[part(4), part(1), part(1), part(0)]);
+        assert!(
+            e.starts_with("missing shard(s) 2, 3 of 5; shard(s) 1 given more than once: "),
+            "{e}"
+        );
     }
 }
