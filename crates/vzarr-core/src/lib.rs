@@ -15,16 +15,17 @@ pub mod summary;
 
 pub use codec::{BloscShuffle, Codec, bytes_codec_json};
 pub use dataset::{
-    Attributes, ConcatInfo, ConcatPiece, Group, Provenance, SkippedVariable, SourceRecord,
-    VirtualArray, VirtualDataset, group_metadata, prefixes_of,
+    Attributes, ConcatInfo, ConcatPiece, Group, MAX_CHUNKS, Provenance, SkippedVariable,
+    SourceRecord, VirtualArray, VirtualDataset, group_metadata, prefixes_of,
 };
 pub use dtype::{DataType, Endian};
 pub use fill::{FillValue, f64_to_half, half_to_f64};
-pub use grid::{ChunkGrid, DimGrid, rle_decode, rle_encode};
+pub use grid::{ChunkGrid, DimGrid, MAX_EDGES, rle_decode, rle_encode};
 pub use manifest::{ChunkManifest, ChunkRef, ManifestStats};
 
 /// Errors of the core model: invalid grids, manifests or metadata.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CoreError {
     /// A chunk grid that breaks the rules (zero edges, edges that do not cover the axis, ...).
     #[error("invalid chunk grid: {0}")]

@@ -5,6 +5,7 @@ use vzarr_source::SourceError;
 
 /// Errors of NetCDF3 header parsing and scanning, each naming the source and what is wrong.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Nc3Error {
     /// A ranged read failed (the message names the source).
     #[error(transparent)]

@@ -569,7 +569,7 @@ impl Reader<'_> {
         if end <= have {
             return Ok(());
         }
-        let bytes = self.src.read_range(have, end - have)?;
+        let bytes = self.src.read(have..end)?;
         self.reads = self.reads.saturating_add(1);
         self.bytes_read = self.bytes_read.saturating_add(bytes.len() as u64);
         self.buf.extend_from_slice(&bytes);

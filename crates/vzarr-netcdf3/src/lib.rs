@@ -17,7 +17,6 @@
 
 mod error;
 mod header;
-mod mem;
 mod scan;
 
 pub use error::Nc3Error;
@@ -25,8 +24,9 @@ pub use header::{
     AttrValue, Attribute, Dimension, FIRST_READ_BYTES, Header, MAX_HEADER_BYTES, NcType, Variable,
     parse_header, sniff,
 };
-pub use mem::MemSource;
 pub use scan::{ScanOptions, attr_json, dataset_from_header, default_fill_le, scan};
+#[doc(no_inline)]
+pub use vzarr_source::MemSource;
 
 #[doc(no_inline)]
 pub use vzarr_source::ByteSource;

@@ -1,63 +1,37 @@
 //! Errors of reading through a manifest.
 
+use vzarr_kerchunk::ParseError;
+use vzarr_source::SourceError;
+
 /// Why references could not be opened or read. Every variant names what it is about (the
-/// references, a key, a source URL, an array) and says why in words.
-#[derive(Clone, Debug, thiserror::Error)]
+/// references, a source URL, an array) and keeps its cause.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReadError {
     /// The reference file itself could not be read.
-    #[error("{origin}: cannot read the references: {reason}")]
+    #[error("{origin}: cannot read the references: {source}")]
     Load {
         /// Where the references came from (path or URL).
         origin: String,
         /// Why.
-        reason: String,
+        #[source]
+        source: SourceError,
     },
-    /// The references are malformed as a whole (not JSON, not UTF-8, wrong version, ...).
-    #[error("{origin}: malformed references: {reason}")]
-    Malformed {
-        /// Where the references came from.
-        origin: String,
-        /// Why.
-        reason: String,
-    },
-    /// One key of the references is malformed or does not fit the arrays it names.
-    #[error("{origin}: key {key:?}: {reason}")]
-    BadKey {
-        /// Where the references came from.
-        origin: String,
-        /// The offending key.
-        key: String,
-        /// Why.
-        reason: String,
-    },
-    /// A URL the manifest points at is outside the allowed prefixes, or is not acceptable at
-    /// all (`..` segments, relative paths, ...). Nothing was fetched.
-    #[error("refusing to read {url}{}: {reason}", array.as_ref().map(|a| format!(" (array {a})")).unwrap_or_default())]
-    NotAllowed {
-        /// The refused URL.
-        url: String,
+    /// The references are malformed.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// An allowed prefix that cannot be used.
+    #[error("allowed prefix: {0}")]
+    Prefix(#[source] SourceError),
+    /// A source the manifest points at could not be read, is outside the allowed prefixes
+    /// ([`SourceError::NotAllowed`]), or changed since the build ([`SourceError::Stale`]).
+    #[error("{source}{}", array.as_ref().map(|a| format!(" (array {a})")).unwrap_or_default())]
+    Source {
         /// An array whose chunks point there, where known.
         array: Option<String>,
-        /// Why it is refused.
-        reason: String,
-    },
-    /// A source changed since the references were built.
-    #[error(
-        "{url}: source changed since the references were built: {what} (pass --ignore-stale to read anyway)"
-    )]
-    Stale {
-        /// The source URL.
-        url: String,
-        /// What changed (size, modification time, ETag, or that it is gone).
-        what: String,
-    },
-    /// A source could not be reached or read.
-    #[error("{url}: {reason}")]
-    Source {
-        /// The source URL.
-        url: String,
-        /// Why.
-        reason: String,
+        /// The byte layer's error.
+        #[source]
+        source: SourceError,
     },
     /// No array at this path.
     #[error("no array {0:?} in the references")]
@@ -78,33 +52,47 @@ pub enum ReadError {
         /// Why.
         reason: String,
     },
-    /// Reading a source directly (not through the manifest) failed during verification.
-    #[error("{url}: {variable}: reading the source directly: {reason}")]
-    Direct {
-        /// Source URL.
-        url: String,
-        /// Variable path.
-        variable: String,
-        /// Why.
-        reason: String,
-    },
-    /// An option value that cannot be used.
-    #[error("{0}")]
-    Options(String),
+}
+
+impl From<SourceError> for ReadError {
+    fn from(source: SourceError) -> Self {
+        ReadError::Source {
+            array: None,
+            source,
+        }
+    }
 }
 
 impl ReadError {
-    pub(crate) fn source(url: &str, reason: impl ToString) -> Self {
-        ReadError::Source {
-            url: url.to_string(),
-            reason: reason.to_string(),
-        }
-    }
-
     pub(crate) fn array(path: &str, reason: impl ToString) -> Self {
         ReadError::Array {
             path: path.to_string(),
             reason: reason.to_string(),
+        }
+    }
+
+    /// The byte layer's error under this one, if any (to tell refused, stale and missing
+    /// sources apart).
+    pub fn source_error(&self) -> Option<&SourceError> {
+        match self {
+            ReadError::Load { source, .. }
+            | ReadError::Prefix(source)
+            | ReadError::Source { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// This error with `array` named, for a source error.
+    pub(crate) fn in_array(self, path: &str) -> Self {
+        match self {
+            ReadError::Source {
+                array: None,
+                source,
+            } => ReadError::Source {
+                array: Some(path.to_string()),
+                source,
+            },
+            other => other,
         }
     }
 }

@@ -3,25 +3,26 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use ndarray::ArrayD;
 use unsafe_cell_slice::UnsafeCellSlice;
 use vzarr_core::{DataType, Provenance, VirtualArray, VirtualDataset};
+use vzarr_kerchunk::{ParseLimits, ParsedRefs, parse_refs};
+use vzarr_source::{
+    AllowPrefixes, ByteSource, CheckRecords, IoStats, Memo, Prefix, PrefixPolicy, ReadTuning,
+    SourceError, SourceStore, Stores, open_source,
+};
 use zarrs::array::{
     Array, ArrayBytes, ArrayBytesDecodeIntoTarget, ArrayBytesFixedDisjointView, ArraySubset,
     ElementOwned,
 };
 
 use crate::ReadError;
-use crate::fetch::{FetchTuning, Fetcher};
-use crate::refs::{ParseLimits, parse_refs};
 use crate::select::{ResolvedSelection, Selection};
-use crate::store::{RefStore, Shared, prefetch};
+use crate::store::{RefStore, Shared};
 use crate::values::{RawArray, unravel};
-use vzarr_source::{Prefix, PrefixPolicy, SourceStamp, parse_url};
 
 /// How to open references.
 #[derive(Clone, Debug)]
@@ -34,7 +35,7 @@ pub struct ReadOptions {
     pub use_recorded_prefixes: bool,
     /// Read even if sources changed since the build.
     pub ignore_stale: bool,
-    /// Requests in flight at most.
+    /// Sources read at once, and ranges of one source fetched at once, at most.
     pub concurrency: usize,
     /// Byte ranges of one source closer than this are fetched in one request.
     pub coalesce_gap: u64,
@@ -72,56 +73,55 @@ pub struct ReadStats {
     pub bytes: u64,
     /// Ranged requests made.
     pub requests: u64,
-    /// Metadata (HEAD) requests made for staleness checks.
+    /// Sources opened (a `stat` or HEAD request each; staleness is checked then).
     pub heads: u64,
 }
 
 /// Open references: the dataset, its provenance, and byte access to its sources.
 pub struct Reader {
     shared: Arc<Shared>,
+    /// The same policy and records as the manifest's sources, not counted in the stats: for
+    /// reading sources directly (verification).
+    direct: Arc<dyn SourceStore>,
+    stats: Arc<IoStats>,
     origin: String,
     options: ReadOptions,
     arrays: Mutex<HashMap<String, Arc<Array<RefStore>>>>,
 }
 
-/// Reads the reference file at a local path, `file://` URL or object-store URL.
-fn load_refs(refs: &str, options: &ReadOptions) -> Result<Vec<u8>, ReadError> {
-    let load = |reason: String| ReadError::Load {
+/// Reads the reference file at a local path, `file://` URL or object-store URL (the user
+/// named it, so it is allowed).
+fn load_refs(refs: &str) -> Result<Bytes, ReadError> {
+    let load = |source| ReadError::Load {
         origin: refs.to_string(),
-        reason,
+        source,
     };
-    let is_remote = refs.contains("://") && !refs.starts_with("file://");
-    if !is_remote {
-        let path = refs.strip_prefix("file://").unwrap_or(refs);
-        return std::fs::read(path).map_err(|e| load(e.to_string()));
-    }
-    parse_url(refs).map_err(load)?;
-    // The user named this object: allow exactly it.
-    let policy = PrefixPolicy::new(&[], &[refs.to_string()]).map_err(load)?;
-    let tuning = FetchTuning {
-        concurrency: options.concurrency,
-        coalesce_gap: options.coalesce_gap,
-        max_request: options.max_request,
-    };
-    let f = Arc::new(Fetcher::new(policy, HashMap::new(), true, tuning)?);
-    let url = refs.to_string();
-    let f2 = f.clone();
-    f.block_on(async move {
-        let (store, path, _) = f2.resolve(&url)?;
-        let got = object_store::ObjectStoreExt::get(&*store, &path)
-            .await
-            .map_err(|e| ReadError::source(&url, e))?;
-        let b = got.bytes().await.map_err(|e| ReadError::source(&url, e))?;
-        Ok(b.to_vec())
-    })
-    .map_err(|e| load(e.to_string()))
+    let src = open_source(refs).map_err(load)?;
+    src.read(0..src.size()).map_err(load)
 }
 
 /// Opens references (a local path, `file://` or object-store URL). Every URL the manifest
 /// names is checked against the allowed prefixes here, before anything is fetched.
 pub fn open(refs: &str, options: ReadOptions) -> Result<Reader, ReadError> {
-    let bytes = load_refs(refs, &options)?;
+    let bytes = load_refs(refs)?;
     open_bytes(&bytes, refs, options)
+}
+
+/// The source stack of a reader: allowed prefixes, then (unless ignored) the recorded
+/// size, modification time and ETag of every source, then each source opened once.
+fn source_stack(
+    allow: &Arc<AllowPrefixes<Stores>>,
+    prov: &Provenance,
+    ignore_stale: bool,
+) -> Arc<dyn SourceStore> {
+    if ignore_stale {
+        Arc::new(Memo::new(allow.clone()))
+    } else {
+        Arc::new(Memo::new(CheckRecords::new(
+            allow.clone(),
+            prov.sources.iter().cloned(),
+        )))
+    }
 }
 
 /// Opens references given as bytes; `origin` names them in messages.
@@ -135,44 +135,34 @@ pub fn open_bytes(bytes: &[u8], origin: &str, options: ReadOptions) -> Result<Re
         &[]
     };
     for p in &options.allow_prefixes {
-        Prefix::parse(p, true).map_err(|e| ReadError::Options(format!("--allow-prefix: {e}")))?;
+        Prefix::parse(p, true).map_err(ReadError::Prefix)?;
     }
-    let policy =
-        PrefixPolicy::new(recorded, &options.allow_prefixes).map_err(|e| ReadError::Malformed {
-            origin: origin.to_string(),
-            reason: e,
-        })?;
-    let records: HashMap<String, SourceStamp> = prov
-        .sources
-        .iter()
-        .map(|s| {
-            (
-                s.url.clone(),
-                SourceStamp {
-                    size: s.size,
-                    mtime_ns: s.mtime_ns,
-                    etag: refs.etags.get(&s.url).cloned(),
-                },
-            )
-        })
-        .collect();
-    let tuning = FetchTuning {
-        concurrency: options.concurrency.max(1),
-        coalesce_gap: options.coalesce_gap,
+    let policy = PrefixPolicy::new(recorded, &options.allow_prefixes).map_err(ReadError::Prefix)?;
+    let stats = IoStats::new();
+    let tuning = ReadTuning {
+        local_gap: options.coalesce_gap,
+        remote_gap: options.coalesce_gap,
         max_request: options.max_request.max(1),
+        concurrency: options.concurrency.max(1),
+        stats: Some(stats.clone()),
     };
-    let fetcher = Arc::new(Fetcher::new(policy, records, options.ignore_stale, tuning)?);
+    let counted = Arc::new(AllowPrefixes::new(
+        Stores::new(tuning.clone()),
+        policy.clone(),
+    ));
+    let uncounted = Arc::new(AllowPrefixes::new(
+        Stores::new(ReadTuning {
+            stats: None,
+            ..tuning
+        }),
+        policy,
+    ));
     // Every URL, before any byte is fetched.
     for (path, array) in &refs.dataset.arrays {
         for url in array.manifest.sources() {
-            fetcher.resolve(url).map_err(|e| match e {
-                ReadError::NotAllowed { url, reason, .. } => ReadError::NotAllowed {
-                    url,
-                    array: Some(path.clone()),
-                    reason,
-                },
-                other => other,
-            })?;
+            counted
+                .check(url)
+                .map_err(|e| ReadError::from(e).in_array(path))?;
         }
     }
     let mut others: Vec<&str> = prov.sources.iter().map(|s| s.url.as_str()).collect();
@@ -180,10 +170,18 @@ pub fn open_bytes(bytes: &[u8], origin: &str, options: ReadOptions) -> Result<Re
         others.extend(c.pieces.iter().map(|p| p.url.as_str()));
     }
     for url in others {
-        fetcher.resolve(url)?;
+        counted.check(url)?;
     }
+    let sources = source_stack(&counted, prov, options.ignore_stale);
+    let direct = source_stack(&uncounted, prov, options.ignore_stale);
     Ok(Reader {
-        shared: Arc::new(Shared { refs, fetcher }),
+        shared: Arc::new(Shared {
+            refs,
+            sources,
+            concurrency: options.concurrency.max(1),
+        }),
+        direct,
+        stats,
         origin: origin.to_string(),
         options,
         arrays: Mutex::new(HashMap::new()),
@@ -194,6 +192,11 @@ impl Reader {
     /// The dataset as parsed from the references.
     pub fn dataset(&self) -> &VirtualDataset {
         &self.shared.refs.dataset
+    }
+
+    /// The references as parsed.
+    pub fn refs(&self) -> &ParsedRefs {
+        &self.shared.refs
     }
 
     /// Where the data comes from (empty when the references carry no `vzarr` block).
@@ -211,22 +214,20 @@ impl Reader {
         &self.options
     }
 
-    /// What was fetched so far.
+    /// What was fetched so far through the manifest.
     pub fn stats(&self) -> ReadStats {
-        let s = &self.shared.fetcher.stats;
+        let c = self.stats.counts();
         ReadStats {
-            bytes: s.bytes.load(Ordering::Relaxed),
-            requests: s.requests.load(Ordering::Relaxed),
-            heads: s.heads.load(Ordering::Relaxed),
+            bytes: c.bytes,
+            requests: c.requests,
+            heads: c.opens,
         }
     }
 
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.shared
-    }
-
-    pub(crate) fn fetcher(&self) -> &Arc<Fetcher> {
-        &self.shared.fetcher
+    /// The sources under the reader's policy (allowed prefixes, recorded records), for reading
+    /// them directly; reads through it are not counted in [`Reader::stats`].
+    pub fn direct_sources(&self) -> &Arc<dyn SourceStore> {
+        &self.direct
     }
 
     /// Every source URL the references name (manifests, recorded sources, concatenation
@@ -244,17 +245,20 @@ impl Reader {
         v
     }
 
-    /// Checks every source with a recorded size and modification time (or ETag) against its
-    /// current state; returns the stale ones (empty when staleness is ignored).
-    pub fn check_sources(&self) -> Vec<ReadError> {
-        let urls: Vec<Arc<str>> = self.source_urls().into_iter().map(Arc::from).collect();
-        let f = self.fetcher().clone();
-        self.fetcher()
-            .block_on(async move { Ok(f.check_all(urls).await) })
-            .unwrap_or_else(|e| vec![e])
+    /// Opens every source the references name and checks it against its recorded size,
+    /// modification time and ETag; returns the errors (stale, missing or refused sources) in
+    /// URL order (empty when staleness is ignored and every source opens).
+    pub fn check_sources(&self) -> Vec<SourceError> {
+        let urls = self.source_urls();
+        vzarr_source::parallel_map(&urls, self.shared.concurrency, |url| {
+            self.direct.open(url).err()
+        })
+        .into_iter()
+        .flatten()
+        .collect()
     }
 
-    pub(crate) fn zarr_array(&self, path: &str) -> Result<Arc<Array<RefStore>>, ReadError> {
+    fn zarr_array(&self, path: &str) -> Result<Arc<Array<RefStore>>, ReadError> {
         let mut arrays = self.arrays.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(a) = arrays.get(path) {
             return Ok(a.clone());
@@ -293,6 +297,13 @@ impl Reader {
     }
 }
 
+/// Encoded bytes of some chunks of one array, fetched ahead of decoding
+/// ([`ArrayReader::fetch_chunks`]).
+#[derive(Clone, Debug, Default)]
+pub struct FetchedChunks {
+    bytes: HashMap<usize, Bytes>,
+}
+
 /// One array of open references.
 pub struct ArrayReader<'r> {
     reader: &'r Reader,
@@ -302,13 +313,21 @@ pub struct ArrayReader<'r> {
 }
 
 /// A batch of chunk rows: the box it covers and the chunks it needs.
-pub(crate) struct Batch {
-    pub ranges: Vec<Range<u64>>,
-    pub lins: Vec<usize>,
+struct Batch {
+    ranges: Vec<Range<u64>>,
+    lins: Vec<usize>,
+}
+
+/// The result of a scoped fetch thread (a panic in it is resumed here).
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> Result<T, ReadError> {
+    match h.join() {
+        Ok(v) => Ok(v),
+        Err(p) => std::panic::resume_unwind(p),
+    }
 }
 
 /// The linear indices of the chunks that a box touches, in C order.
-pub(crate) fn chunks_in_box(array: &VirtualArray, ranges: &[Range<u64>]) -> Vec<usize> {
+fn chunks_in_box(array: &VirtualArray, ranges: &[Range<u64>]) -> Vec<usize> {
     let grid = &array.grid;
     let mut per_axis: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
     for (d, r) in grid.dims().iter().zip(ranges) {
@@ -350,7 +369,7 @@ fn fully_covered(array: &VirtualArray, lin: usize, ranges: &[Range<u64>]) -> boo
 }
 
 /// Bytes of the largest chunk of `array` at its nominal (encoded) shape, saturating.
-pub(crate) fn max_chunk_bytes(array: &VirtualArray) -> u64 {
+pub fn max_chunk_bytes(array: &VirtualArray) -> u64 {
     array
         .grid
         .dims()
@@ -396,7 +415,7 @@ impl<'r> ArrayReader<'r> {
     }
 
     /// Refuses arrays whose compressed chunks would not fit the chunk size limit when decoded.
-    pub(crate) fn check_chunk_size(&self) -> Result<(), ReadError> {
+    pub fn check_chunk_size(&self) -> Result<(), ReadError> {
         let n = max_chunk_bytes(self.meta);
         let limit = self.reader.options.max_chunk_bytes;
         if !self.meta.codecs.is_empty() && n > limit {
@@ -479,12 +498,30 @@ impl<'r> ArrayReader<'r> {
         out
     }
 
-    /// Decodes the box `ranges` with the chunks in `cache` (others are fetched on demand).
-    pub(crate) fn decode_box(
+    /// Fetches the encoded bytes of the stored-by-reference chunks `lins` (linear indices in
+    /// C order over the grid), for [`ArrayReader::decode_box`].
+    pub fn fetch_chunks(&self, lins: &[usize]) -> Result<FetchedChunks, ReadError> {
+        let bytes = self
+            .reader
+            .shared
+            .fetch(&self.path, lins)
+            .map_err(|e| e.in_array(&self.path))?;
+        Ok(FetchedChunks { bytes })
+    }
+
+    /// Decodes the box `ranges` (one range per axis) into native-endian values, with the
+    /// chunks in `fetched` (others are fetched on demand).
+    pub fn decode_box(
         &self,
-        store: Arc<RefStore>,
+        fetched: &FetchedChunks,
         ranges: &[Range<u64>],
     ) -> Result<Vec<u8>, ReadError> {
+        self.check_ranges(ranges)?;
+        let store = Arc::new(RefStore::new(
+            self.reader.shared.clone(),
+            &self.path,
+            fetched.bytes.clone(),
+        ));
         let arr = self.zarr.with_storage(store);
         let subset = ArraySubset::new_with_ranges(ranges);
         let ab: ArrayBytes<'static> = arr
@@ -556,34 +593,30 @@ impl<'r> ArrayReader<'r> {
             });
         }
         let batches = self.batches(ranges);
-        let shared = self.reader.shared().clone();
-        let fetcher = self.reader.fetcher();
-        let spawn = |b: &Batch| {
-            fetcher
-                .spawn(prefetch(shared.clone(), self.path.clone(), b.lins.clone()))
-                .ok_or_else(|| ReadError::Options("the I/O runtime is shut down".into()))
-        };
-        let mut pending = match batches.first() {
-            Some(b) => Some(spawn(b)?),
-            None => None,
-        };
-        for (i, b) in batches.iter().enumerate() {
-            let cache: HashMap<usize, Bytes> = match pending.take() {
-                Some(h) => Fetcher::join(h)?,
-                None => HashMap::new(),
-            };
-            if let Some(next) = batches.get(i + 1) {
-                pending = Some(spawn(next)?);
+        std::thread::scope(|s| -> Result<(), ReadError> {
+            let fetch = |b: &Batch| self.fetch_chunks(&b.lins);
+            let mut pending = batches.first().map(|b| s.spawn(move || fetch(b)));
+            for (i, b) in batches.iter().enumerate() {
+                let fetched = match pending.take() {
+                    Some(h) => join(h)??,
+                    None => FetchedChunks::default(),
+                };
+                pending = batches.get(i + 1).map(|n| s.spawn(move || fetch(n)));
+                let store = Arc::new(RefStore::new(
+                    self.reader.shared.clone(),
+                    &self.path,
+                    fetched.bytes,
+                ));
+                let rel: Vec<Range<u64>> = b
+                    .ranges
+                    .iter()
+                    .zip(ranges)
+                    .map(|(r, whole)| r.start - whole.start..r.end - whole.start)
+                    .collect();
+                self.decode_into(store, &b.ranges, &mut out, &shape, &rel)?;
             }
-            let store = Arc::new(RefStore::new(shared.clone(), &self.path, cache));
-            let rel: Vec<Range<u64>> = b
-                .ranges
-                .iter()
-                .zip(ranges)
-                .map(|(r, whole)| r.start - whole.start..r.end - whole.start)
-                .collect();
-            self.decode_into(store, &b.ranges, &mut out, &shape, &rel)?;
-        }
+            Ok(())
+        })?;
         Ok(RawArray {
             data_type: self.meta.data_type,
             shape,

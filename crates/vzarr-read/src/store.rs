@@ -1,8 +1,7 @@
 //! A zarrs store over parsed references: `zarr.json` keys are served from the parsed
 //! documents, chunk keys through the manifest (`None` for a missing chunk, inline bytes from
-//! memory, byte ranges of sources through the fetcher). Chunks a read will need are
-//! prefetched into the store's cache in one coalesced, concurrent batch before zarrs decodes
-//! them.
+//! memory, byte ranges of sources through the reader's source stack). Chunks a read will
+//! need are fetched into the store's cache in one batch before zarrs decodes them.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -10,19 +9,21 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use vzarr_core::ChunkRef;
+use vzarr_kerchunk::{ParsedRefs, parse_chunk_indices, split_chunk_key};
+use vzarr_source::{SourceStore, read_across};
 use zarrs::storage::byte_range::{ByteRange, ByteRangeIterator};
 use zarrs::storage::{MaybeBytesIterator, ReadableStorageTraits, StorageError, StoreKey};
 
 use crate::ReadError;
-use crate::fetch::{Fetcher, RangeRequest};
-use crate::refs::{ParsedRefs, parse_chunk_indices, split_chunk_key};
 
 /// What a reader shares between its stores.
 pub(crate) struct Shared {
     /// The parsed references.
-    pub refs: ParsedRefs,
-    /// Byte access to sources.
-    pub fetcher: Arc<Fetcher>,
+    pub(crate) refs: ParsedRefs,
+    /// The sources, behind the reader's policies.
+    pub(crate) sources: Arc<dyn SourceStore>,
+    /// Sources read at once at most.
+    pub(crate) concurrency: usize,
 }
 
 /// What a store key names.
@@ -56,49 +57,35 @@ impl Shared {
         }
     }
 
-    /// The fetch requests for the stored-by-reference chunks among `lins` of array `path`.
-    pub fn chunk_requests(&self, path: &str, lins: &[usize]) -> Vec<(usize, RangeRequest)> {
+    /// Fetches the stored-by-reference chunks among `lins` of array `path`: linear index ->
+    /// encoded bytes.
+    pub(crate) fn fetch(
+        &self,
+        path: &str,
+        lins: &[usize],
+    ) -> Result<HashMap<usize, Bytes>, ReadError> {
         let Some(array) = self.refs.dataset.arrays.get(path) else {
-            return Vec::new();
+            return Ok(HashMap::new());
         };
-        let interned: HashMap<&str, &Arc<str>> =
-            array.manifest.sources().iter().map(|s| (&**s, s)).collect();
-        lins.iter()
-            .filter_map(|&lin| match array.manifest.get(lin) {
-                ChunkRef::Range {
-                    source,
-                    offset,
-                    length,
-                } => {
-                    let url = interned
-                        .get(source)
-                        .map_or_else(|| Arc::from(source), |s| (*s).clone());
-                    Some((
-                        lin,
-                        RangeRequest {
-                            url,
-                            offset,
-                            length,
-                        },
-                    ))
-                }
-                _ => None,
-            })
-            .collect()
+        let mut ids = Vec::new();
+        let mut reqs: Vec<(&str, Range<u64>)> = Vec::new();
+        for &lin in lins {
+            if let ChunkRef::Range {
+                source,
+                offset,
+                length,
+            } = array.manifest.get(lin)
+            {
+                let end = offset.checked_add(length).ok_or_else(|| {
+                    ReadError::array(path, format!("chunk {lin}: offset + length overflows"))
+                })?;
+                ids.push(lin);
+                reqs.push((source, offset..end));
+            }
+        }
+        let bytes = read_across(self.sources.as_ref(), &reqs, self.concurrency)?;
+        Ok(ids.into_iter().zip(bytes).collect())
     }
-}
-
-/// Fetches the stored-by-reference chunks `lins` of array `path`: linear index -> encoded
-/// bytes.
-pub(crate) async fn prefetch(
-    shared: Arc<Shared>,
-    path: String,
-    lins: Vec<usize>,
-) -> Result<HashMap<usize, Bytes>, ReadError> {
-    let reqs = shared.chunk_requests(&path, &lins);
-    let (ids, reqs): (Vec<usize>, Vec<RangeRequest>) = reqs.into_iter().unzip();
-    let bytes = shared.fetcher.clone().fetch_many(reqs, false).await?;
-    Ok(ids.into_iter().zip(bytes).collect())
 }
 
 /// The zarrs store of one read: the shared references plus the prefetched chunks of one
@@ -111,7 +98,7 @@ pub(crate) struct RefStore {
 
 impl RefStore {
     /// A store with prefetched chunks of `array`.
-    pub fn new(shared: Arc<Shared>, array: &str, cache: HashMap<usize, Bytes>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, array: &str, cache: HashMap<usize, Bytes>) -> Self {
         RefStore {
             shared,
             array: array.to_string(),
@@ -172,20 +159,12 @@ impl ReadableStorageTraits for RefStore {
                         {
                             slices(k, b, byte_ranges)?
                         } else {
-                            let url: Arc<str> = Arc::from(source);
                             let mut reqs = Vec::new();
                             for r in byte_ranges {
                                 let rr = range_in(k, r, length)?;
-                                reqs.push(RangeRequest {
-                                    url: url.clone(),
-                                    offset: offset + rr.start,
-                                    length: rr.end - rr.start,
-                                });
+                                reqs.push((source, offset + rr.start..offset + rr.end));
                             }
-                            let fetcher = self.shared.fetcher.clone();
-                            self.shared
-                                .fetcher
-                                .block_on(fetcher.fetch_many(reqs, false))
+                            read_across(self.shared.sources.as_ref(), &reqs, 1)
                                 .map_err(storage_err)?
                         }
                     }

@@ -281,7 +281,7 @@ fn as_f64(s: Scalar<'_>) -> Option<f64> {
 }
 
 /// The values as f64 (integers converted, byte strings refused).
-pub(crate) fn to_f64s(dt: DataType, bytes: &[u8]) -> Option<Vec<f64>> {
+pub fn to_f64s(dt: DataType, bytes: &[u8]) -> Option<Vec<f64>> {
     let n = dt.size().max(1);
     bytes
         .chunks_exact(n)

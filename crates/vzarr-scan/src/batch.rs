@@ -5,12 +5,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::*;
-use vzarr_core::{Provenance, SourceRecord, VirtualDataset};
-use vzarr_source::{ByteSource, SourceStamp};
+use std::sync::Arc;
+
+use vzarr_core::{SourceRecord, VirtualDataset};
+use vzarr_source::{ByteSource, Stores};
 
 use crate::cache::{ScanCache, cache_key};
 use crate::inputs::SourceRef;
-use crate::{Format, ScanError, ScanOptions, sniff};
+use crate::{ScanError, ScanOptions, scan_opened};
 
 /// Options of [`scan_all`].
 #[derive(Clone, Debug, Default)]
@@ -37,18 +39,13 @@ pub struct Outcome {
     pub cached: bool,
 }
 
-/// Scans one source of any kind (local file or object-store URL); the result's provenance
-/// records its size, modification time and ETag.
-pub fn scan_source(source: &SourceRef, opts: &ScanOptions) -> Result<VirtualDataset, ScanError> {
-    scan_with_cache(source, opts, None).map(|(ds, _)| ds)
-}
-
-fn stamp_of(source: &SourceRef) -> Result<(SourceStamp, Option<Box<dyn ByteSource>>), ScanError> {
-    match source {
-        SourceRef::Local(p) => Ok((vzarr_source::local_stamp(p)?, None)),
-        SourceRef::Url(u) => {
-            let src = vzarr_source::open_source(u)?;
-            Ok((src.stamp(), Some(src)))
+/// The record of a source as it is now, and the source opened where that took opening it.
+fn record_of(source: &SourceRef) -> Result<(SourceRecord, Option<Arc<dyn ByteSource>>), ScanError> {
+    match source.local_path() {
+        Some(p) => Ok((vzarr_source::local_record(&p)?, None)),
+        None => {
+            let src = Stores::default().open_location(source.location())?;
+            Ok((src.record().clone(), Some(src)))
         }
     }
 }
@@ -58,51 +55,20 @@ fn scan_with_cache(
     opts: &ScanOptions,
     cache: Option<&ScanCache>,
 ) -> Result<(VirtualDataset, bool), ScanError> {
-    let (stamp, opened) = stamp_of(source)?;
-    let url = source.url();
-    let key = cache_key(&url, &stamp, opts);
+    let (record, opened) = record_of(source)?;
+    let key = cache_key(&record, opts);
     if let Some(ds) = cache.and_then(|c| c.get(&key)) {
         return Ok((ds, true));
     }
-    let ds = match source {
-        SourceRef::Local(p) => crate::scan_path(p, opts)?,
-        SourceRef::Url(u) => {
-            let src = match opened {
-                Some(s) => s,
-                None => vzarr_source::open_source(u)?,
-            };
-            let mut ds = match sniff(src.as_ref())? {
-                Format::NetCdf3 { .. } => {
-                    let o = vzarr_netcdf3::ScanOptions {
-                        split_contiguous_bytes: opts.split_contiguous_bytes,
-                    };
-                    vzarr_netcdf3::scan(src.as_ref(), &o)?
-                }
-                Format::Hdf5 { .. } => {
-                    return Err(ScanError::Unrecognised {
-                        path: u.clone(),
-                        reason: "HDF5/NetCDF4 sources on object storage are not yet supported \
-                                 (the HDF5 library reads local files only); copy the file \
-                                 locally or mount the bucket"
-                            .into(),
-                    });
-                }
-            };
-            let st = src.stamp();
-            ds.provenance = Provenance::single(SourceRecord {
-                url: u.clone(),
-                size: st.size,
-                mtime_ns: st.mtime_ns,
-                etag: st.etag,
-            });
-            ds
-        }
+    let ds = match opened {
+        Some(src) => scan_opened(source, src.as_ref(), opts)?,
+        None => crate::scan_source(source, opts)?,
     };
-    // The stamp the scan recorded must be the one the key was made of; a file that changed
+    // The record the scan made must be the one the key was made of; a file that changed
     // while it was scanned is not cached.
     if let Some(c) = cache {
         let rec = ds.provenance.sources.first();
-        if rec.is_some_and(|r| r.size == stamp.size && r.mtime_ns == stamp.mtime_ns) {
+        if rec.is_some_and(|r| r.size == record.size && r.mtime_ns == record.mtime_ns) {
             c.put(&key, &ds)?;
         }
     }
@@ -146,10 +112,7 @@ pub fn scan_all(
         .num_threads(opts.jobs)
         .thread_name(|i| format!("vzarr-scan-{i}"))
         .build()
-        .map_err(|e| ScanError::Unrecognised {
-            path: "--jobs".into(),
-            reason: e.to_string(),
-        })?;
+        .map_err(ScanError::Threads)?;
     Ok(pool.install(work))
 }
 

@@ -6,9 +6,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use vzarr_core::SourceRecord;
 use vzarr_core::VirtualDataset;
 use vzarr_core::record::{RECORD_VERSION, from_record, to_record};
-use vzarr_source::SourceStamp;
 
 use crate::{ScanError, ScanOptions};
 
@@ -30,13 +30,14 @@ fn fnv1a(s: &str) -> u64 {
 }
 
 /// The cache key of a source as it is now.
-pub fn cache_key(url: &str, stamp: &SourceStamp, opts: &ScanOptions) -> String {
+pub fn cache_key(record: &SourceRecord, opts: &ScanOptions) -> String {
     format!(
-        "vzarr {} record {RECORD_VERSION}|{url}|size={}|mtime={:?}|etag={:?}|split={:?}",
+        "vzarr {} record {RECORD_VERSION}|{}|size={}|mtime={:?}|etag={:?}|split={:?}",
         env!("CARGO_PKG_VERSION"),
-        stamp.size,
-        stamp.mtime_ns,
-        stamp.etag,
+        record.url,
+        record.size,
+        record.mtime_ns,
+        record.etag,
         opts.split_contiguous_bytes
     )
 }
@@ -44,11 +45,9 @@ pub fn cache_key(url: &str, stamp: &SourceStamp, opts: &ScanOptions) -> String {
 impl ScanCache {
     /// A cache in `dir`, created if needed.
     pub fn open(dir: &Path) -> Result<Self, ScanError> {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            ScanError::Source(vzarr_source::SourceError::Io {
-                url: dir.display().to_string(),
-                error: e,
-            })
+        std::fs::create_dir_all(dir).map_err(|source| ScanError::Io {
+            path: dir.display().to_string(),
+            source,
         })?;
         Ok(ScanCache {
             dir: dir.to_path_buf(),
@@ -71,11 +70,9 @@ impl ScanCache {
 
     /// Stores the scan for `key` (written atomically).
     pub fn put(&self, key: &str, ds: &VirtualDataset) -> Result<(), ScanError> {
-        let io = |e: std::io::Error| {
-            ScanError::Source(vzarr_source::SourceError::Io {
-                url: self.dir.display().to_string(),
-                error: e,
-            })
+        let io = |source: std::io::Error| ScanError::Io {
+            path: self.dir.display().to_string(),
+            source,
         };
         let doc = json!({"key": key, "record": to_record(ds)});
         let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).map_err(io)?;
@@ -94,45 +91,26 @@ mod tests {
 
     #[test]
     fn keys_change_with_the_source_and_options() {
-        let s = SourceStamp {
+        let s = SourceRecord {
+            url: "file:///a.nc".into(),
             size: 10,
             mtime_ns: Some(5),
             etag: None,
         };
         let o = ScanOptions::default();
-        let k = cache_key("file:///a.nc", &s, &o);
-        assert_ne!(k, cache_key("file:///b.nc", &s, &o));
+        let k = cache_key(&s, &o);
+        let other = |f: &dyn Fn(&mut SourceRecord)| {
+            let mut r = s.clone();
+            f(&mut r);
+            cache_key(&r, &o)
+        };
+        assert_ne!(k, other(&|r| r.url = "file:///b.nc".into()));
+        assert_ne!(k, other(&|r| r.size = 11));
+        assert_ne!(k, other(&|r| r.mtime_ns = Some(6)));
+        assert_ne!(k, other(&|r| r.etag = Some("x".into())));
         assert_ne!(
             k,
-            cache_key(
-                "file:///a.nc",
-                &SourceStamp {
-                    size: 11,
-                    ..s.clone()
-                },
-                &o
-            )
-        );
-        assert_ne!(
-            k,
-            cache_key(
-                "file:///a.nc",
-                &SourceStamp {
-                    mtime_ns: Some(6),
-                    ..s.clone()
-                },
-                &o
-            )
-        );
-        assert_ne!(
-            k,
-            cache_key(
-                "file:///a.nc",
-                &s,
-                &ScanOptions {
-                    split_contiguous_bytes: Some(1)
-                }
-            )
+            cache_key(&s, &ScanOptions::default().with_split_contiguous(Some(1)))
         );
     }
 

@@ -6,32 +6,52 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use vzarr_source::{Location, Scheme};
 
 use crate::ScanError;
 
-/// A source to scan: a local file or an object-store URL.
+/// A source to scan: a parsed location (a local file as `file://`, or an object-store URL).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum SourceRef {
-    /// A local file (absolute path).
-    Local(PathBuf),
-    /// An object-store URL (`s3://`, `gs://`, `az://`, `http(s)://`).
-    Url(String),
-}
+pub struct SourceRef(Location);
 
 impl SourceRef {
-    /// The source's URL (`file://` for local files).
-    pub fn url(&self) -> String {
-        match self {
-            SourceRef::Local(p) => format!("file://{}", p.display()),
-            SourceRef::Url(u) => u.clone(),
-        }
+    /// The source at a parsed location.
+    pub fn new(location: Location) -> Self {
+        SourceRef(location)
     }
 
-    /// A short name for messages: the path or URL.
+    /// A local file (made absolute).
+    pub fn local(path: &Path) -> Result<Self, ScanError> {
+        Ok(SourceRef(vzarr_source::locate(
+            &path.display().to_string(),
+        )?))
+    }
+
+    /// Parses a URL or local path.
+    pub fn parse(url_or_path: &str) -> Result<Self, ScanError> {
+        Ok(SourceRef(vzarr_source::locate(url_or_path)?))
+    }
+
+    /// The location.
+    pub fn location(&self) -> &Location {
+        &self.0
+    }
+
+    /// The source's URL (`file://` for local files).
+    pub fn url(&self) -> String {
+        self.0.url()
+    }
+
+    /// The local path of a local file.
+    pub fn local_path(&self) -> Option<PathBuf> {
+        (self.0.scheme == Scheme::File).then(|| self.0.local_path())
+    }
+
+    /// A short name for messages: the path of a local file, else the URL.
     pub fn display(&self) -> String {
-        match self {
-            SourceRef::Local(p) => p.display().to_string(),
-            SourceRef::Url(u) => u.clone(),
+        match self.local_path() {
+            Some(p) => p.display().to_string(),
+            None => self.url(),
         }
     }
 }
@@ -58,15 +78,15 @@ pub struct CompiledFilters {
 fn compile(patterns: &[String], with_slash: bool) -> Result<GlobSet, ScanError> {
     let mut b = GlobSetBuilder::new();
     for p in patterns.iter().filter(|p| p.contains('/') == with_slash) {
-        let g = Glob::new(p).map_err(|e| ScanError::Unrecognised {
-            path: p.clone(),
-            reason: format!("bad glob pattern: {e}"),
+        let g = Glob::new(p).map_err(|source| ScanError::Glob {
+            pattern: p.clone(),
+            source,
         })?;
         b.add(g);
     }
-    b.build().map_err(|e| ScanError::Unrecognised {
-        path: "--include/--exclude".into(),
-        reason: e.to_string(),
+    b.build().map_err(|source| ScanError::Glob {
+        pattern: patterns.join(" "),
+        source,
     })
 }
 
@@ -105,11 +125,11 @@ fn is_url(s: &str) -> bool {
     })
 }
 
-fn io_error(path: &Path, e: std::io::Error) -> ScanError {
-    ScanError::Source(vzarr_source::SourceError::Io {
-        url: path.display().to_string(),
-        error: e,
-    })
+fn io_error(path: &Path, source: std::io::Error) -> ScanError {
+    ScanError::Io {
+        path: path.display().to_string(),
+        source,
+    }
 }
 
 /// Files below `dir`, recursively, sorted, without hidden files and directories, filtered.
@@ -141,14 +161,14 @@ fn walk(dir: &Path, filters: &CompiledFilters) -> Result<Vec<PathBuf>, ScanError
 /// Lists an object-store prefix (a URL ending in `/`), filtered.
 fn list(prefix: &str, filters: &CompiledFilters) -> Result<Vec<SourceRef>, ScanError> {
     let listed = vzarr_source::list_prefix(prefix)?;
-    Ok(listed
+    listed
         .into_iter()
         .filter(|o| {
             let rel = o.url.strip_prefix(prefix).unwrap_or(&o.url);
             !rel.split('/').any(|c| c.starts_with('.')) && filters.keep(rel)
         })
-        .map(|o| SourceRef::Url(o.url))
-        .collect())
+        .map(|o| SourceRef::parse(&o.url))
+        .collect()
 }
 
 /// One input: a file, a directory, a URL of an object or a prefix (ending in `/`).
@@ -165,7 +185,7 @@ fn expand_one(
         if item.ends_with('/') {
             out.extend(list(item, filters)?);
         } else {
-            out.push(SourceRef::Url(item.to_string()));
+            out.push(SourceRef::parse(item)?);
         }
         return Ok(());
     }
@@ -175,14 +195,15 @@ fn expand_one(
     if meta.is_dir() {
         let files = walk(&abs, filters)?;
         if files.is_empty() {
-            return Err(ScanError::Unrecognised {
+            return Err(ScanError::EmptyDirectory {
                 path: path.display().to_string(),
-                reason: "directory has no files (after --include/--exclude)".into(),
             });
         }
-        out.extend(files.into_iter().map(SourceRef::Local));
+        for f in files {
+            out.push(SourceRef::local(&f)?);
+        }
     } else {
-        out.push(SourceRef::Local(abs));
+        out.push(SourceRef::local(&abs)?);
     }
     Ok(())
 }
@@ -210,9 +231,10 @@ pub fn collect(
             if line.is_empty() {
                 continue;
             }
-            expand_one(line, &base, &compiled, &mut all).map_err(|e| ScanError::Unrecognised {
-                path: format!("{}:{}", cat.display(), n + 1),
-                reason: e.to_string(),
+            expand_one(line, &base, &compiled, &mut all).map_err(|e| ScanError::Catalog {
+                catalog: cat.display().to_string(),
+                line: n + 1,
+                source: Box::new(e),
             })?;
         }
     }
@@ -304,7 +326,12 @@ mod tests {
     #[test]
     fn urls_pass_through() {
         let got = collect(&["s3://bucket/a/file.nc".into()], &[], &Filters::default()).unwrap();
-        assert_eq!(got, vec![SourceRef::Url("s3://bucket/a/file.nc".into())]);
+        assert_eq!(
+            got,
+            vec![SourceRef::parse("s3://bucket/a/file.nc").unwrap()]
+        );
+        assert_eq!(got[0].display(), "s3://bucket/a/file.nc");
+        assert!(collect(&["s3://bucket/../x".into()], &[], &Filters::default()).is_err());
         assert!(is_url("gs://b/x") && !is_url("/tmp/x") && !is_url("a:b"));
     }
 }

@@ -1,172 +1,136 @@
-//! One entry point for every scanner: a path in, a [`VirtualDataset`] out. The format is
-//! sniffed from magic bytes (the HDF5 signature at offset 0, 512, 1024, ...; `CDF\x01`,
-//! `CDF\x02`, `CDF\x05`), never from the file name.
+//! Scanning sources: one entry point for every scanner ([`scan_source`]: a source in, a
+//! [`VirtualDataset`] out, the format sniffed from magic bytes by `vzarr-source`), batches of
+//! sources in parallel with a scan cache ([`batch`], [`cache`]), and the collection of sources
+//! from paths, directories, catalogs and prefixes ([`inputs`]).
+
+#![forbid(unsafe_code)]
 
 pub mod batch;
 pub mod cache;
 pub mod inputs;
 
-use std::path::Path;
+use vzarr_core::{Provenance, VirtualDataset};
+use vzarr_source::{ByteSource, Format, SniffError, SourceError, Stores, sniff};
 
-use vzarr_core::{Provenance, SourceRecord, VirtualDataset};
-use vzarr_source::{ByteSource, LocalFile, SourceError};
+use crate::inputs::SourceRef;
 
 /// Options shared by all scanners.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ScanOptions {
     /// Split uncompressed contiguous variables larger than this many bytes into virtual chunks
     /// along axis 0. `None` keeps one chunk.
     pub split_contiguous_bytes: Option<u64>,
 }
 
-/// The format of a source, from its magic bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// HDF5, NetCDF4 included; the superblock starts at this offset.
-    Hdf5 {
-        /// Offset of the signature.
-        offset: u64,
-    },
-    /// NetCDF3 classic with this version byte (1, 2 or 5).
-    NetCdf3 {
-        /// Version byte.
-        version: u8,
-    },
+impl ScanOptions {
+    /// Options splitting contiguous variables above `bytes` (see the field).
+    pub fn with_split_contiguous(mut self, bytes: Option<u64>) -> Self {
+        self.split_contiguous_bytes = bytes;
+        self
+    }
 }
 
-/// Why a source could not be scanned.
+/// Why a source (or the list of sources) could not be scanned.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ScanError {
     /// The source could not be read.
     #[error(transparent)]
     Source(#[from] SourceError),
     /// The source is not a format we scan.
-    #[error("{path}: {reason}")]
-    Unrecognised {
-        /// Source path.
-        path: String,
-        /// Why.
-        reason: String,
-    },
+    #[error(transparent)]
+    Format(#[from] SniffError),
     /// The HDF5 scanner failed.
     #[error(transparent)]
     Hdf5(#[from] vzarr_hdf5::Hdf5Error),
     /// The NetCDF3 scanner failed.
     #[error(transparent)]
     NetCdf3(#[from] vzarr_netcdf3::Nc3Error),
+    /// An HDF5/NetCDF4 source on object storage (the HDF5 library reads local files only).
+    #[error(
+        "{url}: HDF5/NetCDF4 sources on object storage are not yet supported (the HDF5 library reads local files only); copy the file locally or mount the bucket"
+    )]
+    RemoteHdf5 {
+        /// The source URL.
+        url: String,
+    },
+    /// A local path (input, catalog or cache directory) could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An include or exclude pattern that is not a valid glob.
+    #[error("bad glob pattern {pattern:?}: {source}")]
+    Glob {
+        /// The pattern.
+        pattern: String,
+        /// Why.
+        #[source]
+        source: globset::Error,
+    },
+    /// A directory with no files to scan (after the filters).
+    #[error("{path}: directory has no files (after the include/exclude filters)")]
+    EmptyDirectory {
+        /// The directory.
+        path: String,
+    },
+    /// A line of a catalog could not be used.
+    #[error("{catalog}:{line}: {source}")]
+    Catalog {
+        /// The catalog file.
+        catalog: String,
+        /// The line number (from 1).
+        line: usize,
+        /// Why.
+        #[source]
+        source: Box<ScanError>,
+    },
+    /// The thread pool could not be started.
+    #[error("cannot start the scanning threads: {0}")]
+    Threads(#[source] rayon::ThreadPoolBuildError),
 }
 
-/// Detects the format of `src` from its magic bytes.
-pub fn sniff(src: &dyn ByteSource) -> Result<Format, ScanError> {
-    let size = src.size();
-    let path = src.url().trim_start_matches("file://").to_string();
-    if size == 0 {
-        return Err(ScanError::Unrecognised {
-            path,
-            reason: "empty file (0 bytes)".into(),
-        });
-    }
-    let head = src.read_range(0, size.min(8))?;
-    if head.starts_with(b"CDF") && head.len() >= 4 {
-        return match head[3] {
-            v @ (1 | 2 | 5) => Ok(Format::NetCdf3 { version: v }),
-            v => Err(ScanError::Unrecognised {
-                path,
-                reason: format!("NetCDF3 magic with unsupported version byte {v}"),
-            }),
-        };
-    }
-    for offset in vzarr_hdf5::signature_offsets(size) {
-        let sig = if offset == 0 && head.len() == 8 {
-            head.clone()
-        } else {
-            src.read_range(offset, 8)?
-        };
-        if sig == vzarr_hdf5::SIGNATURE {
-            return Ok(Format::Hdf5 { offset });
-        }
-    }
-    Err(ScanError::Unrecognised {
-        path,
-        reason: format!(
-            "not an HDF5 or NetCDF file: no HDF5 signature at offsets 0, 512, 1024, ... and no \
-             NetCDF3 magic (first bytes {:02x?})",
-            &head[..head.len().min(8)]
-        ),
-    })
+/// Scans one source of any supported format, local or remote; the result's provenance
+/// records the source as opened (size, modification time, ETag).
+pub fn scan_source(source: &SourceRef, opts: &ScanOptions) -> Result<VirtualDataset, ScanError> {
+    let src = Stores::default().open_location(source.location())?;
+    scan_opened(source, src.as_ref(), opts)
 }
 
-/// Scans a local file of any supported format; the result's provenance records the file's
-/// size and modification time.
-pub fn scan_path(path: &Path, opts: &ScanOptions) -> Result<VirtualDataset, ScanError> {
-    let src = LocalFile::open(path)?;
-    let stamp = src.stamp();
-    let mut ds = match sniff(&src)? {
+/// Scans a source already opened as `src`.
+pub(crate) fn scan_opened(
+    source: &SourceRef,
+    src: &dyn ByteSource,
+    opts: &ScanOptions,
+) -> Result<VirtualDataset, ScanError> {
+    let mut ds = match sniff(src)? {
         Format::Hdf5 { .. } => {
+            let Some(path) = source.local_path() else {
+                return Err(ScanError::RemoteHdf5 { url: source.url() });
+            };
             let o = vzarr_hdf5::ScanOptions {
                 split_contiguous_bytes: opts.split_contiguous_bytes,
             };
-            vzarr_hdf5::scan_file(src.path(), &o)?
+            vzarr_hdf5::scan_file(&path, &o)?
         }
         Format::NetCdf3 { .. } => {
             let o = vzarr_netcdf3::ScanOptions {
                 split_contiguous_bytes: opts.split_contiguous_bytes,
             };
-            vzarr_netcdf3::scan(&src, &o)?
+            vzarr_netcdf3::scan(src, &o)?
+        }
+        _ => {
+            return Err(ScanError::Format(SniffError::Unrecognised {
+                url: source.url(),
+                head: Vec::new(),
+            }));
         }
     };
-    ds.provenance = Provenance::single(SourceRecord {
-        url: src.url().to_string(),
-        size: stamp.size,
-        mtime_ns: stamp.mtime_ns,
-        etag: None,
-    });
+    ds.provenance = Provenance::single(src.record().clone());
     Ok(ds)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Write;
-
-    fn file_with(bytes: &[u8]) -> tempfile::NamedTempFile {
-        let mut f = tempfile::NamedTempFile::new().unwrap();
-        f.write_all(bytes).unwrap();
-        f
-    }
-
-    #[test]
-    fn sniffs_magic_bytes() {
-        let f = file_with(b"CDF\x02rest-of-header");
-        assert_eq!(
-            sniff(&LocalFile::open(f.path()).unwrap()).unwrap(),
-            Format::NetCdf3 { version: 2 }
-        );
-        let mut hdf = vec![0u8; 600];
-        hdf[512..520].copy_from_slice(&vzarr_hdf5::SIGNATURE);
-        let f = file_with(&hdf);
-        assert_eq!(
-            sniff(&LocalFile::open(f.path()).unwrap()).unwrap(),
-            Format::Hdf5 { offset: 512 }
-        );
-    }
-
-    #[test]
-    fn rejects_other_files() {
-        let f = file_with(b"");
-        let e = sniff(&LocalFile::open(f.path()).unwrap())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("empty file"), "{e}");
-        let f = file_with(b"hello, this is text\n");
-        let e = sniff(&LocalFile::open(f.path()).unwrap())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("not an HDF5 or NetCDF file"), "{e}");
-        let f = file_with(b"CDF\x03");
-        let e = sniff(&LocalFile::open(f.path()).unwrap())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("version byte 3"), "{e}");
-    }
 }

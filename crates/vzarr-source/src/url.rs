@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use crate::SourceError;
+
 /// The storage a URL names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Scheme {
@@ -53,7 +55,7 @@ impl Scheme {
 }
 
 /// A parsed, checked source URL.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Location {
     /// Storage kind.
     pub scheme: Scheme,
@@ -120,7 +122,7 @@ fn resolve_dots(segments: &[&str]) -> String {
 
 /// Checks the segments of a key: no `.`/`..` (also percent-encoded), no encoded `/`, no
 /// empty segments (except that local paths collapse them). Returns the checked key.
-fn check_key(scheme: Scheme, authority: &str, key: &str) -> Result<String, String> {
+fn check_key(scheme: Scheme, authority: &str, key: &str) -> Result<String, UrlError> {
     let segments: Vec<&str> = if scheme == Scheme::File {
         key.split('/').filter(|s| !s.is_empty()).collect()
     } else if key.is_empty() {
@@ -130,7 +132,7 @@ fn check_key(scheme: Scheme, authority: &str, key: &str) -> Result<String, Strin
         let body = key.strip_suffix('/').unwrap_or(key);
         let v: Vec<&str> = body.split('/').collect();
         if v.iter().any(|s| s.is_empty()) {
-            return Err("empty path segment (`//`)".into());
+            return Err(UrlError::EmptySegment);
         }
         v
     };
@@ -148,18 +150,15 @@ fn check_key(scheme: Scheme, authority: &str, key: &str) -> Result<String, Strin
                     })
                     .collect::<Vec<_>>(),
             );
-            return Err(format!(
-                "the path has `.` or `..` segments (it resolves to {}://{}/{})",
-                scheme.as_str(),
-                authority,
-                resolved
-            ));
+            return Err(UrlError::DotSegments {
+                resolved: format!("{}://{}/{}", scheme.as_str(), authority, resolved),
+            });
         }
         if decoded.contains(&b'/') || (decoded.contains(&b'\\') && !s.contains('\\')) {
-            return Err("the path has a percent-encoded `/` or `\\`".into());
+            return Err(UrlError::EncodedSeparator);
         }
         if decoded.contains(&0) {
-            return Err("the path has a NUL byte".into());
+            return Err(UrlError::Nul);
         }
     }
     let mut out = segments.join("/");
@@ -170,48 +169,64 @@ fn check_key(scheme: Scheme, authority: &str, key: &str) -> Result<String, Strin
 }
 
 /// Why a URL was refused.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum UrlError {
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UrlError {
+    /// An empty string.
+    #[error("empty URL")]
+    Empty,
+    /// Control characters anywhere in the URL.
+    #[error("the URL has control characters")]
+    ControlCharacters,
+    /// Neither an absolute path nor `scheme://...`.
+    #[error("not an absolute URL or path (relative paths are not accepted in manifests)")]
+    Relative,
     /// A scheme that is not one of [`Scheme`]'s (as written).
+    #[error("unsupported URL scheme {0:?} (supported: file, s3, gs, az, http, https)")]
     UnsupportedScheme(String),
-    /// Anything else, in words.
-    Invalid(String),
-}
-
-impl fmt::Display for UrlError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            UrlError::UnsupportedScheme(s) => write!(f, "unsupported URL scheme {s:?}"),
-            UrlError::Invalid(s) => f.write_str(s),
-        }
-    }
-}
-
-impl From<String> for UrlError {
-    fn from(s: String) -> Self {
-        UrlError::Invalid(s)
-    }
-}
-
-impl From<&str> for UrlError {
-    fn from(s: &str) -> Self {
-        UrlError::Invalid(s.to_string())
-    }
+    /// `file://host/...`.
+    #[error("file URL with a host (expected file:///absolute/path)")]
+    FileHost,
+    /// `s3:///key` and the like.
+    #[error("URL without a bucket or host")]
+    NoAuthority,
+    /// A bucket or host with spaces or backslashes.
+    #[error("invalid bucket or host")]
+    BadAuthority,
+    /// `https://user:password@host/...`.
+    #[error("URLs with credentials are not accepted")]
+    Credentials,
+    /// An HTTP URL with `?` or `#`.
+    #[error("HTTP URLs with a query or fragment are not accepted")]
+    QueryOrFragment,
+    /// `.` or `..` segments, also percent-encoded.
+    #[error("the path has `.` or `..` segments (it resolves to {resolved})")]
+    DotSegments {
+        /// The URL with the dots resolved lexically.
+        resolved: String,
+    },
+    /// A percent-encoded `/` or `\\`.
+    #[error("the path has a percent-encoded `/` or `\\`")]
+    EncodedSeparator,
+    /// A NUL byte, also percent-encoded.
+    #[error("the path has a NUL byte")]
+    Nul,
+    /// `a//b` in an object key.
+    #[error("empty path segment (`//`)")]
+    EmptySegment,
+    /// A local path that is not UTF-8.
+    #[error("the path is not UTF-8")]
+    NotUtf8,
 }
 
 /// Parses and checks a source URL: absolute local paths, `file://`, `s3://`, `gs://`, `az://`,
-/// `http(s)://`. The error says why in words.
-pub fn parse_url(url: &str) -> Result<Location, String> {
-    parse(url).map_err(|e| e.to_string())
-}
-
-/// [`parse_url`] with the kind of refusal kept.
-pub(crate) fn parse(url: &str) -> Result<Location, UrlError> {
+/// `http(s)://`.
+pub fn parse_url(url: &str) -> Result<Location, UrlError> {
     if url.is_empty() {
-        return Err("empty URL".into());
+        return Err(UrlError::Empty);
     }
     if url.chars().any(|c| c.is_control()) {
-        return Err("the URL has control characters".into());
+        return Err(UrlError::ControlCharacters);
     }
     if let Some(path) = url.strip_prefix('/') {
         let key = check_key(Scheme::File, "", path)?;
@@ -222,9 +237,7 @@ pub(crate) fn parse(url: &str) -> Result<Location, UrlError> {
         });
     }
     let Some((scheme_name, rest)) = url.split_once("://") else {
-        return Err(
-            "not an absolute URL or path (relative paths are not accepted in manifests)".into(),
-        );
+        return Err(UrlError::Relative);
     };
     let scheme = Scheme::from_name(&scheme_name.to_ascii_lowercase())
         .ok_or_else(|| UrlError::UnsupportedScheme(scheme_name.to_string()))?;
@@ -234,7 +247,7 @@ pub(crate) fn parse(url: &str) -> Result<Location, UrlError> {
         } else if let Some(p) = rest.strip_prefix("localhost/") {
             p
         } else {
-            return Err("file URL with a host (expected file:///absolute/path)".into());
+            return Err(UrlError::FileHost);
         };
         let key = check_key(Scheme::File, "", path)?;
         return Ok(Location {
@@ -245,14 +258,14 @@ pub(crate) fn parse(url: &str) -> Result<Location, UrlError> {
     }
     let (authority, key) = rest.split_once('/').unwrap_or((rest, ""));
     if authority.is_empty() {
-        return Err("URL without a bucket or host".into());
+        return Err(UrlError::NoAuthority);
     }
     if matches!(scheme, Scheme::Http | Scheme::Https) {
         if authority.contains('@') {
-            return Err("URLs with credentials are not accepted".into());
+            return Err(UrlError::Credentials);
         }
         if url.contains('?') || url.contains('#') {
-            return Err("HTTP URLs with a query or fragment are not accepted".into());
+            return Err(UrlError::QueryOrFragment);
         }
     }
     let authority = if matches!(scheme, Scheme::Http | Scheme::Https) {
@@ -261,7 +274,7 @@ pub(crate) fn parse(url: &str) -> Result<Location, UrlError> {
         authority.to_string()
     };
     if authority.contains(['\\', ' ']) {
-        return Err("invalid bucket or host".into());
+        return Err(UrlError::BadAuthority);
     }
     let key = check_key(scheme, &authority, key)?;
     Ok(Location {
@@ -280,26 +293,38 @@ pub struct Prefix {
 impl Prefix {
     /// Parses a prefix. Local prefixes given by the user may be relative (made absolute against
     /// the current directory); URL prefixes must be absolute.
-    pub fn parse(prefix: &str, allow_relative: bool) -> Result<Self, String> {
+    pub fn parse(prefix: &str, allow_relative: bool) -> Result<Self, SourceError> {
         let p = prefix.trim();
         let is_url = p.contains("://");
+        let bad = |source| SourceError::BadUrl {
+            url: p.to_string(),
+            source,
+        };
         let text = if !is_url && allow_relative {
             // A local path from the user: made absolute, `.` and `..` resolved lexically.
-            crate::absolute(std::path::Path::new(p))
-                .map_err(|e| e.to_string())?
+            crate::absolute(std::path::Path::new(p))?
                 .to_str()
-                .ok_or_else(|| format!("prefix {p:?} is not UTF-8"))?
+                .ok_or_else(|| bad(UrlError::NotUtf8))?
                 .to_string()
         } else if !is_url && !p.starts_with('/') {
-            return Err(format!("prefix {p:?} is not absolute"));
+            return Err(bad(UrlError::Relative));
         } else {
             p.to_string()
         };
-        let mut loc = parse_url(&text).map_err(|e| format!("prefix {p:?}: {e}"))?;
+        let mut loc = parse_url(&text).map_err(bad)?;
         while loc.key.ends_with('/') {
             loc.key.pop();
         }
         Ok(Prefix { loc })
+    }
+
+    /// The prefix of a location: the location itself, as a directory.
+    pub fn of(loc: &Location) -> Self {
+        let mut loc = loc.clone();
+        while loc.key.ends_with('/') {
+            loc.key.pop();
+        }
+        Prefix { loc }
     }
 
     /// Whether `loc` is this prefix or below it (whole path segments only).
@@ -320,6 +345,11 @@ impl Prefix {
         self.loc.url()
     }
 
+    /// The prefix as a location.
+    pub fn location(&self) -> &Location {
+        &self.loc
+    }
+
     /// The local directory of a `file` prefix.
     pub fn local_path(&self) -> Option<std::path::PathBuf> {
         (self.loc.scheme == Scheme::File).then(|| self.loc.local_path())
@@ -333,13 +363,12 @@ pub struct PrefixPolicy {
 }
 
 impl PrefixPolicy {
-    /// A policy from prefixes recorded in the references and prefixes given by the user.
-    pub fn new(recorded: &[String], given: &[String]) -> Result<Self, String> {
+    /// A policy from prefixes recorded in the references (absolute URLs) and prefixes given by
+    /// the user (relative local paths allowed).
+    pub fn new(recorded: &[String], given: &[String]) -> Result<Self, SourceError> {
         let mut prefixes = Vec::new();
         for p in recorded {
-            prefixes.push(
-                Prefix::parse(p, false).map_err(|e| format!("recorded allowed prefix: {e}"))?,
-            );
+            prefixes.push(Prefix::parse(p, false)?);
         }
         for p in given {
             prefixes.push(Prefix::parse(p, true)?);
@@ -347,29 +376,40 @@ impl PrefixPolicy {
         Ok(PrefixPolicy { prefixes })
     }
 
+    /// A policy of these prefixes.
+    pub fn from_prefixes(prefixes: Vec<Prefix>) -> Self {
+        PrefixPolicy { prefixes }
+    }
+
     /// The prefixes.
     pub fn prefixes(&self) -> &[Prefix] {
         &self.prefixes
     }
 
-    /// Parses `url` and checks it against the prefixes; the reason when it is refused.
-    pub fn check(&self, url: &str) -> Result<(Location, &Prefix), String> {
-        let loc = parse_url(url)?;
-        if self.prefixes.is_empty() {
-            return Err(
-                "no allowed prefixes: the references record none and none were given (pass --allow-prefix)"
-                    .into(),
-            );
-        }
-        match self.prefixes.iter().find(|p| p.matches(&loc)) {
+    /// The prefixes as URLs.
+    pub fn urls(&self) -> Vec<String> {
+        self.prefixes.iter().map(Prefix::url).collect()
+    }
+
+    /// The first prefix `loc` is under, if any.
+    pub fn find(&self, loc: &Location) -> Option<&Prefix> {
+        self.prefixes.iter().find(|p| p.matches(loc))
+    }
+
+    /// Parses `url` and checks it against the prefixes lexically (see
+    /// [`crate::AllowPrefixes`] for the check that also resolves symbolic links).
+    pub fn check(&self, url: &str) -> Result<(Location, &Prefix), SourceError> {
+        let loc = parse_url(url).map_err(|source| SourceError::BadUrl {
+            url: url.to_string(),
+            source,
+        })?;
+        match self.find(&loc) {
             Some(p) => Ok((loc, p)),
-            None => {
-                let list: Vec<String> = self.prefixes.iter().map(Prefix::url).collect();
-                Err(format!(
-                    "not under an allowed prefix (allowed: {}; pass --allow-prefix to add one)",
-                    list.join(", ")
-                ))
-            }
+            None => Err(SourceError::NotAllowed {
+                url: url.to_string(),
+                resolved: None,
+                allowed: self.urls(),
+            }),
         }
     }
 }
@@ -423,7 +463,7 @@ mod tests {
             ("file:///a\u{0}b", "control"),
             ("", "empty"),
         ] {
-            let e = parse_url(url).unwrap_err();
+            let e = parse_url(url).unwrap_err().to_string();
             assert!(e.contains(want), "{url}: {e}");
         }
     }
@@ -455,16 +495,13 @@ mod tests {
         let p = PrefixPolicy::new(&["file:///data/".into()], &["s3://bucket/x/".into()]).unwrap();
         assert!(p.check("file:///data/a.nc").is_ok());
         assert!(p.check("s3://bucket/x/a.nc").is_ok());
-        let e = p.check("s3://bucket2/x/a.nc").unwrap_err();
+        let e = p.check("s3://bucket2/x/a.nc").unwrap_err().to_string();
         assert!(e.contains("not under an allowed prefix"), "{e}");
         let e = p.check("/etc/passwd").unwrap_err();
-        assert!(e.contains("not under an allowed prefix"), "{e}");
+        assert!(matches!(e, SourceError::NotAllowed { .. }), "{e}");
         let none = PrefixPolicy::new(&[], &[]).unwrap();
-        assert!(
-            none.check("file:///data/a.nc")
-                .unwrap_err()
-                .contains("no allowed prefixes")
-        );
+        let e = none.check("file:///data/a.nc").unwrap_err().to_string();
+        assert!(e.contains("no allowed prefixes"), "{e}");
     }
 
     #[test]

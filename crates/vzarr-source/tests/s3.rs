@@ -4,17 +4,14 @@
 //!
 //! One test function only: it sets the AWS_* environment variables the S3 client reads.
 
-#[path = "support/moto.rs"]
-mod moto;
-
 use std::path::PathBuf;
 
-use moto::{interop_python, s3_put, set_s3_env, start_moto};
 use rayon::prelude::*;
 use vzarr_source::{
-    ByteSource, ListedObject, ObjectSource, RangeReader, RemoteReader, SourceError, list_prefix,
-    open_source,
+    ByteSource, Clients, Memo, ObjectSource, SourceError, SourceRecord, SourceStore, Stores,
+    list_prefix, locate, open_source,
 };
+use vzarr_test_support::moto::{interop_python, s3_put, set_s3_env, start_moto};
 
 const BUCKET: &str = "vzarr-source-test";
 
@@ -24,7 +21,7 @@ fn data(n: usize, seed: u8) -> Vec<u8> {
         .collect()
 }
 
-fn urls(listed: &[ListedObject]) -> Vec<&str> {
+fn urls(listed: &[SourceRecord]) -> Vec<&str> {
     listed.iter().map(|o| o.url.as_str()).collect()
 }
 
@@ -57,18 +54,24 @@ fn object_sources_listings_and_range_reads_on_s3() {
     let a = &objects[0].1;
 
     // HEAD at open, then ranged GETs checked against the size.
-    let src = ObjectSource::open(&url("data/a.nc")).unwrap();
+    let open = |u: &str| ObjectSource::open(Clients::global(), &locate(u).unwrap());
+    let src = open(&url("data/a.nc")).unwrap();
     assert_eq!(src.url(), url("data/a.nc"));
     assert_eq!(src.size(), 10_000);
-    assert_eq!(src.read_range(0, 4).unwrap(), a[..4]);
-    assert_eq!(src.read_range(4321, 1000).unwrap(), a[4321..5321]);
-    assert_eq!(src.read_range(9_990, 10).unwrap(), a[9_990..]);
-    assert_eq!(src.read_range(10_000, 0).unwrap(), b"");
-    let e = src.read_range(9_995, 10).unwrap_err();
+    assert_eq!(src.read(0..4).unwrap(), a[..4]);
+    assert_eq!(src.read(4321..5321).unwrap(), a[4321..5321]);
+    assert_eq!(src.read(9_990..10_000).unwrap(), a[9_990..]);
+    assert_eq!(src.read(10_000..10_000).unwrap(), &b""[..]);
+    // Several ranges, fetched concurrently, in the order asked.
+    let got = src.read_ranges(&[5000..5010, 0..3, 9_000..9_500]).unwrap();
+    assert_eq!(got[0], a[5000..5010]);
+    assert_eq!(got[1], a[..3]);
+    assert_eq!(got[2], a[9_000..9_500]);
+    let e = src.read(9_995..10_005).unwrap_err();
     assert!(matches!(e, SourceError::OutOfBounds { .. }), "{e}");
     assert!(e.to_string().contains(&url("data/a.nc")), "{e}");
-    assert!(src.read_range(u64::MAX, 2).is_err());
-    let stamp = src.stamp();
+    assert!(src.read(u64::MAX - 1..u64::MAX).is_err());
+    let stamp = src.record().clone();
     assert_eq!(stamp.size, 10_000);
     assert!(stamp.mtime_ns.is_some_and(|t| t > 0), "{stamp:?}");
     assert!(
@@ -87,14 +90,7 @@ fn object_sources_listings_and_range_reads_on_s3() {
         let listed = list_prefix(&prefix).unwrap();
         assert_eq!(urls(&listed), want_data, "{prefix}");
         for o in &listed {
-            let s = ObjectSource::open(&o.url).unwrap();
-            let st = s.stamp();
-            assert_eq!(
-                (st.size, st.mtime_ns, st.etag.clone()),
-                (o.size, o.mtime_ns, o.etag.clone()),
-                "{}",
-                o.url
-            );
+            assert_eq!(open(&o.url).unwrap().record(), o, "{}", o.url);
         }
     }
     let sizes: Vec<u64> = list_prefix(&url("data/"))
@@ -121,8 +117,8 @@ fn object_sources_listings_and_range_reads_on_s3() {
     // open_source: object-store URLs as ObjectSource, local paths and file:// as LocalFile.
     let s = open_source(&url("data/sub/b.nc")).unwrap();
     assert_eq!(s.url(), url("data/sub/b.nc"));
-    assert_eq!(s.read_range(100, 50).unwrap(), objects[1].1[100..150]);
-    assert!(s.stamp().etag.is_some());
+    assert_eq!(s.read(100..150).unwrap(), objects[1].1[100..150]);
+    assert!(s.record().etag.is_some());
     let local: PathBuf = uploads[1].0.clone();
     for name in [
         local.to_str().unwrap().to_string(),
@@ -133,13 +129,13 @@ fn object_sources_listings_and_range_reads_on_s3() {
     ] {
         let s = open_source(&name).unwrap();
         assert!(s.url().starts_with("file:///"), "{}", s.url());
-        assert_eq!(s.read_range(0, 300).unwrap(), objects[1].1);
-        assert_eq!(s.stamp().etag, None);
+        assert_eq!(s.read(0..300).unwrap(), objects[1].1);
+        assert_eq!(s.record().etag, None);
     }
 
     // Not found: named, recognisable.
     for e in [
-        ObjectSource::open(&url("data/missing.nc")).unwrap_err(),
+        open(&url("data/missing.nc")).unwrap_err(),
         open_source(&url("data/missing.nc")).err().unwrap(),
     ] {
         assert!(matches!(e, SourceError::NotFound { .. }), "{e}");
@@ -150,10 +146,11 @@ fn object_sources_listings_and_range_reads_on_s3() {
         );
     }
     let e = open_source("ftp://host/x.nc").err().unwrap();
-    assert!(matches!(e, SourceError::UnsupportedScheme { .. }), "{e}");
+    assert!(matches!(e, SourceError::BadUrl { .. }), "{e}");
+    assert!(e.to_string().contains("unsupported URL scheme"), "{e}");
 
-    // RemoteReader: any URL, from rayon workers, each source opened once.
-    let reader = RemoteReader::new();
+    // A memoising store: any URL, from rayon workers, each source opened once.
+    let reader = Memo::new(Stores::default());
     let local_url = format!(
         "file://{}",
         vzarr_source::absolute(&uploads[0].0).unwrap().display()
@@ -169,18 +166,18 @@ fn object_sources_listings_and_range_reads_on_s3() {
         })
         .collect();
     jobs.par_iter().for_each(|(u, off, len)| {
-        let got = reader.read(u, *off, *len).unwrap();
+        let got = reader.open(u).unwrap().read(*off..*off + *len).unwrap();
         assert_eq!(
             got,
             a[*off as usize..(*off + *len) as usize],
             "{u} {off}+{len}"
         );
     });
-    let s1 = reader.source(&url("data/a.nc")).unwrap();
-    let s2 = reader.source(&url("data/a.nc")).unwrap();
+    let s1 = reader.open(&url("data/a.nc")).unwrap();
+    let s2 = reader.open(&url("data/a.nc")).unwrap();
     assert!(std::sync::Arc::ptr_eq(&s1, &s2));
-    assert!(reader.read(&url("data/a.nc"), 9_999, 2).is_err());
-    let e = reader.read(&url("data/missing.nc"), 0, 1).unwrap_err();
+    assert!(s1.read(9_999..10_001).is_err());
+    let e = reader.open(&url("data/missing.nc")).unwrap_err();
     assert!(
         e.is_not_found() && e.to_string().contains("data/missing.nc"),
         "{e}"
@@ -195,12 +192,12 @@ fn object_sources_listings_and_range_reads_on_s3() {
         &[],
         &[(replaced, BUCKET.into(), "data/a.nc".into())],
     );
-    let now = ObjectSource::open(&url("data/a.nc")).unwrap().stamp();
+    let now = open(&url("data/a.nc")).unwrap().record().clone();
     assert_eq!(now.size, 20);
     assert_ne!(now.etag, stamp.etag);
-    assert_eq!(src.stamp(), stamp);
+    assert_eq!(src.record(), &stamp);
     // Reads of the source opened before are refused, not mixed with the new bytes.
-    let e = src.read_range(0, 10).unwrap_err();
+    let e = src.read(0..10).unwrap_err();
     assert!(matches!(e, SourceError::Changed { .. }), "{e}");
     assert!(e.to_string().contains(&url("data/a.nc")), "{e}");
 }

@@ -23,10 +23,10 @@ pub fn good_fixtures() -> Vec<String> {
 
 /// Scans `src` and writes its references to `out`.
 pub fn build(src: &Path, out: &Path, split: Option<u64>) {
-    let opts = vzarr_scan::ScanOptions {
-        split_contiguous_bytes: split,
-    };
-    let ds = vzarr_scan::scan_path(src, &opts).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    let opts = vzarr_scan::ScanOptions::default().with_split_contiguous(split);
+    let source = vzarr_scan::inputs::SourceRef::local(src).unwrap();
+    let ds = vzarr_scan::scan_source(&source, &opts)
+        .unwrap_or_else(|e| panic!("{}: {e}", src.display()));
     vzarr_kerchunk::write_file(&ds, out).unwrap();
 }
 

@@ -1,4 +1,4 @@
-//! Parsing kerchunk version 1 references holding a Zarr v3 hierarchy back into a
+//! Reading: kerchunk version 1 references holding a Zarr v3 hierarchy parsed back into a
 //! [`VirtualDataset`].
 //!
 //! Accepted: `{"version": 1, "refs": {...}}` with or without our `"vzarr"` provenance block,
@@ -15,10 +15,34 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 use vzarr_core::{Group, Provenance, VirtualArray, VirtualDataset};
 
-use crate::ReadError;
+/// Why references could not be parsed. Every variant names where the references came from
+/// and, where it is about one key, the key.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// The references are malformed as a whole (not JSON, not UTF-8, wrong version, ...).
+    #[error("{origin}: malformed references: {reason}")]
+    Malformed {
+        /// Where the references came from.
+        origin: String,
+        /// Why.
+        reason: String,
+    },
+    /// One key of the references is malformed or does not fit the arrays it names.
+    #[error("{origin}: key {key:?}: {reason}")]
+    BadKey {
+        /// Where the references came from.
+        origin: String,
+        /// The offending key.
+        key: String,
+        /// Why.
+        reason: String,
+    },
+}
 
 /// Limits that keep a hostile manifest from exhausting memory.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct ParseLimits {
     /// Most chunks (stored or not) one array, and all arrays together, may have; the manifest
     /// costs about 20 bytes a chunk.
@@ -33,22 +57,29 @@ impl Default for ParseLimits {
     }
 }
 
+impl ParseLimits {
+    /// Limits of at most `max_chunks` chunks in all.
+    pub fn with_max_chunks(max_chunks: u64) -> Self {
+        ParseLimits { max_chunks }
+    }
+}
+
 /// References parsed back into the model, plus what a store needs to serve them.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ParsedRefs {
-    /// The dataset: groups, arrays with their manifests, provenance.
+    /// The dataset: groups, arrays with their manifests, provenance (sources with their
+    /// recorded size, modification time and ETag).
     pub dataset: VirtualDataset,
     /// Metadata documents (`zarr.json`, `path/zarr.json`) as JSON bytes, as given.
     pub documents: HashMap<String, Bytes>,
-    /// ETags recorded per source URL (an optional `etag` field of `vzarr.sources`).
-    pub etags: HashMap<String, String>,
     /// Whether the references carried a `vzarr` provenance block.
     pub has_provenance: bool,
 }
 
 /// Splits a chunk key into its array path and index part (`""` for a 0-d array), when some
 /// array (per `is_array`) owns it: `tas/c/0/1` -> `("tas", "0/1")`, `g/s/c` -> `("g/s", "")`.
-pub(crate) fn split_chunk_key(key: &str, is_array: impl Fn(&str) -> bool) -> Option<(&str, &str)> {
+pub fn split_chunk_key(key: &str, is_array: impl Fn(&str) -> bool) -> Option<(&str, &str)> {
     let b = key.as_bytes();
     for (p, _) in key.match_indices('c') {
         let starts = p == 0 || b[p - 1] == b'/';
@@ -67,7 +98,7 @@ pub(crate) fn split_chunk_key(key: &str, is_array: impl Fn(&str) -> bool) -> Opt
 
 /// Parses the index part of a chunk key (`"0/12/3"`); strict decimal, no signs or leading
 /// zeros.
-pub(crate) fn parse_chunk_indices(rest: &str) -> Result<Vec<u64>, String> {
+pub fn parse_chunk_indices(rest: &str) -> Result<Vec<u64>, String> {
     if rest.is_empty() {
         return Ok(Vec::new());
     }
@@ -240,8 +271,8 @@ pub fn parse_refs(
     bytes: &[u8],
     origin: &str,
     limits: ParseLimits,
-) -> Result<ParsedRefs, ReadError> {
-    let malformed = |reason: String| ReadError::Malformed {
+) -> Result<ParsedRefs, ParseError> {
+    let malformed = |reason: String| ParseError::Malformed {
         origin: origin.to_string(),
         reason,
     };
@@ -255,7 +286,7 @@ pub fn parse_refs(
     let Value::Object(top) = top else {
         return Err(malformed("the top level is not a JSON object".into()));
     };
-    let (refs, provenance, etags, has_provenance, templates) =
+    let (refs, provenance, has_provenance, templates) =
         if top.contains_key("refs") || top.contains_key("version") {
             match top.get("version") {
                 Some(v) if v.as_u64() == Some(1) => {}
@@ -284,37 +315,20 @@ pub fn parse_refs(
                     templates.insert(k.clone(), v.to_string());
                 }
             }
-            let (prov, etags, has) = match top.get("vzarr") {
-                None => (Provenance::default(), HashMap::new(), false),
+            let (prov, has) = match top.get("vzarr") {
+                None => (Provenance::default(), false),
                 Some(v) => {
                     let prov: Provenance = serde_json::from_value(v.clone())
                         .map_err(|e| malformed(format!("\"vzarr\" provenance block: {e}")))?;
-                    let mut etags = HashMap::new();
-                    if let Some(sources) = v.get("sources").and_then(Value::as_array) {
-                        for s in sources {
-                            if let (Some(u), Some(e)) = (
-                                s.get("url").and_then(Value::as_str),
-                                s.get("etag").and_then(Value::as_str),
-                            ) {
-                                etags.insert(u.to_string(), e.to_string());
-                            }
-                        }
-                    }
-                    (prov, etags, true)
+                    (prov, true)
                 }
             };
-            (refs.clone(), prov, etags, has, templates)
+            (refs.clone(), prov, has, templates)
         } else {
-            (
-                top,
-                Provenance::default(),
-                HashMap::new(),
-                false,
-                BTreeMap::new(),
-            )
+            (top, Provenance::default(), false, BTreeMap::new())
         };
 
-    let bad_key = |key: &str, reason: String| ReadError::BadKey {
+    let bad_key = |key: &str, reason: String| ParseError::BadKey {
         origin: origin.to_string(),
         key: key.to_string(),
         reason,
@@ -464,7 +478,7 @@ pub fn parse_refs(
                         ));
                     }
                     3 => {
-                        let num = |v: &Value, what: &str| -> Result<u64, ReadError> {
+                        let num = |v: &Value, what: &str| -> Result<u64, ParseError> {
                             match v {
                                 Value::Number(n) => {
                                     if let Some(u) = n.as_u64() {
@@ -539,7 +553,6 @@ pub fn parse_refs(
     Ok(ParsedRefs {
         dataset: ds,
         documents,
-        etags,
         has_provenance,
     })
 }
@@ -644,7 +657,7 @@ mod tests {
         .unwrap();
         assert!(p.has_provenance);
         assert_eq!(p.dataset.provenance.sources[0].size, 5);
-        assert_eq!(p.etags["file:///d/a.nc"], "x");
+        assert_eq!(p.dataset.provenance.sources[0].etag.as_deref(), Some("x"));
         v["vzarr"] = json!({"sources": "nope"});
         assert!(err(&serde_json::to_vec(&v).unwrap()).contains("provenance"));
     }

@@ -3,11 +3,9 @@
 //! variable; the pinned `moto[server]` is in tests/interop/requirements.txt), and uploads with
 //! boto3 (which comes with moto).
 //!
-//! Shared by the S3 tests of vzarr-source and vzarr-read (`#[path]` module). A test binary
+//! Used by the S3 tests of vzarr-source, vzarr-read and the CLI. A test binary
 //! using it should have one test function only: [`set_s3_env`] sets process-wide environment
 //! variables that the S3 clients read when they are built.
-
-#![allow(dead_code)]
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -79,6 +77,7 @@ pub fn start_moto(python: &Path) -> Moto {
 /// Sets environment variables: no other thread may read or write the environment meanwhile
 /// (call it first in the only test function of the binary).
 pub unsafe fn set_s3_env(endpoint: &str) {
+    // SAFETY: the caller guarantees that no other thread touches the environment meanwhile.
     unsafe {
         std::env::set_var("AWS_ENDPOINT_URL", endpoint);
         std::env::set_var("AWS_ALLOW_HTTP", "true");

@@ -5,16 +5,17 @@
 //!
 //! One test function only: it sets the AWS_* environment variables the S3 client reads.
 
+#[path = "verify/common.rs"]
 mod common;
-#[path = "../../vzarr-source/tests/support/moto.rs"]
-mod moto;
 
 use std::path::{Path, PathBuf};
 
 use common::*;
-use moto::{interop_python, s3_put, set_s3_env, start_moto};
 use serde_json::{Value, json};
-use vzarr_read::{ReadError, ReadOptions, VerifyOptions, verify};
+use vzarr_read::{ReadError, ReadOptions};
+use vzarr_source::SourceError;
+use vzarr_test_support::moto::{interop_python, s3_put, set_s3_env, start_moto};
+use vzarr_verify::{VerifyError, VerifyOptions, verify};
 
 const BUCKET: &str = "vzarr-test";
 const OTHER: &str = "other-bucket";
@@ -123,7 +124,7 @@ fn reads_and_verifies_through_an_s3_server() {
     let r = v["refs"]["tas/c/0/0/0"].clone();
     v["refs"]["tas/c/0/0/0"] = json!([format!("s3://{OTHER}/fixtures/nc3_classic.nc"), r[1], r[2]]);
     match open_bytes(&v, ReadOptions::default()) {
-        Err(e @ ReadError::NotAllowed { .. }) => {
+        Err(e) if matches!(e.source_error(), Some(SourceError::NotAllowed { .. })) => {
             let e = e.to_string();
             assert!(
                 e.contains(&format!("s3://{OTHER}/fixtures/nc3_classic.nc")),
@@ -190,7 +191,16 @@ fn reads_and_verifies_through_an_s3_server() {
     );
     let reader = open_bytes(&v_without_tamper(&out), ReadOptions::default()).unwrap();
     let e = verify(&reader, &VerifyOptions::default()).unwrap_err();
-    assert!(matches!(e, ReadError::Stale { .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            VerifyError::Sources {
+                first: SourceError::Stale { .. },
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert!(
         e.to_string().contains(&format!(
             "size changed from {} to {} bytes",

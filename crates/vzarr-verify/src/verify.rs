@@ -13,15 +13,14 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
+use vzarr_core::summary::human_bytes;
 use vzarr_core::{ChunkRef, VirtualArray};
+use vzarr_read::{
+    Difference, FetchedChunks, ReadError, Reader, compare, extract_box, to_f64s, unravel,
+};
 
-use crate::ReadError;
+use crate::VerifyError;
 use crate::direct::DirectReaders;
-use crate::fetch::Fetcher;
-use crate::reader::Reader;
-use crate::store::{RefStore, prefetch};
-use crate::values::{Difference, compare, extract_box, to_f64s, unravel};
 
 /// Progress of a verification.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,21 +130,6 @@ pub struct VerifyReport {
     pub skipped: Vec<Skipped>,
 }
 
-fn human(n: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < units.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", units[u])
-    }
-}
-
 impl VerifyReport {
     /// Whether every compared value matched.
     pub fn ok(&self) -> bool {
@@ -168,8 +152,8 @@ impl VerifyReport {
             "verified {} chunks{sampled}, {} values compared, {} read through the manifest, {} read from sources directly, {:.2} s: {outcome}",
             self.chunks_checked,
             self.values_compared,
-            human(self.bytes_read),
-            human(self.source_bytes_read),
+            human_bytes(self.bytes_read),
+            human_bytes(self.source_bytes_read),
             self.seconds
         )
     }
@@ -201,7 +185,7 @@ impl SplitMix64 {
 }
 
 /// `n` distinct indices of `0..total`, uniformly at random (Floyd's algorithm), sorted.
-pub(crate) fn sample_indices(total: u64, n: u64, seed: u64) -> Vec<u64> {
+fn sample_indices(total: u64, n: u64, seed: u64) -> Vec<u64> {
     if n >= total {
         return (0..total).collect();
     }
@@ -346,17 +330,14 @@ struct Task {
 /// Verifies the references opened in `reader`: reads chunks through the manifest and
 /// compares every value with the source read directly. Stale sources are an error (unless the
 /// reader ignores staleness); differences are in the report.
-pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, ReadError> {
+pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, VerifyError> {
     let t0 = Instant::now();
     let bytes_before = reader.stats().bytes;
-    let stale = reader.check_sources();
-    if let Some(first) = stale.first() {
-        return Err(match first.clone() {
-            ReadError::Stale { url, what } if stale.len() > 1 => ReadError::Stale {
-                url,
-                what: format!("{what} (and {} more changed sources)", stale.len() - 1),
-            },
-            other => other,
+    let mut stale = reader.check_sources().into_iter();
+    if let Some(first) = stale.next() {
+        return Err(VerifyError::Sources {
+            first,
+            more: stale.count(),
         });
     }
     let ds = reader.dataset();
@@ -365,7 +346,7 @@ pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, Rea
     } else {
         for a in &opts.arrays {
             if !ds.arrays.contains_key(a.trim_start_matches('/')) {
-                return Err(ReadError::NoArray(a.clone()));
+                return Err(ReadError::NoArray(a.clone()).into());
             }
         }
         let mut v: Vec<String> = opts
@@ -419,73 +400,72 @@ pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, Rea
         i = j;
     }
 
-    let shared = reader.shared().clone();
-    let fetcher = reader.fetcher().clone();
-    let mut direct = DirectReaders::new(fetcher.clone());
+    let mut direct = DirectReaders::new(reader.direct_sources().clone());
     let mut report = VerifyReport {
         chunks_total: total,
         ..Default::default()
     };
     let mut units_cache: HashMap<(String, String), Option<String>> = HashMap::new();
     let mut skipped_arrays: HashSet<String> = HashSet::new();
-    let spawn = |b: &Range<usize>| {
-        let a = tasks[b.start].array;
+    let readers = paths
+        .iter()
+        .map(|p| reader.array(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let fetch = |b: &Range<usize>| {
+        let ar = &readers[tasks[b.start].array];
         let lins: Vec<usize> = tasks[b.clone()].iter().map(|t| t.lin).collect();
-        fetcher
-            .spawn(prefetch(shared.clone(), paths[a].clone(), lins))
-            .ok_or_else(|| ReadError::Options("the I/O runtime is shut down".into()))
-    };
-    let mut pending = match batches.first() {
-        Some(b) => Some(spawn(b)?),
-        None => None,
+        ar.fetch_chunks(&lins)
     };
     let mut done = 0u64;
-    for (bi, b) in batches.iter().enumerate() {
-        let a = tasks[b.start].array;
-        let path = &paths[a];
-        let array = arrays[a];
-        // A failed prefetch is reported per chunk below (each chunk is then fetched alone).
-        let cache: HashMap<usize, Bytes> = match pending.take() {
-            Some(h) => Fetcher::join(h).unwrap_or_default(),
-            None => HashMap::new(),
-        };
-        if let Some(next) = batches.get(bi + 1) {
-            pending = Some(spawn(next)?);
-        }
-        let store = Arc::new(RefStore::new(shared.clone(), path, cache));
-        let ar = reader.array(path)?;
-        for t in &tasks[b.clone()] {
-            let idx = array.grid.chunk_index(t.lin as u64);
-            let origin = array.grid.chunk_origin(&idx);
-            let count = array.grid.chunk_valid_shape(&idx);
-            done += 1;
-            report.chunks_checked += 1;
-            let ranges: Vec<Range<u64>> =
-                origin.iter().zip(&count).map(|(&o, &c)| o..o + c).collect();
-            check_chunk(
-                reader,
-                &mut direct,
-                &mut report,
-                opts,
-                &mut units_cache,
-                &mut skipped_arrays,
-                ChunkCtx {
-                    path,
-                    array,
-                    idx: &idx,
-                    origin: &origin,
-                    count: &count,
+    std::thread::scope(|s| {
+        let mut pending = batches.first().map(|b| s.spawn(move || fetch(b)));
+        for (bi, b) in batches.iter().enumerate() {
+            let a = tasks[b.start].array;
+            let path = &paths[a];
+            let array = arrays[a];
+            // A failed prefetch is reported per chunk below (each chunk is then fetched alone).
+            let fetched: FetchedChunks = match pending.take() {
+                Some(h) => match h.join() {
+                    Ok(r) => r.unwrap_or_default(),
+                    Err(p) => std::panic::resume_unwind(p),
                 },
-                || ar.decode_box(store.clone(), &ranges),
-            );
-            if let Some(p) = &opts.progress {
-                p(VerifyProgress {
-                    done,
-                    total: picked.len() as u64,
-                });
+                None => FetchedChunks::default(),
+            };
+            pending = batches.get(bi + 1).map(|n| s.spawn(move || fetch(n)));
+            let ar = &readers[a];
+            for t in &tasks[b.clone()] {
+                let idx = array.grid.chunk_index(t.lin as u64);
+                let origin = array.grid.chunk_origin(&idx);
+                let count = array.grid.chunk_valid_shape(&idx);
+                done += 1;
+                report.chunks_checked += 1;
+                let ranges: Vec<Range<u64>> =
+                    origin.iter().zip(&count).map(|(&o, &c)| o..o + c).collect();
+                check_chunk(
+                    reader,
+                    &mut direct,
+                    &mut report,
+                    opts,
+                    &mut units_cache,
+                    &mut skipped_arrays,
+                    ChunkCtx {
+                        path,
+                        array,
+                        idx: &idx,
+                        origin: &origin,
+                        count: &count,
+                    },
+                    || ar.decode_box(&fetched, &ranges),
+                );
+                if let Some(p) = &opts.progress {
+                    p(VerifyProgress {
+                        done,
+                        total: picked.len() as u64,
+                    });
+                }
             }
         }
-    }
+    });
     report.bytes_read = reader.stats().bytes - bytes_before;
     report.source_bytes_read = direct.bytes;
     report.seconds = t0.elapsed().as_secs_f64();
@@ -614,7 +594,7 @@ fn check_chunk(
     let nominal = if c.array.codecs.is_empty() {
         0
     } else {
-        crate::reader::max_chunk_bytes(c.array)
+        vzarr_read::max_chunk_bytes(c.array)
     };
     if region > limit || nominal > limit {
         let m = Mismatch {

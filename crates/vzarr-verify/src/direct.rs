@@ -10,7 +10,6 @@ use std::ops::Range;
 use std::ptr;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use hdf5_sys::h5::hsize_t;
 use hdf5_sys::h5d::{H5Dget_space, H5Dget_type, H5Dread};
 use hdf5_sys::h5i::hid_t;
@@ -25,62 +24,16 @@ use hdf5_sys::h5t::{
 };
 use vzarr_core::DataType;
 use vzarr_netcdf3::{AttrValue, Header};
-use vzarr_scan::Format;
-use vzarr_source::{ByteSource, LocalFile, Scheme, SourceError, SourceStamp};
-
-use crate::ReadError;
-use crate::fetch::{Fetcher, RangeRequest};
-use crate::values::{swap_elements, unravel};
+use vzarr_read::{swap_elements, unravel};
+use vzarr_source::{ByteSource, Format, Scheme, SourceStore, locate, sniff};
 
 /// Values read from a source: their type in the source and native-endian bytes.
 #[derive(Clone, Debug)]
 pub(crate) struct SourceValues {
     /// Element type as the source stores it.
-    pub dtype: DataType,
+    pub(crate) dtype: DataType,
     /// Native-endian element bytes, C order.
-    pub bytes: Vec<u8>,
-}
-
-/// A source on object storage as a [`ByteSource`] whose ranged reads go through the fetcher
-/// (the reader's allowed prefixes, staleness check and coalescing; `vzarr_source`'s
-/// `ObjectSource` has none of these).
-struct RemoteSource {
-    url: String,
-    stamp: SourceStamp,
-    fetcher: Arc<Fetcher>,
-}
-
-impl ByteSource for RemoteSource {
-    fn url(&self) -> &str {
-        &self.url
-    }
-
-    fn size(&self) -> u64 {
-        self.stamp.size
-    }
-
-    fn read_range(&self, offset: u64, len: u64) -> Result<Vec<u8>, SourceError> {
-        let io = |e: String| SourceError::Io {
-            url: self.url.clone(),
-            error: std::io::Error::other(e),
-        };
-        vzarr_source::checked_len(&self.url, offset, len, self.stamp.size)?;
-        let req = RangeRequest {
-            url: Arc::from(self.url.as_str()),
-            offset,
-            length: len,
-        };
-        let f = self.fetcher.clone();
-        let mut v = self
-            .fetcher
-            .block_on(f.fetch_many(vec![req], true))
-            .map_err(|e| io(e.to_string()))?;
-        Ok(v.pop().map(|b| b.to_vec()).unwrap_or_default())
-    }
-
-    fn stamp(&self) -> SourceStamp {
-        self.stamp.clone()
-    }
+    pub(crate) bytes: Vec<u8>,
 }
 
 enum Opened {
@@ -94,16 +47,16 @@ enum Opened {
     },
     Nc3Remote {
         header: Box<Header>,
-        src: RemoteSource,
+        src: Arc<dyn ByteSource>,
     },
 }
 
 /// Open sources, a few at a time.
 pub(crate) struct DirectReaders {
-    fetcher: Arc<Fetcher>,
+    sources: Arc<dyn SourceStore>,
     open: VecDeque<(String, Opened)>,
     /// Bytes downloaded or read from sources directly.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 const KEEP_OPEN: usize = 8;
@@ -126,6 +79,8 @@ impl Drop for Hid {
 /// # Safety
 /// `ftype` must be a valid datatype identifier; call inside `hdf5::sync::sync`.
 unsafe fn hdf5_dtype(ftype: hid_t) -> Result<(DataType, bool), String> {
+    // SAFETY: the caller passes a valid datatype identifier and holds the HDF5 lock; the
+    // base type of an enum is owned (and closed) by `Hid`.
     unsafe {
         let size = H5Tget_size(ftype);
         let class = H5Tget_class(ftype);
@@ -332,7 +287,7 @@ fn nc_units(file: &netcdf::File, var: &str) -> Option<String> {
 /// whole axes is contiguous in the file; records are `record_size` apart.
 fn nc3_remote_read(
     header: &Header,
-    src: &RemoteSource,
+    src: &dyn ByteSource,
     var: &str,
     start: &[u64],
     count: &[u64],
@@ -378,8 +333,7 @@ fn nc3_remote_read(
     let block_elems: u64 = count[block_axes..].iter().product::<u64>().max(1);
     let outer: Vec<u64> = count[..block_axes].to_vec();
     let nblocks: u64 = outer.iter().product();
-    let url: Arc<str> = Arc::from(src.url.as_str());
-    let mut reqs = Vec::with_capacity(nblocks as usize);
+    let mut reqs: Vec<Range<u64>> = Vec::with_capacity(nblocks as usize);
     for b in 0..nblocks {
         let idx = unravel(b, &outer);
         let mut pos: Vec<u64> = start.to_vec();
@@ -407,17 +361,10 @@ fn nc3_remote_read(
             .and_then(|o| o.checked_add(base))
             .ok_or_else(overflow)?;
         let length = block_elems.checked_mul(esize).ok_or_else(overflow)?;
-        reqs.push(RangeRequest {
-            url: url.clone(),
-            offset,
-            length,
-        });
+        let end = offset.checked_add(length).ok_or_else(overflow)?;
+        reqs.push(offset..end);
     }
-    let f = src.fetcher.clone();
-    let got = src
-        .fetcher
-        .block_on(f.fetch_many(reqs, true))
-        .map_err(|e| e.to_string())?;
+    let got = src.read_ranges(&reqs).map_err(|e| e.to_string())?;
     let mut bytes = Vec::with_capacity((n * esize) as usize);
     for g in got {
         bytes.extend_from_slice(&g);
@@ -429,54 +376,51 @@ fn nc3_remote_read(
 }
 
 impl DirectReaders {
-    /// Readers that resolve URLs through `fetcher` (same allowed prefixes).
-    pub fn new(fetcher: Arc<Fetcher>) -> Self {
+    /// Readers that open sources through `sources` (the reader's allowed prefixes and
+    /// recorded records).
+    pub(crate) fn new(sources: Arc<dyn SourceStore>) -> Self {
         crate::h5filters::register();
         DirectReaders {
-            fetcher,
+            sources,
             open: VecDeque::new(),
             bytes: 0,
         }
     }
 
-    fn download(&mut self, url: &str) -> Result<tempfile::TempPath, String> {
-        let (store, path, _) = self.fetcher.resolve(url).map_err(|e| e.to_string())?;
+    /// Copies a source into a temporary file, 16 MiB at a time.
+    fn download(&mut self, src: &dyn ByteSource) -> Result<tempfile::TempPath, String> {
         let mut tmp = tempfile::Builder::new()
             .prefix(".vzarr-verify-")
             .tempfile()
             .map_err(|e| format!("cannot create a temporary file: {e}"))?;
-        let url_s = url.to_string();
-        let file = tmp.as_file_mut().try_clone().map_err(|e| e.to_string())?;
-        let n = self
-            .fetcher
-            .block_on(async move {
-                let mut file = file;
-                let got = object_store::ObjectStoreExt::get(&*store, &path)
-                    .await
-                    .map_err(|e| ReadError::source(&url_s, e))?;
-                let mut stream = got.into_stream();
-                let mut n = 0u64;
-                while let Some(chunk) = stream.next().await {
-                    let chunk = chunk.map_err(|e| ReadError::source(&url_s, e))?;
-                    file.write_all(&chunk)
-                        .map_err(|e| ReadError::source(&url_s, e))?;
-                    n += chunk.len() as u64;
-                }
-                file.flush().map_err(|e| ReadError::source(&url_s, e))?;
-                Ok(n)
-            })
-            .map_err(|e| e.to_string())?;
-        self.bytes += n;
+        let size = src.size();
+        let step = 16u64 << 20;
+        let mut at = 0u64;
+        while at < size {
+            let end = (at + step).min(size);
+            let bytes = src.read(at..end).map_err(|e| e.to_string())?;
+            tmp.write_all(&bytes).map_err(|e| e.to_string())?;
+            at = end;
+        }
+        tmp.flush().map_err(|e| e.to_string())?;
+        self.bytes += size;
         Ok(tmp.into_temp_path())
     }
 
     fn open_source(&mut self, url: &str) -> Result<Opened, String> {
-        let (_, _, loc) = self.fetcher.resolve(url).map_err(|e| e.to_string())?;
+        // Opened through the reader's policies: refused or stale sources are errors here.
+        let src = self.sources.open(url).map_err(|e| e.to_string())?;
+        let loc = locate(url).map_err(|e| e.to_string())?;
+        let format = sniff(src.as_ref()).map_err(|e| e.to_string())?;
         if loc.scheme == Scheme::File {
             let path = loc.local_path();
-            let src = LocalFile::open(&path).map_err(|e| e.to_string())?;
-            return match vzarr_scan::sniff(&src).map_err(|e| e.to_string())? {
-                Format::Hdf5 { .. } => {
+            return match format {
+                Format::NetCdf3 { .. } => {
+                    let file =
+                        netcdf::open(&path).map_err(|e| format!("netCDF cannot open it: {e}"))?;
+                    Ok(Opened::Nc3Local { file })
+                }
+                _ => {
                     let file = hdf5::sync::sync(|| hdf5::File::open(&path))
                         .map_err(|e| format!("HDF5 cannot open it: {e}"))?;
                     Ok(Opened::Hdf5 {
@@ -485,37 +429,19 @@ impl DirectReaders {
                         _tmp: None,
                     })
                 }
-                Format::NetCdf3 { .. } => {
-                    let file =
-                        netcdf::open(&path).map_err(|e| format!("netCDF cannot open it: {e}"))?;
-                    Ok(Opened::Nc3Local { file })
-                }
             };
         }
-        let f = self.fetcher.clone();
-        let meta = self
-            .fetcher
-            .block_on(f.head(url.to_string()))
-            .map_err(|e| e.to_string())?;
-        let src = RemoteSource {
-            url: url.to_string(),
-            stamp: SourceStamp {
-                size: meta.size,
-                mtime_ns: meta.last_modified.timestamp_nanos_opt().map(i128::from),
-                etag: meta.e_tag,
-            },
-            fetcher: self.fetcher.clone(),
-        };
-        match vzarr_scan::sniff(&src).map_err(|e| e.to_string())? {
+        match format {
             Format::NetCdf3 { .. } => {
-                let header = vzarr_netcdf3::parse_header(&src).map_err(|e| e.to_string())?;
+                let header =
+                    vzarr_netcdf3::parse_header(src.as_ref()).map_err(|e| e.to_string())?;
                 Ok(Opened::Nc3Remote {
                     header: Box::new(header),
                     src,
                 })
             }
-            Format::Hdf5 { .. } => {
-                let tmp = self.download(url)?;
+            _ => {
+                let tmp = self.download(src.as_ref())?;
                 let path = tmp.to_path_buf();
                 let file = hdf5::sync::sync(|| hdf5::File::open(&path))
                     .map_err(|e| format!("HDF5 cannot open the downloaded copy: {e}"))?;
@@ -543,7 +469,7 @@ impl DirectReaders {
     }
 
     /// Reads the region `start`+`count` of variable `var` of the source at `url`.
-    pub fn read(
+    pub(crate) fn read(
         &mut self,
         url: &str,
         var: &str,
@@ -553,14 +479,16 @@ impl DirectReaders {
         let out = match self.get(url)? {
             Opened::Hdf5 { file, .. } => hdf5_read(file, var, start, count),
             Opened::Nc3Local { file } => nc_read(file, var, start, count),
-            Opened::Nc3Remote { header, src } => nc3_remote_read(header, src, var, start, count),
+            Opened::Nc3Remote { header, src } => {
+                nc3_remote_read(header, src.as_ref(), var, start, count)
+            }
         }?;
         self.bytes += out.bytes.len() as u64;
         Ok(out)
     }
 
     /// The `units` attribute of variable `var` in the source, where it has one.
-    pub fn units(&mut self, url: &str, var: &str) -> Result<Option<String>, String> {
+    pub(crate) fn units(&mut self, url: &str, var: &str) -> Result<Option<String>, String> {
         Ok(match self.get(url)? {
             Opened::Hdf5 { path, .. } => {
                 let path = path.clone();

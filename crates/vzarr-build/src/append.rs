@@ -1,0 +1,86 @@
+//! Appending to an existing output: its recorded sources plus the new ones are planned again
+//! (the old ones' scans come from the scan cache when given), which gives the same output as
+//! a full rebuild.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use vzarr_core::Provenance;
+use vzarr_plan::Concat;
+use vzarr_scan::inputs::SourceRef;
+
+use crate::BuildError;
+
+/// The sources of an existing output, in its concatenation order, and how it was combined.
+pub fn recorded_sources(output: &Path) -> Result<(Vec<SourceRef>, Provenance), BuildError> {
+    #[derive(Deserialize)]
+    struct Head {
+        #[serde(default)]
+        vzarr: Option<Provenance>,
+    }
+    let append_error = |reason: String| BuildError::Append {
+        output: output.display().to_string(),
+        reason,
+    };
+    let file = std::fs::File::open(output).map_err(|e| BuildError::io(output, e))?;
+    let head: Head = serde_json::from_reader(std::io::BufReader::new(file))
+        .map_err(|e| append_error(format!("not a vzarr reference file: {e}")))?;
+    let prov = head.vzarr.ok_or_else(|| {
+        append_error("has no vzarr provenance block; rebuild it instead of appending".into())
+    })?;
+    let urls: Vec<&str> = match &prov.concat {
+        Some(c) => c.pieces.iter().map(|p| p.url.as_str()).collect(),
+        None => prov.sources.iter().map(|s| s.url.as_str()).collect(),
+    };
+    let sources = urls
+        .into_iter()
+        .map(SourceRef::parse)
+        .collect::<Result<_, _>>()?;
+    Ok((sources, prov))
+}
+
+/// The sources and the combination of an append to `output`: its recorded sources followed
+/// by those of `inputs` that are new, concatenated along the dimension it was built with
+/// (`concat`, if given, must be that one).
+pub fn plan_append(
+    output: &Path,
+    inputs: Vec<SourceRef>,
+    concat: Option<&Concat>,
+) -> Result<(Vec<SourceRef>, Option<Concat>), BuildError> {
+    let append_error = |reason: String| BuildError::Append {
+        output: output.display().to_string(),
+        reason,
+    };
+    let (old, prov) = recorded_sources(output)?;
+    let mut concat = concat.cloned();
+    if let Some(c) = &prov.concat {
+        if c.new_dim {
+            return Err(append_error(
+                "appending to a stack along a new dimension is not supported; rebuild it".into(),
+            ));
+        }
+        match &concat {
+            Some(Concat::Existing(d)) if *d != c.dim => {
+                return Err(append_error(format!(
+                    "it was concatenated along {:?}, not {d:?}",
+                    c.dim
+                )));
+            }
+            Some(Concat::Existing(_)) => {}
+            Some(_) => {
+                return Err(append_error(format!(
+                    "it was concatenated along {:?}, not stacked",
+                    c.dim
+                )));
+            }
+            None => concat = Some(Concat::Existing(c.dim.clone())),
+        }
+    }
+    let new: Vec<SourceRef> = inputs.into_iter().filter(|s| !old.contains(s)).collect();
+    if new.is_empty() {
+        return Err(append_error(
+            "nothing to append: every input is already in it".into(),
+        ));
+    }
+    Ok((old.into_iter().chain(new).collect(), concat))
+}

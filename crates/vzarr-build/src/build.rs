@@ -1,0 +1,159 @@
+//! Scanning sources and combining their scans: the whole of `vzarr build`.
+
+use std::time::Instant;
+
+use vzarr_core::VirtualDataset;
+use vzarr_plan::{PlanOptions, PlanReport};
+use vzarr_scan::batch::{BatchOptions, BatchSummary, Outcome, scan_all};
+use vzarr_scan::inputs::SourceRef;
+use vzarr_source::{Memo, Stores};
+
+use crate::{BuildError, BuildOptions, Failure, OnError};
+
+/// The result of a build.
+#[derive(Debug)]
+pub struct BuildOutcome {
+    /// The combined dataset.
+    pub dataset: VirtualDataset,
+    /// What the planner did, when several sources were combined.
+    pub plan: Option<PlanReport>,
+    /// Counts and times.
+    pub summary: BatchSummary,
+    /// Sources left out (with [`OnError::Skip`]).
+    pub failures: Vec<Failure>,
+    /// Variables and attributes the scanners left out, as `source: path: reason`.
+    pub warnings: Vec<String>,
+}
+
+/// Scanned datasets with their input positions, plus failures and warnings.
+#[derive(Debug)]
+pub struct Scanned {
+    /// (input position, dataset), in input order.
+    pub datasets: Vec<(usize, VirtualDataset)>,
+    /// (input position, failure) of the sources that failed, in input order.
+    pub failures: Vec<(usize, Failure)>,
+    /// Left-out variables and attributes.
+    pub warnings: Vec<String>,
+    /// Counts and times of the scan.
+    pub summary: BatchSummary,
+}
+
+/// Scans `sources`, applying the error policy and strictness; `progress` is called after each
+/// source with whether it succeeded.
+pub fn scan_sources(
+    sources: &[SourceRef],
+    opts: &BuildOptions,
+    progress: &(dyn Fn(&SourceRef, bool) + Sync),
+) -> Result<Scanned, BuildError> {
+    let started = Instant::now();
+    let batch = BatchOptions {
+        jobs: opts.jobs,
+        scan: opts.scan.clone(),
+        cache: opts.cache.clone(),
+        keep_going: opts.on_error == OnError::Skip,
+    };
+    let outcomes: Vec<Outcome> = scan_all(sources, &batch, progress)?;
+    let summary = BatchSummary::of_outcomes(&outcomes, started);
+    let mut datasets = Vec::with_capacity(outcomes.len());
+    let mut failures = Vec::new();
+    let mut warnings = Vec::new();
+    for (i, o) in outcomes.into_iter().enumerate() {
+        match o.result {
+            None => {}
+            Some(Err(e)) => {
+                if opts.on_error == OnError::Fail {
+                    return Err(e.into());
+                }
+                failures.push((
+                    i,
+                    Failure {
+                        source: o.source.display(),
+                        reason: e.to_string(),
+                    },
+                ));
+            }
+            Some(Ok(ds)) => {
+                for s in &ds.skipped {
+                    warnings.push(format!("{}: {}: {}", o.source.display(), s.path, s.reason));
+                }
+                if opts.strict && !ds.skipped.is_empty() {
+                    return Err(BuildError::Strict {
+                        source: o.source.display(),
+                        count: ds.skipped.len(),
+                    });
+                }
+                datasets.push((i, ds));
+            }
+        }
+    }
+    Ok(Scanned {
+        datasets,
+        failures,
+        warnings,
+        summary,
+    })
+}
+
+/// Combines scanned datasets (in input order) into one: a single dataset as it is, several
+/// with the planner, which reads what it needs (coordinates, static variables, edge chunks)
+/// through the byte layer. Several without a way to combine them is an error that suggests
+/// one.
+pub fn combine(
+    datasets: Vec<VirtualDataset>,
+    opts: &BuildOptions,
+) -> Result<(VirtualDataset, Option<PlanReport>), BuildError> {
+    let Some(concat) = opts.concat.clone() else {
+        let n = datasets.len();
+        return match n {
+            0 => Err(BuildError::NothingScanned),
+            1 => Ok((datasets.into_iter().next().expect("one dataset"), None)),
+            _ => Err(BuildError::HowToCombine {
+                count: n,
+                suggestion: vzarr_plan::suggest_concat_dim(&datasets),
+            }),
+        };
+    };
+    if datasets.is_empty() {
+        return Err(BuildError::NothingScanned);
+    }
+    let plan_opts = PlanOptions::new(concat)
+        .with_allow_gaps(opts.allow_gaps)
+        .with_time_units(opts.time_units.clone());
+    let sources = Memo::new(Stores::default());
+    let (ds, report) = vzarr_plan::plan(datasets, &plan_opts, &sources)?;
+    Ok((ds, Some(report)))
+}
+
+/// Scans and combines `sources`.
+pub fn build(
+    sources: &[SourceRef],
+    opts: &BuildOptions,
+    progress: &(dyn Fn(&SourceRef, bool) + Sync),
+) -> Result<BuildOutcome, BuildError> {
+    let started = Instant::now();
+    if sources.is_empty() {
+        return Err(BuildError::NoInputs);
+    }
+    let scanned = scan_sources(sources, opts, progress)?;
+    let mut summary = scanned.summary;
+    let (dataset, plan) = combine(scanned.datasets.into_iter().map(|(_, d)| d).collect(), opts)?;
+    fill_totals(&mut summary, &dataset, started);
+    let failures = scanned.failures.into_iter().map(|(_, f)| f).collect();
+    Ok(BuildOutcome {
+        dataset,
+        plan,
+        summary,
+        failures,
+        warnings: scanned.warnings,
+    })
+}
+
+/// Adds the output's totals to a summary.
+pub fn fill_totals(summary: &mut BatchSummary, ds: &VirtualDataset, started: Instant) {
+    let s = vzarr_core::summary::summarize(ds);
+    summary.arrays = s.arrays.len();
+    summary.chunks = s.total.referenced;
+    summary.inline_chunks = s.total.inline;
+    summary.bytes_referenced = s.total.referenced_bytes;
+    summary.total_seconds = started.elapsed().as_secs_f64();
+}

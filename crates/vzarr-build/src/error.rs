@@ -1,0 +1,87 @@
+//! Errors of a build. Library messages never name command-line flags; the CLI adds hints by
+//! matching variants.
+
+/// Why a build (or a shard scan, a combine, an append) failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A source could not be scanned (the build stops at the first failure).
+    #[error(transparent)]
+    Scan(#[from] vzarr_scan::ScanError),
+    /// The scans could not be combined.
+    #[error(transparent)]
+    Plan(#[from] vzarr_plan::PlanError),
+    /// Writing the output failed.
+    #[error(transparent)]
+    Write(#[from] vzarr_kerchunk::WriteError),
+    /// A file of the build (partial, report, existing output) could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No sources were given.
+    #[error("no input files")]
+    NoInputs,
+    /// Every source failed to scan.
+    #[error("no source could be scanned; nothing written")]
+    NothingScanned,
+    /// Several sources and no way to combine them.
+    #[error(
+        "{count} input files: say how to combine them (the dimension to concatenate along{}, or a new dimension to stack them along)",
+        suggestion.as_ref().map(|d| format!(", e.g. {d}, the unlimited dimension of every file")).unwrap_or_default()
+    )]
+    HowToCombine {
+        /// Number of scanned sources.
+        count: usize,
+        /// The unlimited dimension common to every file, if any.
+        suggestion: Option<String>,
+    },
+    /// Variables or attributes would be left out of a build that must be complete.
+    #[error("{source}: {count} item(s) would be left out of a strict build; nothing written")]
+    Strict {
+        /// The source.
+        source: String,
+        /// How many items.
+        count: usize,
+    },
+    /// A shard specification that is not `K/N` with `0 <= K < N`.
+    #[error("shard {spec:?}: {reason}")]
+    BadShard {
+        /// As given.
+        spec: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// A file that is not a partial scan of a shard.
+    #[error("{path}: not a vzarr partial scan: {what}")]
+    NotAPartial {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// The partial scans do not make up one complete sharding.
+    #[error("{0}")]
+    Shards(String),
+    /// An existing output cannot be appended to.
+    #[error("{output}: {reason}")]
+    Append {
+        /// The output file.
+        output: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl BuildError {
+    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        BuildError::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! A block cache for parsers that chase pointers through a file (HDF5 object headers, heaps,
+//! B-trees): reads are served from aligned blocks kept in memory, misses of one call are
+//! fetched together in one batch, and [`ByteSource::prefetch`] fetches what the structure
+//! says will be needed next. The head of the file can be read up front in one request.
+//!
+//! Memory is bounded: at most `capacity` bytes of blocks are kept (oldest dropped first), and
+//! a range longer than [`BlockCache::BYPASS_BLOCKS`] blocks is read around the cache.
+
+use std::collections::{HashMap, VecDeque};
+use std::ops::Range;
+use std::sync::Mutex;
+
+use bytes::{Bytes, BytesMut};
+use vzarr_core::SourceRecord;
+
+use crate::{ByteSource, SourceError, range_len};
+
+/// Counters of a [`BlockCache`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheCounts {
+    /// Ranges served from cached blocks only.
+    pub hits: u64,
+    /// Blocks fetched from the source below.
+    pub blocks_fetched: u64,
+    /// Calls that went to the source below (each a batch of ranges).
+    pub batches: u64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    blocks: HashMap<u64, Bytes>,
+    order: VecDeque<u64>,
+    bytes: u64,
+    counts: CacheCounts,
+}
+
+/// A source read through a cache of aligned blocks.
+#[derive(Debug)]
+pub struct BlockCache<S> {
+    inner: S,
+    block: u64,
+    capacity: u64,
+    state: Mutex<State>,
+}
+
+impl<S: ByteSource> BlockCache<S> {
+    /// Ranges longer than this many blocks are read around the cache.
+    pub const BYPASS_BLOCKS: u64 = 8;
+
+    /// `inner` read in blocks of `block` bytes, keeping at most `capacity` bytes.
+    pub fn new(inner: S, block: u64, capacity: u64) -> Self {
+        BlockCache {
+            inner,
+            block: block.max(512),
+            capacity,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Reads the first `len` bytes of the source (clamped to its size) into the cache in one
+    /// request.
+    pub fn read_head(&self, len: u64) -> Result<(), SourceError> {
+        let end = len.min(self.size());
+        let first = self.blocks_of(&(0..end));
+        if first.is_empty() {
+            return Ok(());
+        }
+        let run = 0..(first.end * self.block).min(self.size());
+        let bytes = self.inner.read_ranges(std::slice::from_ref(&run))?;
+        let mut st = self.lock();
+        st.counts.batches += 1;
+        if let Some(b) = bytes.into_iter().next() {
+            self.insert_run(&mut st, first, &b);
+        }
+        Ok(())
+    }
+
+    /// The source below.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    /// Counters so far.
+    pub fn counts(&self) -> CacheCounts {
+        self.lock().counts
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Block indices covering `r` (empty for an empty range).
+    fn blocks_of(&self, r: &Range<u64>) -> Range<u64> {
+        if r.is_empty() {
+            return 0..0;
+        }
+        r.start / self.block..(r.end - 1) / self.block + 1
+    }
+
+    fn bypasses(&self, r: &Range<u64>) -> bool {
+        let b = self.blocks_of(r);
+        b.end - b.start > Self::BYPASS_BLOCKS
+    }
+
+    /// Puts the blocks `run` (read as one contiguous `bytes`) into the cache.
+    fn insert_run(&self, st: &mut State, run: Range<u64>, bytes: &Bytes) {
+        for (k, b) in run.enumerate() {
+            let lo = (k as u64 * self.block) as usize;
+            if lo >= bytes.len() {
+                break;
+            }
+            let hi = (lo + self.block as usize).min(bytes.len());
+            if st.blocks.insert(b, bytes.slice(lo..hi)).is_none() {
+                st.order.push_back(b);
+                st.bytes += (hi - lo) as u64;
+            }
+            st.counts.blocks_fetched += 1;
+        }
+        while st.bytes > self.capacity {
+            let Some(old) = st.order.pop_front() else {
+                break;
+            };
+            if let Some(b) = st.blocks.remove(&old) {
+                st.bytes -= b.len() as u64;
+            }
+        }
+    }
+
+    /// Fetches the missing blocks of `ranges` (those not read around the cache) in one batch
+    /// and returns them with the blocks that were cached, by index.
+    fn fill(&self, ranges: &[Range<u64>]) -> Result<HashMap<u64, Bytes>, SourceError> {
+        let mut have: HashMap<u64, Bytes> = HashMap::new();
+        let mut missing: Vec<u64> = Vec::new();
+        {
+            let st = self.lock();
+            for r in ranges.iter().filter(|r| !self.bypasses(r)) {
+                for b in self.blocks_of(r) {
+                    match st.blocks.get(&b) {
+                        Some(bytes) => {
+                            have.insert(b, bytes.clone());
+                        }
+                        None => missing.push(b),
+                    }
+                }
+            }
+        }
+        missing.sort_unstable();
+        missing.dedup();
+        if missing.is_empty() {
+            return Ok(have);
+        }
+        // Runs of consecutive missing blocks, one read each.
+        let mut runs: Vec<Range<u64>> = Vec::new();
+        for b in missing {
+            match runs.last_mut() {
+                Some(r) if r.end == b => r.end += 1,
+                _ => runs.push(b..b + 1),
+            }
+        }
+        let size = self.size();
+        let byte_ranges: Vec<Range<u64>> = runs
+            .iter()
+            .map(|r| r.start * self.block..(r.end * self.block).min(size))
+            .collect();
+        let got = self.inner.read_ranges(&byte_ranges)?;
+        let mut st = self.lock();
+        st.counts.batches += 1;
+        for (run, bytes) in runs.into_iter().zip(got) {
+            for (k, b) in run.clone().enumerate() {
+                let lo = (k as u64 * self.block) as usize;
+                let hi = (lo + self.block as usize).min(bytes.len());
+                if lo < hi {
+                    have.insert(b, bytes.slice(lo..hi));
+                }
+            }
+            self.insert_run(&mut st, run, &bytes);
+        }
+        Ok(have)
+    }
+}
+
+impl<S: ByteSource> ByteSource for BlockCache<S> {
+    fn record(&self) -> &SourceRecord {
+        self.inner.record()
+    }
+
+    fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, SourceError> {
+        let size = self.size();
+        for r in ranges {
+            range_len(self.url(), r, size)?;
+        }
+        let blocks = self.fill(ranges)?;
+        let direct: Vec<Range<u64>> = ranges
+            .iter()
+            .filter(|r| self.bypasses(r))
+            .cloned()
+            .collect();
+        let mut direct = if direct.is_empty() {
+            Vec::new()
+        } else {
+            self.inner.read_ranges(&direct)?
+        }
+        .into_iter();
+        let mut hits = 0;
+        let out = ranges
+            .iter()
+            .map(|r| {
+                if self.bypasses(r) {
+                    return direct.next().ok_or_else(|| SourceError::ShortRead {
+                        url: self.url().to_string(),
+                        offset: r.start,
+                        len: r.end - r.start,
+                        got: 0,
+                    });
+                }
+                let span = self.blocks_of(r);
+                let piece = |b: u64| -> Result<&Bytes, SourceError> {
+                    blocks.get(&b).ok_or_else(|| SourceError::ShortRead {
+                        url: self.url().to_string(),
+                        offset: r.start,
+                        len: r.end - r.start,
+                        got: 0,
+                    })
+                };
+                if span.is_empty() {
+                    return Ok(Bytes::new());
+                }
+                hits += 1;
+                if span.end - span.start == 1 {
+                    let b = piece(span.start)?;
+                    let lo = (r.start - span.start * self.block) as usize;
+                    let hi = (r.end - span.start * self.block) as usize;
+                    return if hi <= b.len() {
+                        Ok(b.slice(lo..hi))
+                    } else {
+                        Err(SourceError::ShortRead {
+                            url: self.url().to_string(),
+                            offset: r.start,
+                            len: r.end - r.start,
+                            got: b.len().saturating_sub(lo) as u64,
+                        })
+                    };
+                }
+                let mut out = BytesMut::with_capacity((r.end - r.start) as usize);
+                for b in span {
+                    let bytes = piece(b)?;
+                    let base = b * self.block;
+                    let lo = r.start.max(base) - base;
+                    let hi = (r.end.min(base + self.block) - base).min(bytes.len() as u64);
+                    if lo < hi {
+                        out.extend_from_slice(&bytes[lo as usize..hi as usize]);
+                    }
+                }
+                if out.len() as u64 != r.end - r.start {
+                    return Err(SourceError::ShortRead {
+                        url: self.url().to_string(),
+                        offset: r.start,
+                        len: r.end - r.start,
+                        got: out.len() as u64,
+                    });
+                }
+                Ok(out.freeze())
+            })
+            .collect();
+        self.lock().counts.hits += hits;
+        out
+    }
+
+    fn prefetch(&self, ranges: &[Range<u64>]) -> Result<(), SourceError> {
+        let size = self.size();
+        let ok: Vec<Range<u64>> = ranges
+            .iter()
+            .filter(|r| r.start <= r.end && r.end <= size)
+            .cloned()
+            .collect();
+        self.fill(&ok).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MemSource;
+
+    fn data(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 7 % 251) as u8).collect()
+    }
+
+    #[test]
+    fn serves_reads_from_blocks_and_batches_misses() {
+        let d = data(10_000);
+        let mem = MemSource::new("mem://x", d.clone());
+        let c = BlockCache::new(&mem, 1024, 1 << 20);
+        c.read_head(2048).unwrap();
+        assert_eq!(mem.reads(), 1);
+        // Inside the head: no read.
+        assert_eq!(&c.read(100..200).unwrap()[..], &d[100..200]);
+        assert_eq!(&c.read(1000..1100).unwrap()[..], &d[1000..1100]);
+        assert_eq!(mem.reads(), 1);
+        // Two misses in one call: one batch, two runs.
+        let got = c
+            .read_ranges(&[5000..5010, 9000..9990, 3000..3100])
+            .unwrap();
+        assert_eq!(&got[0][..], &d[5000..5010]);
+        assert_eq!(&got[1][..], &d[9000..9990]);
+        assert_eq!(&got[2][..], &d[3000..3100]);
+        assert_eq!(c.counts().batches, 2);
+        // Prefetch, then reads are hits.
+        let before = mem.reads();
+        c.prefetch(&[6000..7000, 7500..7600]).unwrap();
+        let after = mem.reads();
+        assert!(after > before);
+        assert_eq!(&c.read(6100..6200).unwrap()[..], &d[6100..6200]);
+        assert_eq!(mem.reads(), after);
+        // Last partial block and the end of the file.
+        assert_eq!(&c.read(9990..10_000).unwrap()[..], &d[9990..]);
+        assert!(c.read(9990..10_001).is_err());
+        assert_eq!(&c.read(10_000..10_000).unwrap()[..], b"");
+    }
+
+    #[test]
+    fn bounded_memory_and_bypass() {
+        let d = data(100_000);
+        let mem = MemSource::new("mem://x", d.clone());
+        let c = BlockCache::new(&mem, 1024, 4096);
+        for k in 0..50u64 {
+            let o = k * 1500;
+            assert_eq!(
+                &c.read(o..o + 10).unwrap()[..],
+                &d[o as usize..o as usize + 10]
+            );
+        }
+        assert!(c.lock().bytes <= 4096);
+        // A long range goes around the cache.
+        let before = c.counts().blocks_fetched;
+        assert_eq!(&c.read(0..50_000).unwrap()[..], &d[..50_000]);
+        assert_eq!(c.counts().blocks_fetched, before);
+    }
+}

@@ -1,0 +1,221 @@
+//! Errors of byte access. Every variant names the source (URL or path) it is about; causes
+//! from the operating system and `object_store` are kept as sources.
+
+use std::io;
+
+use crate::url::UrlError;
+
+/// Why a source could not be opened, listed or read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// A local file could not be opened or read.
+    #[error("{url}: {source}")]
+    Io {
+        /// Source URL (or path).
+        url: String,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+    /// A read past the end of the source.
+    #[error(
+        "{url}: read of {len} bytes at offset {offset} goes past the end of the file ({size} bytes)"
+    )]
+    OutOfBounds {
+        /// Source URL.
+        url: String,
+        /// Requested offset.
+        offset: u64,
+        /// Requested length.
+        len: u64,
+        /// Source size.
+        size: u64,
+    },
+    /// A source returned fewer bytes than asked for.
+    #[error(
+        "{url}: short read: {len} bytes at offset {offset} returned {got} (the source changed or is shorter than recorded)"
+    )]
+    ShortRead {
+        /// Source URL.
+        url: String,
+        /// Requested offset.
+        offset: u64,
+        /// Requested length.
+        len: u64,
+        /// Bytes returned.
+        got: u64,
+    },
+    /// A local path that cannot be made into a URL (not UTF-8, no absolute form).
+    #[error("{path}: not a valid path")]
+    BadPath {
+        /// The path as given.
+        path: String,
+    },
+    /// A URL that cannot be used (relative, `..` segments, no bucket, unsupported scheme, ...).
+    #[error("{url}: {source}")]
+    BadUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        #[source]
+        source: UrlError,
+    },
+    /// There is no object (or file) at this URL.
+    #[error("{url}: not found")]
+    NotFound {
+        /// The URL.
+        url: String,
+    },
+    /// The object changed (its ETag no longer matches) since it was opened.
+    #[error("{url}: the object changed since it was opened (its ETag no longer matches)")]
+    Changed {
+        /// The URL.
+        url: String,
+    },
+    /// The client of an object store could not be set up (credentials, endpoint, ...).
+    #[error("{url}: cannot set up the {scheme} client: {source}")]
+    Client {
+        /// The URL that needed the client.
+        url: String,
+        /// The URL scheme (`s3`, `gs`, ...).
+        scheme: &'static str,
+        /// The builder's error.
+        #[source]
+        source: Box<object_store::Error>,
+    },
+    /// An object-store request failed.
+    #[error("{url}: {source}")]
+    Remote {
+        /// The URL.
+        url: String,
+        /// The object store's error.
+        #[source]
+        source: Box<object_store::Error>,
+    },
+    /// A URL outside the prefixes a reader may fetch from; nothing was read.
+    #[error("refusing to read {url}: {}", not_allowed_reason(.allowed, .resolved.as_deref()))]
+    NotAllowed {
+        /// The refused URL.
+        url: String,
+        /// Where the URL leads once symbolic links are resolved, if that differs.
+        resolved: Option<String>,
+        /// The allowed prefixes (empty: none).
+        allowed: Vec<String>,
+    },
+    /// A source differs from what was recorded when the references were built.
+    #[error("{url}: source changed since the references were built: {}", .changes.join(", "))]
+    Stale {
+        /// The source URL.
+        url: String,
+        /// What changed, in words (size, modification time, ETag, or that it is gone).
+        changes: Vec<String>,
+    },
+    /// The I/O runtime could not be started or a task of it failed.
+    #[error("the I/O runtime failed: {source}")]
+    Runtime {
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn not_allowed_reason(allowed: &[String], resolved: Option<&str>) -> String {
+    let via = resolved.map_or_else(String::new, |r| format!("it resolves to {r}, "));
+    if allowed.is_empty() {
+        format!("{via}no allowed prefixes")
+    } else {
+        format!(
+            "{via}not under an allowed prefix (allowed: {})",
+            allowed.join(", ")
+        )
+    }
+}
+
+impl SourceError {
+    /// Whether the source does not exist ([`SourceError::NotFound`], or a local file that is
+    /// not there).
+    pub fn is_not_found(&self) -> bool {
+        match self {
+            SourceError::NotFound { .. } => true,
+            SourceError::Io { source, .. } => source.kind() == io::ErrorKind::NotFound,
+            SourceError::Remote { source, .. } => {
+                matches!(**source, object_store::Error::NotFound { .. })
+            }
+            _ => false,
+        }
+    }
+
+    /// The URL (or path) this error is about, where it names one.
+    pub fn url(&self) -> Option<&str> {
+        match self {
+            SourceError::Io { url, .. }
+            | SourceError::OutOfBounds { url, .. }
+            | SourceError::ShortRead { url, .. }
+            | SourceError::BadUrl { url, .. }
+            | SourceError::NotFound { url }
+            | SourceError::Changed { url }
+            | SourceError::Client { url, .. }
+            | SourceError::Remote { url, .. }
+            | SourceError::NotAllowed { url, .. }
+            | SourceError::Stale { url, .. } => Some(url),
+            SourceError::BadPath { path } => Some(path),
+            SourceError::Runtime { .. } => None,
+        }
+    }
+
+    /// An `object_store` error about `url`, with a missing object as
+    /// [`SourceError::NotFound`] and a failed `If-Match` as [`SourceError::Changed`].
+    pub(crate) fn remote(url: &str, e: object_store::Error) -> Self {
+        match e {
+            object_store::Error::NotFound { .. } => SourceError::NotFound {
+                url: url.to_string(),
+            },
+            object_store::Error::Precondition { .. } => SourceError::Changed {
+                url: url.to_string(),
+            },
+            source => SourceError::Remote {
+                url: url.to_string(),
+                source: Box::new(source),
+            },
+        }
+    }
+
+    /// An operating-system error about a local source (a missing file keeps the system's
+    /// words; [`SourceError::is_not_found`] recognises it).
+    pub(crate) fn io(url: &str, source: io::Error) -> Self {
+        SourceError::Io {
+            url: url.to_string(),
+            source,
+        }
+    }
+}
+
+/// The length of a read of `len` bytes at `offset` of a source of `size` bytes, or the
+/// out-of-bounds error naming `url` when the range passes the end (or does not fit memory).
+pub fn checked_len(url: &str, offset: u64, len: u64, size: u64) -> Result<usize, SourceError> {
+    let oob = || SourceError::OutOfBounds {
+        url: url.to_string(),
+        offset,
+        len,
+        size,
+    };
+    match offset.checked_add(len) {
+        Some(end) if end <= size => usize::try_from(len).map_err(|_| oob()),
+        _ => Err(oob()),
+    }
+}
+
+/// The length of the read `range` of a source of `size` bytes, or the out-of-bounds error
+/// naming `url` when it is backwards or passes the end.
+pub fn range_len(url: &str, range: &std::ops::Range<u64>, size: u64) -> Result<usize, SourceError> {
+    if range.end < range.start {
+        return Err(SourceError::OutOfBounds {
+            url: url.to_string(),
+            offset: range.start,
+            len: 0,
+            size,
+        });
+    }
+    checked_len(url, range.start, range.end - range.start, size)
+}

@@ -1,0 +1,507 @@
+//! Opening sources by URL, with policies as wrappers in the style of `object_store`'s
+//! `LimitStore`: [`Stores`] opens local files and objects; [`AllowPrefixes`] refuses URLs
+//! outside the prefixes a reader may fetch from (symbolic links resolved first);
+//! [`CheckRecords`] refuses sources that changed since they were recorded; [`Memo`] opens each
+//! URL once. Stack them as a reader needs, e.g.
+//! `Memo::new(CheckRecords::new(AllowPrefixes::new(Stores::default(), policy), records))`.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use vzarr_core::SourceRecord;
+
+use crate::object::{Clients, DEFAULT_RANGE_CONCURRENCY, ObjectSource};
+use crate::url::{Location, Prefix, PrefixPolicy, Scheme, parse_url};
+use crate::{
+    ByteSource, Coalesced, Counted, IoStats, LOCAL_COALESCE_GAP, LocalFile, MAX_COALESCED_READ,
+    REMOTE_COALESCE_GAP, SourceError, absolute, file_url,
+};
+
+/// Opens sources by URL.
+pub trait SourceStore: Send + Sync + Debug {
+    /// Opens the source at `url`: an absolute URL of any supported scheme, or a local path
+    /// (relative paths against the current directory).
+    fn open(&self, url: &str) -> Result<Arc<dyn ByteSource>, SourceError>;
+}
+
+impl<T: SourceStore + ?Sized> SourceStore for Arc<T> {
+    fn open(&self, url: &str) -> Result<Arc<dyn ByteSource>, SourceError> {
+        (**self).open(url)
+    }
+}
+
+impl<T: SourceStore + ?Sized> SourceStore for &T {
+    fn open(&self, url: &str) -> Result<Arc<dyn ByteSource>, SourceError> {
+        (**self).open(url)
+    }
+}
+
+/// Parses a URL or local path into a location (local paths made absolute).
+pub fn locate(url_or_path: &str) -> Result<Location, SourceError> {
+    let text = if url_or_path.contains("://") {
+        url_or_path.to_string()
+    } else {
+        file_url(&absolute(Path::new(url_or_path))?)?
+    };
+    parse_url(&text).map_err(|source| SourceError::BadUrl {
+        url: url_or_path.to_string(),
+        source,
+    })
+}
+
+/// How [`Stores`] reads: coalescing gaps, request size, ranges in flight, statistics.
+#[derive(Clone, Debug)]
+pub struct ReadTuning {
+    /// Ranges of a local file closer than this are read in one `pread`.
+    pub local_gap: u64,
+    /// Ranges of an object closer than this are fetched in one request.
+    pub remote_gap: u64,
+    /// Largest coalesced read.
+    pub max_request: u64,
+    /// Ranges of one object fetched at once at most.
+    pub concurrency: usize,
+    /// Where reads are counted, if anywhere.
+    pub stats: Option<Arc<IoStats>>,
+}
+
+impl Default for ReadTuning {
+    fn default() -> Self {
+        ReadTuning {
+            local_gap: LOCAL_COALESCE_GAP,
+            remote_gap: REMOTE_COALESCE_GAP,
+            max_request: MAX_COALESCED_READ,
+            concurrency: DEFAULT_RANGE_CONCURRENCY,
+            stats: None,
+        }
+    }
+}
+
+/// The base store: local paths and `file://` URLs as [`LocalFile`]s, other URLs as
+/// [`ObjectSource`]s with the process-wide [`Clients`]; each source read through
+/// [`Coalesced`] (and [`Counted`] when statistics are kept).
+#[derive(Debug, Default)]
+pub struct Stores {
+    tuning: ReadTuning,
+}
+
+impl Stores {
+    /// A store reading with `tuning`.
+    pub fn new(tuning: ReadTuning) -> Self {
+        Stores { tuning }
+    }
+
+    /// Opens a parsed location.
+    pub fn open_location(&self, loc: &Location) -> Result<Arc<dyn ByteSource>, SourceError> {
+        let t = &self.tuning;
+        let (raw, gap): (Box<dyn ByteSource>, u64) = if loc.scheme == Scheme::File {
+            (Box::new(LocalFile::open(&loc.local_path())?), t.local_gap)
+        } else {
+            let src = ObjectSource::open(Clients::global(), loc)?.with_concurrency(t.concurrency);
+            (Box::new(src), t.remote_gap)
+        };
+        Ok(match &t.stats {
+            Some(stats) => {
+                stats.count_open();
+                Arc::new(Coalesced::new(
+                    Counted::new(raw, stats.clone()),
+                    gap,
+                    t.max_request,
+                ))
+            }
+            None => Arc::new(Coalesced::new(raw, gap, t.max_request)),
+        })
+    }
+}
+
+impl SourceStore for Stores {
+    fn open(&self, url: &str) -> Result<Arc<dyn ByteSource>, SourceError> {
+        self.open_location(&locate(url)?)
+    }
+}
+
+/// Opens a local path or any URL with the default [`Stores`].
+pub fn open_source(url_or_path: &str) -> Result<Arc<dyn ByteSource>, SourceError> {
+    Stores::default().open(url_or_path)
+}
+
+/// A store that opens only URLs under the allowed prefixes. Local paths are resolved first
+/// (symbolic links, `..`), so a link inside an allowed directory that points outside it is
+/// refused; nothing is read from a refused source.
+#[derive(Debug)]
+pub struct AllowPrefixes<T> {
+    inner: T,
+    policy: PrefixPolicy,
+    /// The allowed local directories with their links resolved.
+    resolved_dirs: Vec<std::path::PathBuf>,
+}
+
+impl<T: SourceStore> AllowPrefixes<T> {
+    /// `inner` restricted to `policy`.
+    pub fn new(inner: T, policy: PrefixPolicy) -> Self {
+        let resolved_dirs = policy
+            .prefixes()
+            .iter()
+            .filter_map(Prefix::local_path)
+            .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
+            .collect();
+        AllowPrefixes {
+            inner,
+            policy,
+            resolved_dirs,
+        }
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &PrefixPolicy {
+        &self.policy
+    }
+
+    /// Checks `url` without opening it: under an allowed prefix, and for local files, still
+    /// under an allowed directory once its links are resolved. Returns the location.
+    pub fn check(&self, url: &str) -> Result<Location, SourceError> {
+        let (loc, _) = self.policy.check(url)?;
+        if loc.scheme == Scheme::File {
+            let path = loc.local_path();
+            // A path that does not exist yet cannot lead anywhere; opening it fails later.
+            if let Ok(real) = std::fs::canonicalize(&path)
+                && !self.resolved_dirs.iter().any(|d| real.starts_with(d))
+            {
+                return Err(SourceError::NotAllowed {
+                    url: url.to_string(),
+                    resolved: Some(format!("file://{}", real.display())),
+                    allowed: self.policy.urls(),
+                });
+            }
+        }
+        Ok(loc)
+    }
+}
+
+impl<T: SourceStore> SourceStore for AllowPrefixes<T> {
+    fn open(&self, url: &str) -> Result<Arc<dyn ByteSource>, SourceError> {
+        let loc = self.check(url)?;
+        self.inner.open(&loc.url())
+    }
+}
+
+/// A store that refuses sources whose size, modification time or ETag differ from the
+/// records given (sources without a record pass).
+#[derive(Debug)]
+pub struct CheckRecords<T> {
+    inner: T,
+    records: HashMap<String, SourceRecord>,
+}
+
+impl<T: SourceStore> CheckRecords<T> {
+    /// `inner`, checking sources against `records` (by URL).
+    pub fn new(inner: T, records: impl IntoIterator<Item = SourceRecord>) -> Self {
+        CheckRecords {
+            inner,
+            records: records.into_iter().map(|r| (r.url.clone(), r)).collect(),
+        }
+    }
+}
+
+/// What differs between a source's record then and now, in words (empty if nothing).
+pub fn record_changes(then: &SourceRecord, now: &SourceRecord) -> Vec<String> {
+    let mut changes = Vec::new();
+    if now.size != then.size {
+        changes.push(format!(
+            "size changed from {} to {} bytes",
+            then.size, now.size
+        ));
+    }
+    if let Some(t) = then.mtime_ns
+        && now.mtime_ns != Some(t)
+    {
+        changes.push(format!(
+            "modification time changed from {} to {}",
+            format_ns(t),
+            now.mtime_ns.map_or_else(|| "unknown".into(), format_ns)
+        ));
+    }
+    if let (Some(t), Some(n)) = (&then.etag, &now.etag)
+        && t != n
+    {
+        changes.push(format!("ETag changed from {t} to {n}"));
+    }
+    changes
+}
+
+impl<T: SourceStore> SourceStore for CheckRecords<T> {
+    fn open(&self, url: &str) -> Result<Arc<dyn ByteSource>, SourceError> {
+        let Some(then) = self.records.get(url) else {
+            return self.inner.open(url);
+        };
+        let src = match self.inner.open(url) {
+            Ok(s) => s,
+            Err(e) if e.is_not_found() => {
+                return Err(SourceError::Stale {
+                    url: url.to_string(),
+                    changes: vec!["the source no longer exists".into()],
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        let changes = record_changes(then, src.record());
+        if changes.is_empty() {
+            Ok(src)
+        } else {
+            Err(SourceError::Stale {
+                url: url.to_string(),
+                changes,
+            })
+        }
+    }
+}
+
+/// A store that opens each URL once and keeps the opened source.
+#[derive(Debug)]
+pub struct Memo<T> {
+    inner: T,
+    open: Mutex<HashMap<String, Arc<dyn ByteSource>>>,
+}
+
+impl<T: SourceStore> Memo<T> {
+    /// `inner`, remembering opened sources.
+    pub fn new(inner: T) -> Self {
+        Memo {
+            inner,
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The store below.
+    pub fn inner(&self) -> &T {
+        &self.inner
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<dyn ByteSource>>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl<T: SourceStore> SourceStore for Memo<T> {
+    fn open(&self, url: &str) -> Result<Arc<dyn ByteSource>, SourceError> {
+        let key = locate(url)?.url();
+        if let Some(s) = self.lock().get(&key) {
+            return Ok(s.clone());
+        }
+        // Opened without the lock held (a HEAD request may take a while); a source opened
+        // twice concurrently is kept once.
+        let s = self.inner.open(&key)?;
+        Ok(self.lock().entry(key).or_insert(s).clone())
+    }
+}
+
+/// Reads byte ranges of many sources: ranges are grouped by URL, each source is opened
+/// through `store` and read with one [`ByteSource::read_ranges`] call, up to `concurrency`
+/// sources at once. The result is in request order.
+pub fn read_across(
+    store: &dyn SourceStore,
+    requests: &[(&str, Range<u64>)],
+    concurrency: usize,
+) -> Result<Vec<Bytes>, SourceError> {
+    let mut by_url: Vec<(&str, Vec<usize>)> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for (i, (url, _)) in requests.iter().enumerate() {
+        let k = *index.entry(url).or_insert_with(|| {
+            by_url.push((url, Vec::new()));
+            by_url.len() - 1
+        });
+        by_url[k].1.push(i);
+    }
+    let read_one = |(url, idx): &(&str, Vec<usize>)| -> Result<Vec<(usize, Bytes)>, SourceError> {
+        let src = store.open(url)?;
+        let ranges: Vec<Range<u64>> = idx.iter().map(|&i| requests[i].1.clone()).collect();
+        let got = src.read_ranges(&ranges)?;
+        Ok(idx.iter().copied().zip(got).collect())
+    };
+    let results = parallel_map(&by_url, concurrency, read_one);
+    let mut out: Vec<Option<Bytes>> = vec![None; requests.len()];
+    for r in results {
+        for (i, b) in r? {
+            out[i] = Some(b);
+        }
+    }
+    Ok(out.into_iter().map(Option::unwrap_or_default).collect())
+}
+
+/// `f` applied to every item, on up to `threads` scoped threads (blocking I/O of many sources
+/// at once); the results in item order.
+pub fn parallel_map<I: Sync, T: Send>(
+    items: &[I],
+    threads: usize,
+    f: impl Fn(&I) -> T + Sync,
+) -> Vec<T> {
+    if items.len() <= 1 || threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<T>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads.min(items.len()) {
+            s.spawn(|| {
+                loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(item) = items.get(k) else { break };
+                    let r = f(item);
+                    *slots[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .expect("every item is mapped once the scope ends")
+        })
+        .collect()
+}
+
+/// `ns` since the Unix epoch as an RFC 3339 UTC timestamp.
+pub fn format_ns(ns: i128) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let frac = ns.rem_euclid(1_000_000_000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i128::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:09}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
+        let p = dir.join(name);
+        std::fs::File::create(&p).unwrap().write_all(bytes).unwrap();
+        file_url(&absolute(&p).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn stores_open_paths_and_urls_and_read_across_sources() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = write(dir.path(), "a.bin", &(0..200u8).collect::<Vec<_>>());
+        let b = write(dir.path(), "b.bin", b"0123456789");
+        let stats = IoStats::new();
+        let store = Memo::new(Stores::new(ReadTuning {
+            local_gap: 0,
+            stats: Some(stats.clone()),
+            ..Default::default()
+        }));
+        let s = store.open(a.strip_prefix("file://").unwrap()).unwrap();
+        assert_eq!(s.url(), a);
+        let reqs = [
+            (b.as_str(), 2..4),
+            (a.as_str(), 10..20),
+            (a.as_str(), 20..30),
+            (b.as_str(), 0..1),
+        ];
+        let got = read_across(&store, &reqs, 4).unwrap();
+        assert_eq!(&got[0][..], b"23");
+        assert_eq!(&got[1][..], &(10..20u8).collect::<Vec<_>>()[..]);
+        assert_eq!(&got[2][..], &(20..30u8).collect::<Vec<_>>()[..]);
+        assert_eq!(&got[3][..], b"0");
+        let c = stats.counts();
+        // a: 10..30 merged (adjacent); b: two reads; each file opened once.
+        assert_eq!((c.requests, c.bytes, c.opens), (3, 23, 2));
+        assert!(read_across(&store, &[(a.as_str(), 150..250)], 1).is_err());
+    }
+
+    #[test]
+    fn allowed_prefixes_resolve_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(root.join("allowed")).unwrap();
+        let inside = write(&root.join("allowed"), "x.nc", b"data");
+        let secret = write(&root, "secret.txt", b"root:x:0:0");
+        std::os::unix::fs::symlink(root.join("secret.txt"), root.join("allowed/link.nc")).unwrap();
+        let policy =
+            PrefixPolicy::new(&[format!("file://{}/allowed/", root.display())], &[]).unwrap();
+        let store = AllowPrefixes::new(Stores::default(), policy);
+        assert_eq!(
+            &store.open(&inside).unwrap().read(0..4).unwrap()[..],
+            b"data"
+        );
+        let e = store.open(&secret).unwrap_err();
+        assert!(
+            matches!(e, SourceError::NotAllowed { resolved: None, .. }),
+            "{e}"
+        );
+        let link = format!("file://{}/allowed/link.nc", root.display());
+        let e = store.open(&link).unwrap_err();
+        assert!(
+            matches!(&e, SourceError::NotAllowed { resolved: Some(r), .. } if r.ends_with("secret.txt")),
+            "{e}"
+        );
+        assert!(!e.to_string().contains("root:x"), "{e}");
+        let e = store.open("file:///etc/passwd").unwrap_err();
+        assert!(matches!(e, SourceError::NotAllowed { .. }), "{e}");
+    }
+
+    #[test]
+    fn check_records_reports_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = write(dir.path(), "a.bin", b"abc");
+        let now = Stores::default().open(&a).unwrap().record().clone();
+        let ok = CheckRecords::new(Stores::default(), [now.clone()]);
+        ok.open(&a).unwrap();
+        let then = SourceRecord {
+            size: 4,
+            mtime_ns: Some(0),
+            ..now.clone()
+        };
+        let stale = CheckRecords::new(Stores::default(), [then]);
+        let e = stale.open(&a).unwrap_err().to_string();
+        assert!(e.contains("size changed from 4 to 3 bytes"), "{e}");
+        assert!(
+            e.contains("modification time changed from 1970-01-01T00:00:00"),
+            "{e}"
+        );
+        let gone = SourceRecord {
+            url: format!("{a}.gone"),
+            ..now
+        };
+        let e = CheckRecords::new(Stores::default(), [gone.clone()])
+            .open(&gone.url)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no longer exists"), "{e}");
+    }
+
+    #[test]
+    fn formats_timestamps() {
+        assert_eq!(format_ns(0), "1970-01-01T00:00:00.000000000Z");
+        assert_eq!(
+            format_ns(1_700_000_000_123_456_789),
+            "2023-11-14T22:13:20.123456789Z"
+        );
+        assert_eq!(format_ns(-1), "1969-12-31T23:59:59.999999999Z");
+        assert_eq!(
+            format_ns(951_782_400 * 1_000_000_000),
+            "2000-02-29T00:00:00.000000000Z"
+        );
+    }
+}

@@ -1,0 +1,111 @@
+//! `vzarr build`, `scan`, `combine` and `inspect`: library calls and what they print.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Result;
+use vzarr_build::shard::Shard;
+use vzarr_build::{BuildError, BuildOptions};
+use vzarr_core::summary::summarize;
+use vzarr_scan::batch::BatchSummary;
+use vzarr_scan::inputs::SourceRef;
+
+use crate::flags::ReportArgs;
+use crate::print;
+
+/// Runs `vzarr build` (with `--append`, the output's recorded sources come first).
+pub(crate) fn build(
+    sources: Vec<SourceRef>,
+    mut opts: BuildOptions,
+    output: &Path,
+    append: bool,
+    report: &ReportArgs,
+) -> Result<ExitCode> {
+    let sources = if append {
+        let (all, concat) = vzarr_build::append::plan_append(output, sources, opts.concat.as_ref())?;
+        opts.concat = concat;
+        all
+    } else {
+        sources
+    };
+    let bar = print::progress_bar(sources.len());
+    let out = vzarr_build::build(&sources, &opts, &|_, _| bar.inc(1));
+    bar.finish_and_clear();
+    let out = out?;
+    print::warnings(&out.warnings);
+    if let Some(r) = &out.plan {
+        print::plan_report(r);
+    }
+    print::finish(&out.dataset, output, &out.failures, &out.summary, report)
+}
+
+/// Runs `vzarr scan --shard K/N`: scans one shard into a partial file.
+pub(crate) fn scan(
+    all: Vec<SourceRef>,
+    opts: BuildOptions,
+    shard: Shard,
+    output: &Path,
+) -> Result<ExitCode> {
+    if all.is_empty() {
+        return Err(BuildError::NoInputs.into());
+    }
+    let mine = (0..all.len()).filter(|&i| shard.contains(i)).count();
+    let bar = print::progress_bar(mine);
+    let scanned = vzarr_build::shard::scan_shard(&all, shard, &opts, &|_, _| bar.inc(1));
+    bar.finish_and_clear();
+    let scanned = scanned?;
+    print::warnings(&scanned.warnings);
+    vzarr_build::shard::write_partial(output, shard, all.len(), &scanned)?;
+    println!(
+        "wrote {}: shard {}/{}, {mine} of {} sources ({} scanned, {} from the cache, {} failed)",
+        output.display(),
+        shard.k,
+        shard.n,
+        all.len(),
+        scanned.summary.scanned,
+        scanned.summary.cache_hits,
+        scanned.summary.failed
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `vzarr combine`: plans and writes from the partial scans of every shard.
+pub(crate) fn combine(
+    partials: &[PathBuf],
+    opts: &BuildOptions,
+    output: &Path,
+    report: &ReportArgs,
+) -> Result<ExitCode> {
+    let started = Instant::now();
+    let (datasets, failures, warnings) = vzarr_build::shard::read_partials(partials)?;
+    print::warnings(&warnings);
+    let files = datasets.len() + failures.len();
+    let (ds, plan) = vzarr_build::combine(datasets, opts)?;
+    if let Some(r) = &plan {
+        print::plan_report(r);
+    }
+    let mut summary = BatchSummary {
+        files,
+        failed: failures.len(),
+        ..Default::default()
+    };
+    vzarr_build::fill_totals(&mut summary, &ds, started);
+    print::finish(&ds, output, &failures, &summary, report)
+}
+
+/// Runs `vzarr inspect`: what the scanner sees in one file.
+pub(crate) fn inspect(
+    source: &SourceRef,
+    scan: &vzarr_scan::ScanOptions,
+    json: bool,
+) -> Result<ExitCode> {
+    let ds = vzarr_scan::scan_source(source, scan)?;
+    let s = summarize(&ds);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        print!("{}", s.to_table());
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,438 @@
+//! Command-line flags (clap) and their validation into the library's options, in one place.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand, ValueEnum};
+use vzarr_build::shard::Shard;
+use vzarr_build::{BuildOptions, OnError};
+use vzarr_scan::inputs::{Filters, SourceRef};
+
+#[derive(Parser)]
+#[command(
+    name = "vzarr",
+    version,
+    about = "Virtual Zarr v3 datasets over HDF5 and NetCDF files"
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(clap::Args, Clone)]
+pub(crate) struct ScanArgs {
+    /// Split uncompressed contiguous variables larger than SIZE into virtual chunks along the
+    /// first axis (e.g. 4MiB, 512KiB, 1000000).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) split_contiguous: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OnErrorArg {
+    /// Stop at the first bad source; write nothing.
+    Fail,
+    /// Leave bad sources out, list them in the report, build the rest (exit status 2).
+    Skip,
+}
+
+/// Where the sources are and how to scan them.
+#[derive(clap::Args, Clone)]
+pub(crate) struct SourceArgs {
+    /// Files, directories (walked recursively), object-store URLs, or prefixes ending in /
+    /// (s3://bucket/dir/).
+    pub(crate) inputs: Vec<String>,
+    /// A catalog: a file with one path or URL per line (# starts a comment; repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) catalog: Vec<PathBuf>,
+    /// Keep only files found in directories or prefixes that match GLOB (e.g. '*.nc';
+    /// a pattern with / matches the path below the directory; repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub(crate) include: Vec<String>,
+    /// Leave out files found in directories or prefixes that match GLOB (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub(crate) exclude: Vec<String>,
+    /// Scanning threads (default: every core).
+    #[arg(short, long, value_name = "N", default_value_t = 0)]
+    pub(crate) jobs: usize,
+    /// What to do with a source that cannot be scanned.
+    #[arg(long, value_enum, default_value = "fail")]
+    pub(crate) on_error: OnErrorArg,
+    /// Reuse scans stored under DIR, keyed by URL, size and modification time; store new
+    /// ones there.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cache_dir: Option<PathBuf>,
+    /// Fail, writing nothing, when any variable or attribute has to be left out.
+    #[arg(long)]
+    pub(crate) strict: bool,
+    #[command(flatten)]
+    pub(crate) scan: ScanArgs,
+}
+
+/// How to combine several sources.
+#[derive(clap::Args, Clone)]
+pub(crate) struct CombineArgs {
+    /// Concatenate the files along this existing dimension (e.g. time).
+    #[arg(long, value_name = "DIM", conflicts_with = "new_dim")]
+    pub(crate) concat_dim: Option<String>,
+    /// Stack the files along a new leading dimension (e.g. member).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) new_dim: Option<String>,
+    /// Coordinate values of the new dimension, one per file in input order (default: the
+    /// file names).
+    #[arg(
+        long,
+        value_name = "V1,V2,...",
+        value_delimiter = ',',
+        requires = "new_dim"
+    )]
+    pub(crate) new_dim_values: Option<Vec<String>>,
+    /// Accept gaps along the concatenation coordinate (overlaps stay errors).
+    #[arg(long)]
+    pub(crate) allow_gaps: bool,
+    /// Re-encode the CF time coordinate into these units (default: the first file's).
+    #[arg(long, value_name = "UNITS")]
+    pub(crate) time_units: Option<String>,
+}
+
+impl CombineArgs {
+    /// How to combine several sources, if the flags say.
+    pub(crate) fn concat(&self) -> Option<vzarr_plan::Concat> {
+        match (&self.concat_dim, &self.new_dim) {
+            (Some(dim), _) => Some(vzarr_plan::Concat::Existing(dim.clone())),
+            (None, Some(dim)) => Some(vzarr_plan::Concat::New {
+                dim: dim.clone(),
+                labels: self.new_dim_values.clone(),
+            }),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Where to put reports.
+#[derive(clap::Args, Clone)]
+pub(crate) struct ReportArgs {
+    /// Where to list the sources left out with --on-error skip (default: OUT.json.failed.txt).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) report: Option<PathBuf>,
+    /// Also write the summary (files, scans, cache hits, arrays, chunks, bytes, seconds) as
+    /// JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) summary_json: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Virtualise files: write Zarr v3 metadata and chunk references (kerchunk v1 JSON).
+    ///
+    /// One file is virtualised as it is. Several files (directories, catalogs, prefixes) are
+    /// combined into one dataset along --concat-dim, or stacked along a new dimension with
+    /// --new-dim.
+    Build {
+        #[command(flatten)]
+        sources: SourceArgs,
+        /// Output reference file (written atomically).
+        #[arg(short, long, value_name = "OUT.json")]
+        output: PathBuf,
+        /// Extend OUT.json with the given new files: its recorded sources are combined with
+        /// them (their scans come from --cache-dir when cached there); the result equals a
+        /// full rebuild.
+        #[arg(long)]
+        append: bool,
+        #[command(flatten)]
+        combine: CombineArgs,
+        #[command(flatten)]
+        report: ReportArgs,
+    },
+    /// Scan one shard of the sources (every N-th, starting at K) into a partial file, for
+    /// `vzarr combine`; run shards 0..N on any batch engine.
+    Scan {
+        #[command(flatten)]
+        sources: SourceArgs,
+        /// The shard: K/N (K from 0 to N-1).
+        #[arg(long, value_name = "K/N", default_value = "0/1")]
+        shard: Shard,
+        /// Partial scan file to write.
+        #[arg(short, long, value_name = "PARTIAL.json")]
+        output: PathBuf,
+    },
+    /// Combine the partial scans of every shard into one reference file.
+    Combine {
+        /// Partial scan files of shards 0..N.
+        #[arg(required = true)]
+        partials: Vec<PathBuf>,
+        /// Output reference file (written atomically).
+        #[arg(short, long, value_name = "OUT.json")]
+        output: PathBuf,
+        #[command(flatten)]
+        combine: CombineArgs,
+        #[command(flatten)]
+        report: ReportArgs,
+    },
+    /// Print what the scanner sees in a file: arrays, shapes, types, chunking, codecs.
+    Inspect {
+        /// HDF5, NetCDF4 or NetCDF3 file (or object-store URL of a NetCDF3 file).
+        input: String,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        scan: ScanArgs,
+    },
+    /// Check references: read every chunk (or a --sample) through the manifest and compare
+    /// every value with the source read directly; exit status 1 if any value differs.
+    Verify(VerifyArgs),
+    /// Print values through the references, e.g. `vzarr cat OUT.json 'tas[0:3,10,:]'`.
+    Cat(CatArgs),
+}
+
+/// A command with its flags validated into the library's options.
+pub(crate) enum Run {
+    /// `vzarr build`.
+    Build {
+        sources: Vec<SourceRef>,
+        opts: BuildOptions,
+        output: PathBuf,
+        append: bool,
+        report: ReportArgs,
+    },
+    /// `vzarr scan --shard`.
+    Scan {
+        sources: Vec<SourceRef>,
+        opts: BuildOptions,
+        shard: Shard,
+        output: PathBuf,
+    },
+    /// `vzarr combine`.
+    Combine {
+        partials: Vec<PathBuf>,
+        opts: BuildOptions,
+        output: PathBuf,
+        report: ReportArgs,
+    },
+    /// `vzarr inspect`.
+    Inspect {
+        source: SourceRef,
+        scan: vzarr_scan::ScanOptions,
+        json: bool,
+    },
+    /// `vzarr verify`.
+    Verify(VerifyArgs),
+    /// `vzarr cat`.
+    Cat(CatArgs),
+}
+
+/// Parses the command line and validates it into a [`Run`].
+pub(crate) fn parse() -> Result<Run> {
+    Ok(match Cli::parse().command {
+        Command::Build {
+            sources,
+            output,
+            append,
+            combine,
+            report,
+        } => Run::Build {
+            opts: build_options(&sources, Some(&combine))?,
+            sources: collect(&sources)?,
+            output,
+            append,
+            report,
+        },
+        Command::Scan {
+            sources,
+            shard,
+            output,
+        } => Run::Scan {
+            opts: build_options(&sources, None)?,
+            sources: collect(&sources)?,
+            shard,
+            output,
+        },
+        Command::Combine {
+            partials,
+            output,
+            combine,
+            report,
+        } => Run::Combine {
+            partials,
+            opts: BuildOptions {
+                on_error: OnError::Skip,
+                concat: combine.concat(),
+                allow_gaps: combine.allow_gaps,
+                time_units: combine.time_units.clone(),
+                ..Default::default()
+            },
+            output,
+            report,
+        },
+        Command::Inspect { input, json, scan } => {
+            let found = vzarr_scan::inputs::collect(
+                std::slice::from_ref(&input),
+                &[],
+                &Filters::default(),
+            )?;
+            let [source] = <[SourceRef; 1]>::try_from(found)
+                .map_err(|_| anyhow::anyhow!("{input}: inspect takes one file"))?;
+            Run::Inspect {
+                source,
+                scan: scan_options(&scan),
+                json,
+            }
+        }
+        Command::Verify(args) => Run::Verify(args),
+        Command::Cat(args) => Run::Cat(args),
+    })
+}
+
+/// Options shared by the commands that read through references.
+#[derive(clap::Args, Clone, Debug)]
+pub(crate) struct ReadArgs {
+    /// Also allow reading sources under this prefix: a local directory or a URL prefix such
+    /// as s3://bucket/dir/ (repeatable). The prefixes recorded in the references are allowed
+    /// too; without any, nothing is read.
+    #[arg(long = "allow-prefix", value_name = "PREFIX")]
+    pub(crate) allow_prefix: Vec<String>,
+    /// Do not trust the prefixes recorded in the references; only --allow-prefix counts (for
+    /// references from someone else).
+    #[arg(long)]
+    pub(crate) ignore_recorded_prefixes: bool,
+    /// Read even if a source's size or modification time changed since the build.
+    #[arg(long)]
+    pub(crate) ignore_stale: bool,
+    /// Requests in flight at most.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub(crate) concurrency: usize,
+}
+
+impl ReadArgs {
+    /// The reader options these flags ask for.
+    pub(crate) fn options(&self) -> vzarr_read::ReadOptions {
+        vzarr_read::ReadOptions {
+            allow_prefixes: self.allow_prefix.clone(),
+            use_recorded_prefixes: !self.ignore_recorded_prefixes,
+            ignore_stale: self.ignore_stale,
+            concurrency: self.concurrency.max(1),
+            ..Default::default()
+        }
+    }
+}
+
+/// Arguments of `vzarr verify`.
+#[derive(clap::Args, Clone, Debug)]
+pub(crate) struct VerifyArgs {
+    /// Reference file: a path, or a file://, s3://, gs://, az:// or http(s):// URL.
+    #[arg(value_name = "OUT.json")]
+    pub(crate) refs: String,
+    /// Check a random sample of N chunks instead of all of them.
+    #[arg(long, value_name = "N")]
+    pub(crate) sample: Option<u64>,
+    /// Seed of the random sample (the same seed checks the same chunks).
+    #[arg(long, value_name = "SEED", default_value_t = 0, requires = "sample")]
+    pub(crate) seed: u64,
+    /// Only verify this array (repeatable).
+    #[arg(long = "array", value_name = "PATH")]
+    pub(crate) arrays: Vec<String>,
+    /// Describe at most this many differing chunks (all are counted).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub(crate) max_reported: usize,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) read: ReadArgs,
+}
+
+/// Arguments of `vzarr cat`.
+#[derive(clap::Args, Clone, Debug)]
+pub(crate) struct CatArgs {
+    /// Reference file: a path, or a file://, s3://, gs://, az:// or http(s):// URL.
+    #[arg(value_name = "OUT.json")]
+    pub(crate) refs: String,
+    /// Array and optional numpy-like selection, e.g. 'tas[0:3,10,:]', 'g/v[-1]', 'time'.
+    #[arg(value_name = "VAR[SEL]")]
+    pub(crate) selection: String,
+    /// Print the values as JSON (nested lists) instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) read: ReadArgs,
+}
+
+
+/// Parses a byte size with an optional unit (B, KB, KiB, MB, MiB, GB, GiB).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size like 4MiB or 1000000"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1000,
+        "kib" => 1 << 10,
+        "m" | "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "g" | "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        other => return Err(format!("unknown size unit {other:?}")),
+    };
+    let v = n.checked_mul(mult).ok_or("size too large")?;
+    if v == 0 {
+        return Err("size must be at least 1 byte".into());
+    }
+    Ok(v)
+}
+
+/// The scan options these flags ask for.
+fn scan_options(a: &ScanArgs) -> vzarr_scan::ScanOptions {
+    vzarr_scan::ScanOptions::default().with_split_contiguous(a.split_contiguous)
+}
+
+/// The build options these flags ask for.
+fn build_options(s: &SourceArgs, c: Option<&CombineArgs>) -> Result<BuildOptions> {
+    let cache = match &s.cache_dir {
+        Some(dir) => Some(vzarr_scan::cache::ScanCache::open(dir)?),
+        None => None,
+    };
+    Ok(BuildOptions {
+        scan: scan_options(&s.scan),
+        jobs: s.jobs,
+        on_error: match s.on_error {
+            OnErrorArg::Fail => OnError::Fail,
+            OnErrorArg::Skip => OnError::Skip,
+        },
+        cache,
+        strict: s.strict,
+        concat: c.and_then(CombineArgs::concat),
+        allow_gaps: c.is_some_and(|c| c.allow_gaps),
+        time_units: c.and_then(|c| c.time_units.clone()),
+    })
+}
+
+/// The sources these flags name, in order.
+fn collect(s: &SourceArgs) -> Result<Vec<SourceRef>> {
+    let filters = Filters {
+        include: s.include.clone(),
+        exclude: s.exclude.clone(),
+    };
+    Ok(vzarr_scan::inputs::collect(
+        &s.inputs, &s.catalog, &filters,
+    )?)
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4MiB"), Ok(4 << 20));
+        assert_eq!(parse_size("512kib"), Ok(512 << 10));
+        assert_eq!(parse_size("1000000"), Ok(1_000_000));
+        assert_eq!(parse_size("2 GB"), Ok(2_000_000_000));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("4 parsecs").is_err());
+        assert!(parse_size("MiB").is_err());
+    }
+}

@@ -1,0 +1,107 @@
+//! What the commands print: progress, warnings, the planner's report, and the closing lines of
+//! a build (after writing its output, failure report and summary).
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use vzarr_build::Failure;
+use vzarr_core::summary::{human_bytes, summarize};
+use vzarr_scan::batch::BatchSummary;
+
+use crate::flags::ReportArgs;
+
+/// Exit status of a build that left some sources out (`--on-error skip`).
+pub(crate) const EXIT_PARTIAL: u8 = 2;
+
+/// A progress bar on stderr when it is a terminal, hidden otherwise.
+pub(crate) fn progress_bar(n: usize) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(n as u64);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "scanning {bar:40} {pos}/{len} files, {per_sec}, eta {eta} {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+pub(crate) fn warnings(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("vzarr: warning: {w}");
+    }
+}
+
+pub(crate) fn plan_report(r: &vzarr_plan::PlanReport) {
+    println!(
+        "combined {} files: {} arrays concatenated ({} rectilinear), {} kept once",
+        r.order.len(),
+        r.concatenated.len(),
+        r.rectilinear.len(),
+        r.kept_once.len()
+    );
+    if let Some(u) = &r.time_units {
+        println!("time re-encoded as {u:?}");
+    }
+    println!(
+        "padded edge chunks: {} trimmed to a shorter byte range, {} re-encoded inline ({})",
+        r.trimmed_chunks,
+        r.materialised_chunks,
+        human_bytes(r.materialised_bytes)
+    );
+    for g in &r.gaps {
+        eprintln!("vzarr: warning: {g}");
+    }
+}
+
+/// Writes the output, the failure report and the summary; returns the exit status.
+pub(crate) fn finish(
+    ds: &vzarr_core::VirtualDataset,
+    output: &Path,
+    failures: &[Failure],
+    summary: &BatchSummary,
+    report: &ReportArgs,
+) -> Result<ExitCode> {
+    vzarr_kerchunk::write_file(ds, output)
+        .with_context(|| format!("writing {}", output.display()))?;
+    let s = summarize(ds);
+    let out = vzarr_source::absolute(output).unwrap_or(output.to_path_buf());
+    println!(
+        "wrote {}: {} arrays from {} file(s), {} chunks referenced ({}), {} inline, {} left out",
+        out.display(),
+        s.arrays.len(),
+        ds.provenance.sources.len(),
+        s.total.referenced,
+        human_bytes(s.total.referenced_bytes),
+        s.total.inline,
+        s.skipped.len()
+    );
+    println!(
+        "{} files: {} scanned, {} from the cache, {} failed; {:.2} s",
+        summary.files, summary.scanned, summary.cache_hits, summary.failed, summary.total_seconds
+    );
+    if let Some(p) = &report.summary_json {
+        std::fs::write(p, serde_json::to_string_pretty(summary)? + "\n")
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    if failures.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let path = report
+        .report
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}.failed.txt", output.display())));
+    vzarr_build::write_report(&path, failures)?;
+    eprintln!(
+        "vzarr: {} source(s) left out (listed in {}); the output is partial",
+        failures.len(),
+        path.display()
+    );
+    for f in failures.iter().take(5) {
+        eprintln!("vzarr:   {}: {}", f.source, f.reason);
+    }
+    Ok(ExitCode::from(EXIT_PARTIAL))
+}
