@@ -78,8 +78,10 @@ pub enum Concat {
     },
 }
 
-/// Options of [`plan`]: build them with [`PlanOptions::new`] and the `with_` methods.
+/// Options of [`plan`]: build them with [`PlanOptions::new`] and the `with_` methods (the
+/// struct may gain fields, so other crates cannot write it as a literal).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PlanOptions {
     /// How files are combined.
     pub concat: Concat,
