@@ -1,10 +1,12 @@
-//! HDF5 filter pipelines mapped to Zarr v3 codecs.
+//! HDF5 filter pipelines mapped to Zarr v3 codecs (after `bytes`, in pipeline order), or the
+//! reason a pipeline has no codecs that zarr-python 3.4 decodes.
 
 use std::ffi::c_uint;
 
 use hdf5_sys::h5i::hid_t;
-use hdf5_sys::h5p::{H5Pget_filter2, H5Pget_nfilters};
 use vzarr_core::{BloscShuffle, Codec, DataType};
+
+use crate::ffi;
 
 /// Name of an HDF5 filter id, for messages.
 pub(crate) fn filter_name(id: i32) -> &'static str {
@@ -43,35 +45,17 @@ fn blosc_cname(code: c_uint) -> Option<&'static str> {
 
 /// The codecs after `bytes` for a dataset's filter pipeline, or why it cannot be mapped.
 pub(crate) fn codecs(dcpl: hid_t, dt: DataType) -> Result<Vec<Codec>, String> {
-    // SAFETY: valid dcpl id.
-    let n = unsafe { H5Pget_nfilters(dcpl) };
+    let n = ffi::plist::nfilters(dcpl);
     if n < 0 {
         return Err("filter pipeline unreadable".into());
     }
     let mut out = Vec::with_capacity(n as usize);
-    for i in 0..n as c_uint {
-        let mut flags: c_uint = 0;
-        let mut cd = [0 as c_uint; 32];
-        let mut nelmts: usize = cd.len();
-        let mut config: c_uint = 0;
-        // SAFETY: buffers sized as passed.
-        let id = unsafe {
-            H5Pget_filter2(
-                dcpl,
-                i,
-                &mut flags,
-                &mut nelmts,
-                cd.as_mut_ptr(),
-                0,
-                std::ptr::null_mut(),
-                &mut config,
-            )
-        };
-        if id < 0 {
+    for i in 0..n as u32 {
+        let Some(filter) = ffi::plist::filter(dcpl, i) else {
             return Err(format!("filter {i} of the pipeline unreadable"));
-        }
-        let cd = &cd[..nelmts.min(32)];
-        let codec = match id {
+        };
+        let cd = filter.cd_values.as_slice();
+        let codec = match filter.id {
             1 => Codec::Zlib {
                 level: cd.first().copied().unwrap_or(6),
             },

@@ -17,11 +17,7 @@ fn main() {
             .flat_map(|d| d.arrays.values())
             .map(|a| a.manifest.len())
             .sum();
-        let opts = PlanOptions {
-            concat: Concat::Existing("time".into()),
-            allow_gaps: false,
-            time_units: None,
-        };
+        let opts = PlanOptions::new(Concat::Existing("time".into()));
         let reader = common::MemReader::default();
         let t = Instant::now();
         let (ds, report) = plan(inputs, &opts, &reader).expect("plan");

@@ -1,4 +1,5 @@
-//! Reading chunk and array bytes through a manifest, for the planner's checks.
+//! Reading chunk and array bytes through a manifest, for the planner's checks and re-encoding;
+//! numbers to and from the bytes of numeric types.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -7,12 +8,14 @@ use vzarr_codec::ByteCodecs;
 use vzarr_core::{ChunkRef, DataType, Endian, VirtualArray};
 use vzarr_source::RangeReader;
 
+use crate::error::ReadError;
+
 /// The encoded bytes of chunk `i`, or `None` when it is not stored.
 pub(crate) fn encoded_chunk(
     array: &VirtualArray,
     i: usize,
     reader: &dyn RangeReader,
-) -> Result<Option<Vec<u8>>, String> {
+) -> Result<Option<Vec<u8>>, ReadError> {
     match array.manifest.get(i) {
         ChunkRef::Missing => Ok(None),
         ChunkRef::Inline(b) => Ok(Some(b.to_vec())),
@@ -20,20 +23,19 @@ pub(crate) fn encoded_chunk(
             source,
             offset,
             length,
-        } => reader
-            .read(source, offset, length)
-            .map(Some)
-            .map_err(|e| e.to_string()),
+        } => Ok(Some(reader.read(source, offset, length)?)),
     }
 }
 
 /// Number of bytes of a chunk of `shape` with elements of `esize` bytes.
-pub(crate) fn chunk_bytes(shape: &[u64], esize: usize) -> Result<usize, String> {
+pub(crate) fn chunk_bytes(shape: &[u64], esize: usize) -> Result<usize, ReadError> {
     shape
         .iter()
         .try_fold(esize, |a, &d| a.checked_mul(usize::try_from(d).ok()?))
         .filter(|&n| n <= 1 << 32)
-        .ok_or_else(|| format!("chunk of shape {shape:?} is too large"))
+        .ok_or_else(|| ReadError::ChunkTooLarge {
+            shape: shape.to_vec(),
+        })
 }
 
 /// The raw bytes (stored byte order, nominal chunk shape) of chunk `i`; the fill value when
@@ -43,7 +45,7 @@ pub(crate) fn raw_chunk(
     codecs: &ByteCodecs,
     i: usize,
     reader: &dyn RangeReader,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, ReadError> {
     decode_chunk(array, codecs, i, encoded_chunk(array, i, reader)?)
 }
 
@@ -53,7 +55,7 @@ fn decode_chunk(
     codecs: &ByteCodecs,
     i: usize,
     enc: Option<Vec<u8>>,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, ReadError> {
     let index = array.grid.chunk_index(i as u64);
     let shape = array.grid.chunk_shape(&index);
     let n = chunk_bytes(&shape, array.data_type.size())?;
@@ -62,7 +64,7 @@ fn decode_chunk(
             .fill_value
             .bytes_in(array.data_type, array.endian)
             .repeat(n / array.data_type.size().max(1))),
-        Some(enc) => codecs.decode(&enc, n).map_err(|e| e.to_string()),
+        Some(enc) => Ok(codecs.decode(&enc, n)?),
     }
 }
 
@@ -72,7 +74,7 @@ fn decode_chunk(
 fn encoded_chunks(
     array: &VirtualArray,
     reader: &dyn RangeReader,
-) -> Result<Vec<Option<Vec<u8>>>, String> {
+) -> Result<Vec<Option<Vec<u8>>>, ReadError> {
     let n = array.manifest.len();
     let mut out: Vec<Option<Vec<u8>>> = vec![None; n];
     let mut by_source: BTreeMap<&str, (Vec<usize>, Vec<Range<u64>>)> = BTreeMap::new();
@@ -87,7 +89,7 @@ fn encoded_chunks(
             } => {
                 let end = offset
                     .checked_add(length)
-                    .ok_or_else(|| format!("chunk {i}: byte range overflows"))?;
+                    .ok_or(ReadError::RangeOverflow { chunk: i })?;
                 let e = by_source.entry(source).or_default();
                 e.0.push(i);
                 e.1.push(offset..end);
@@ -95,9 +97,7 @@ fn encoded_chunks(
         }
     }
     for (source, (chunks, ranges)) in by_source {
-        let bytes = reader
-            .read_many(source, &ranges)
-            .map_err(|e| e.to_string())?;
+        let bytes = reader.read_many(source, &ranges)?;
         for (i, b) in chunks.into_iter().zip(bytes) {
             out[i] = Some(b);
         }
@@ -109,8 +109,8 @@ fn encoded_chunks(
 pub(crate) fn read_array(
     array: &VirtualArray,
     reader: &dyn RangeReader,
-) -> Result<Vec<u8>, String> {
-    let codecs = ByteCodecs::new(&array.codecs).map_err(|e| e.to_string())?;
+) -> Result<Vec<u8>, ReadError> {
+    let codecs = ByteCodecs::new(&array.codecs)?;
     let shape = array.shape();
     let esize = array.data_type.size();
     let total = chunk_bytes(&shape, esize)?;
@@ -156,10 +156,10 @@ pub(crate) fn read_array(
 }
 
 /// Elements of a numeric type as f64 (integers beyond 2^53 lose precision).
-pub(crate) fn as_f64(bytes: &[u8], dt: DataType, endian: Endian) -> Result<Vec<f64>, String> {
+pub(crate) fn as_f64(bytes: &[u8], dt: DataType, endian: Endian) -> Result<Vec<f64>, ReadError> {
     let size = dt.size();
     if size == 0 || matches!(dt, DataType::FixedBytes(_) | DataType::Bool) {
-        return Err(format!("{} values are not numbers", dt.name()));
+        return Err(ReadError::NotNumeric { data_type: dt });
     }
     Ok(bytes
         .chunks_exact(size)

@@ -6,14 +6,11 @@ mod common;
 use common::{MemReader, archive, days, month_file};
 use vzarr_codec::ByteCodecs;
 use vzarr_core::{ChunkRef, Codec, DataType, DimGrid, FillValue, VirtualArray};
-use vzarr_plan::{Concat, PlanError, PlanOptions, plan, suggest_concat_dim};
+use vzarr_plan::{Concat, PlanError, PlanOptions, ReadError, plan, suggest_concat_dim};
+use vzarr_source::SourceError;
 
 fn opts() -> PlanOptions {
-    PlanOptions {
-        concat: Concat::Existing("time".into()),
-        allow_gaps: false,
-        time_units: None,
-    }
+    PlanOptions::new(Concat::Existing("time".into()))
 }
 
 fn time_values(a: &VirtualArray) -> Vec<f64> {
@@ -116,29 +113,13 @@ fn gaps_and_overlaps() {
         e.to_string().contains("f00001.nc") && e.to_string().contains("f00003.nc"),
         "{e}"
     );
-    let (_, report) = plan(
-        inputs,
-        &PlanOptions {
-            allow_gaps: true,
-            ..opts()
-        },
-        &MemReader::default(),
-    )
-    .unwrap();
+    let (_, report) = plan(inputs, &opts().with_allow_gaps(true), &MemReader::default()).unwrap();
     assert_eq!(report.gaps.len(), 1);
 
     let mut twice = archive(2, 1, 1, &[]);
     twice.push(archive(2, 1, 1, &[]).remove(1));
     twice[2].provenance.sources[0].url = "file:///archive/copy.nc".into();
-    let e = plan(
-        twice,
-        &PlanOptions {
-            allow_gaps: true,
-            ..opts()
-        },
-        &MemReader::default(),
-    )
-    .unwrap_err();
+    let e = plan(twice, &opts().with_allow_gaps(true), &MemReader::default()).unwrap_err();
     assert!(matches!(e, PlanError::Overlap(_)), "{e}");
 }
 
@@ -275,17 +256,47 @@ fn static_variables_must_be_identical() {
 }
 
 #[test]
+fn read_failures_keep_their_cause() {
+    // A static variable whose chunks point into files the reader does not have.
+    let mut inputs = archive(2, 1, 0, &[]);
+    for ds in inputs.iter_mut() {
+        let url = ds.provenance.sources[0].url.clone();
+        let mut a = month_file(&url, 0, 1, 1, 1, &[])
+            .arrays
+            .remove("var0")
+            .unwrap();
+        a.dimension_names = vec!["t1".into(), "y".into(), "x".into()];
+        ds.arrays.insert("orog".into(), a);
+    }
+    let e = plan(inputs, &opts(), &MemReader::default()).unwrap_err();
+    let PlanError::Read {
+        file,
+        variable,
+        source,
+    } = &e
+    else {
+        panic!("{e}")
+    };
+    assert!(file.ends_with("f00000.nc") && variable == "orog", "{e}");
+    assert!(
+        matches!(source, ReadError::Source(SourceError::BadPath(_))),
+        "{source:?}"
+    );
+    // The message stops where the cause begins; the cause is the error's source.
+    let cause = std::error::Error::source(&e).expect("a source").to_string();
+    assert_eq!(cause, source.to_string());
+    assert!(!e.to_string().contains(&cause), "{e}");
+}
+
+#[test]
 fn new_dimension_stacks_files() {
     let inputs: Vec<_> = (0..3)
         .map(|k| month_file(&format!("file:///m{k}.nc"), 0, 31, 31, 1, &[]))
         .collect();
-    let o = PlanOptions {
-        concat: Concat::New {
-            dim: "member".into(),
-            labels: Some(vec!["a".into(), "b".into(), "c".into()]),
-        },
-        ..opts()
-    };
+    let o = PlanOptions::new(Concat::New {
+        dim: "member".into(),
+        labels: Some(vec!["a".into(), "b".into(), "c".into()]),
+    });
     let (ds, report) = plan(inputs, &o, &MemReader::default()).unwrap();
     let v = &ds.arrays["var0"];
     assert_eq!(v.shape(), vec![3, 31, 4, 5]);
@@ -303,13 +314,10 @@ fn new_dimension_stacks_files() {
     assert_eq!(ds.arrays["member"].data_type, DataType::FixedBytes(1));
     let e = plan(
         vec![month_file("file:///x.nc", 0, 3, 3, 1, &[])],
-        &PlanOptions {
-            concat: Concat::New {
-                dim: "time".into(),
-                labels: None,
-            },
-            ..opts()
-        },
+        &PlanOptions::new(Concat::New {
+            dim: "time".into(),
+            labels: None,
+        }),
         &MemReader::default(),
     )
     .unwrap_err();

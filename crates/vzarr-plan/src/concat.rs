@@ -1,0 +1,270 @@
+//! Concatenation along an existing dimension.
+//!
+//! Files are put in coordinate order ([`crate::order`]); every variable with the dimension
+//! is concatenated: its chunk edges along the axis are the files' edges in order, a `regular`
+//! grid when they come out equal and a `rectilinear` one otherwise. HDF5 pads a file's last
+//! chunk along the axis to the full chunk shape; in the middle of the combined axis such a
+//! chunk is shortened, by referencing a shorter byte range when it is uncompressed and the
+//! axis is outermost (the valid rows are a prefix), else by decoding it and storing its valid
+//! part re-encoded inline ([`crate::inline`]). Never shifted data. The CF time coordinate and
+//! its bounds are re-encoded into one units string ([`crate::time`]); variables without the
+//! dimension must be identical in every file and are kept once ([`crate::compat`]).
+
+use vzarr_core::{
+    ChunkGrid, ChunkManifest, ChunkRef, ConcatInfo, ConcatPiece, DimGrid, VirtualArray,
+    VirtualDataset,
+};
+use vzarr_source::RangeReader;
+
+use crate::compat::{check_compatible, check_identical, check_same_variables};
+use crate::error::{EdgeChunkError, PlanError};
+use crate::inline::EdgeReencoder;
+use crate::input::{Input, Version, attr_str, axis_of, join, parent, same_path};
+use crate::order::{self, Coordinate};
+use crate::output::{base_dataset, combined_provenance, copy_ref};
+use crate::time::{CfTime, TimeEncoding, time_array};
+use crate::{PlanOptions, PlanReport, values};
+
+/// One chunk of the combined axis: where it comes from and how long it is.
+#[derive(Clone, Copy)]
+struct AxisChunk {
+    /// The file (position in output order).
+    file: usize,
+    /// The chunk's index along the axis in that file.
+    local: u64,
+    /// Its edge in the combined grid.
+    edge: u64,
+    /// Whether it is a padded edge chunk that must be shortened to `edge`.
+    padded: bool,
+}
+
+/// Concatenates the inputs along the existing dimension `dim`.
+pub(crate) fn concat_existing(
+    inputs: Vec<Input>,
+    dim: &str,
+    opts: &PlanOptions,
+    reader: &dyn RangeReader,
+) -> Result<(VirtualDataset, PlanReport), PlanError> {
+    let lens: Vec<u64> = inputs
+        .iter()
+        .map(|i| order::dim_len(i, dim))
+        .collect::<Result<_, _>>()?;
+    let cv = order::coordinate_values(&inputs, dim, reader)?;
+    let mut order: Vec<usize> = (0..inputs.len()).collect();
+    let mut report = PlanReport::default();
+    if let Some(cv) = &cv {
+        order = order::by_first_value(cv);
+        report.gaps = order::check_spacing(&order, &inputs, cv, opts.allow_gaps)?
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+    }
+    let ordered: Vec<&Input> = order.iter().map(|&k| &inputs[k]).collect();
+    let urls: Vec<&str> = ordered.iter().map(|i| i.url.as_str()).collect();
+    let skipped = check_same_variables(&ordered)?;
+
+    // CF time: the coordinate and its bounds are re-encoded into one units string.
+    let cf = match &cv {
+        Some(Coordinate {
+            time: Some(time), ..
+        }) => {
+            let units = opts.time_units.clone().unwrap_or_else(|| {
+                // The first file in time order defines the units.
+                attr_str(&ordered[0].ds.arrays[dim], "units")
+                    .unwrap_or(&time.units)
+                    .to_string()
+            });
+            let target = CfTime {
+                calendar: time.calendar.clone(),
+                units,
+            };
+            target.check().map_err(PlanError::InvalidTimeUnits)?;
+            Some(target)
+        }
+        _ => None,
+    };
+    if cf.is_none() && opts.time_units.is_some() {
+        return Err(PlanError::TimeUnitsWithoutCfTime { dim: dim.into() });
+    }
+    let bounds = cf
+        .as_ref()
+        .and_then(|_| attr_str(&ordered[0].ds.arrays[dim], "bounds").map(|b| join(parent(dim), b)));
+
+    let mut out = base_dataset(&ordered, skipped);
+    let mut concatenated = Vec::new();
+    for path in ordered[0].ds.arrays.keys() {
+        let arrays = same_path(&ordered, path)?;
+        let time = cf
+            .as_ref()
+            .filter(|_| path == dim || Some(path) == bounds.as_ref());
+        let array = if let Some(target) = time {
+            let enc = TimeEncoding {
+                target,
+                coord_units: ordered
+                    .iter()
+                    .map(|i| attr_str(&i.ds.arrays[dim], "units").unwrap_or_default())
+                    .collect(),
+            };
+            report.time_units = Some(target.units.clone());
+            concatenated.push(path.clone());
+            time_array(path, &arrays, &ordered, dim, &enc, reader)?
+        } else if let Some(k) = axis_of(arrays[0], dim) {
+            concatenated.push(path.clone());
+            concat_array(path, &arrays, &ordered, k, reader, &mut report)?
+        } else {
+            check_identical(path, &arrays, &urls, reader)?;
+            report.kept_once.push(path.clone());
+            arrays[0].clone()
+        };
+        out.arrays.insert(path.clone(), array);
+    }
+    let mut start = 0;
+    let pieces = order
+        .iter()
+        .map(|&k| {
+            let p = ConcatPiece {
+                url: inputs[k].url.clone(),
+                start,
+                len: lens[k],
+            };
+            start += lens[k];
+            p
+        })
+        .collect();
+    report.order = urls.iter().map(|u| u.to_string()).collect();
+    report.concatenated = concatenated.clone();
+    out.provenance = combined_provenance(
+        &ordered,
+        ConcatInfo {
+            dim: dim.into(),
+            new_dim: false,
+            pieces,
+            arrays: concatenated,
+        },
+    );
+    Ok((out, report))
+}
+
+/// The chunks of the combined axis `k`, in order: every file's chunks along `k`, the padded
+/// last chunk of every file but the last marked and cut to its valid length.
+fn axis_chunks(arrays: &[&VirtualArray], k: usize) -> (Vec<AxisChunk>, u64) {
+    let last = arrays.len() - 1;
+    let mut along = Vec::new();
+    let mut extent = 0u64;
+    for (f, a) in arrays.iter().enumerate() {
+        let d = &a.grid.dims()[k];
+        for l in 0..d.n_chunks() {
+            let nominal = d.chunk_len(l);
+            let valid = d.chunk_valid_len(l);
+            let padded = f != last && valid < nominal;
+            along.push(AxisChunk {
+                file: f,
+                local: l,
+                edge: if padded { valid } else { nominal },
+                padded,
+            });
+        }
+        extent += d.extent();
+    }
+    (along, extent)
+}
+
+/// Concatenates one variable along axis `k`: grids, chunk references, padded edge chunks.
+fn concat_array(
+    path: &str,
+    arrays: &[&VirtualArray],
+    inputs: &[&Input],
+    k: usize,
+    reader: &dyn RangeReader,
+    report: &mut PlanReport,
+) -> Result<VirtualArray, PlanError> {
+    let first = arrays[0];
+    let reference = Version {
+        url: &inputs[0].url,
+        array: first,
+    };
+    for (a, input) in arrays.iter().zip(inputs).skip(1) {
+        let other = Version {
+            url: &input.url,
+            array: a,
+        };
+        check_compatible(path, reference, other, Some(k), &[])?;
+    }
+    let (along, extent) = axis_chunks(arrays, k);
+    let axis = if along.is_empty() {
+        DimGrid::fixed(first.grid.dims()[k].chunk_len(0).max(1), 0)?
+    } else {
+        DimGrid::from_edges(along.iter().map(|c| c.edge).collect(), extent)?
+    };
+    let mut dims = first.grid.dims().to_vec();
+    dims[k] = axis;
+    let grid = ChunkGrid::new(dims);
+    let n = usize::try_from(grid.n_chunks()?).map_err(|_| PlanError::TooManyChunks {
+        variable: path.into(),
+    })?;
+    let mut manifest = ChunkManifest::new_missing(n);
+    let esize = first.data_type.size();
+    let mut reencoder = EdgeReencoder::new(&first.codecs);
+    for i in 0..n {
+        let mut idx = grid.chunk_index(i as u64);
+        let chunk = along[idx[k] as usize];
+        idx[k] = chunk.local;
+        let src = arrays[chunk.file];
+        let lin = src
+            .grid
+            .linear_index(&idx)
+            .expect("index inside the file's grid") as usize;
+        let r = src.manifest.get(lin);
+        if !chunk.padded || r == ChunkRef::Missing {
+            copy_ref(&mut manifest, i, r)?;
+            continue;
+        }
+        let nominal = src.grid.chunk_shape(&idx);
+        let refused = |source: EdgeChunkError| PlanError::Refused {
+            file: inputs[chunk.file].url.clone(),
+            variable: path.into(),
+            chunk: idx.clone(),
+            source: Box::new(source),
+        };
+        if src.codecs.is_empty() && k == 0 {
+            // Uncompressed, concatenation axis outermost: the valid rows are a prefix.
+            let row = values::chunk_bytes(&nominal[1..], esize).map_err(|_| {
+                refused(EdgeChunkError::TooLarge {
+                    shape: nominal[1..].to_vec(),
+                })
+            })?;
+            let keep = row as u64 * chunk.edge;
+            match r {
+                ChunkRef::Range {
+                    source,
+                    offset,
+                    length,
+                } if keep <= length => {
+                    let sid = manifest.intern(source)?;
+                    manifest.set_range(i, sid, offset, keep)?;
+                }
+                ChunkRef::Inline(b) if keep as usize <= b.len() => {
+                    manifest.set_inline(i, b[..keep as usize].to_vec())?;
+                }
+                _ => return Err(refused(EdgeChunkError::ShortChunk)),
+            }
+            report.trimmed_chunks += 1;
+            continue;
+        }
+        // Decode, keep the valid part along k, re-encode inline.
+        let encoded = reencoder
+            .valid_prefix(src, lin, &nominal, k, chunk.edge, reader)
+            .map_err(refused)?;
+        report.materialised_chunks += 1;
+        report.materialised_bytes += encoded.len() as u64;
+        manifest.set_inline(i, encoded)?;
+    }
+    if !grid.is_regular() {
+        report.rectilinear.push(path.to_string());
+    }
+    Ok(VirtualArray {
+        grid,
+        manifest,
+        ..first.clone()
+    })
+}

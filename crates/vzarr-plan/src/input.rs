@@ -1,0 +1,107 @@
+//! The inputs of a plan: one scanned file each, and lookups across them (a variable's arrays
+//! in every file, its axis of a dimension, its attributes, paths in the group tree).
+
+use serde_json::Value;
+use vzarr_core::{VirtualArray, VirtualDataset};
+use vzarr_source::RangeReader;
+
+use crate::error::PlanError;
+use crate::values;
+
+/// The scan of one file.
+pub(crate) struct Input {
+    /// The file's URL.
+    pub(crate) url: String,
+    /// What the scanner found in it.
+    pub(crate) ds: VirtualDataset,
+}
+
+impl Input {
+    /// One input per dataset; each must be the scan of a single file.
+    pub(crate) fn from_datasets(datasets: Vec<VirtualDataset>) -> Result<Vec<Input>, PlanError> {
+        datasets
+            .into_iter()
+            .enumerate()
+            .map(|(i, ds)| match ds.provenance.sources.as_slice() {
+                [one] => Ok(Input {
+                    url: one.url.clone(),
+                    ds,
+                }),
+                _ => Err(PlanError::NotSingleFile(i)),
+            })
+            .collect()
+    }
+}
+
+/// One file's version of a variable.
+#[derive(Clone, Copy)]
+pub(crate) struct Version<'a> {
+    /// The file's URL.
+    pub(crate) url: &'a str,
+    /// The variable in that file.
+    pub(crate) array: &'a VirtualArray,
+}
+
+/// Arrays of the same path, one per input, in output order.
+pub(crate) fn same_path<'a>(
+    ordered: &[&'a Input],
+    path: &str,
+) -> Result<Vec<&'a VirtualArray>, PlanError> {
+    ordered
+        .iter()
+        .map(|i| {
+            i.ds.arrays
+                .get(path)
+                .ok_or_else(|| PlanError::MissingVariable {
+                    variable: path.into(),
+                    present: ordered[0].url.clone(),
+                    absent: i.url.clone(),
+                })
+        })
+        .collect()
+}
+
+/// The values of a numeric variable of one file, as f64.
+pub(crate) fn read_numbers(
+    input: &Input,
+    path: &str,
+    a: &VirtualArray,
+    reader: &dyn RangeReader,
+) -> Result<Vec<f64>, PlanError> {
+    let err = |source| PlanError::Read {
+        file: input.url.clone(),
+        variable: path.into(),
+        source,
+    };
+    let raw = values::read_array(a, reader).map_err(err)?;
+    values::as_f64(&raw, a.data_type, a.endian).map_err(err)
+}
+
+/// The axis of `dim` in an array.
+pub(crate) fn axis_of(a: &VirtualArray, dim: &str) -> Option<usize> {
+    a.dimension_names.iter().position(|d| d == dim)
+}
+
+/// A string attribute.
+pub(crate) fn attr_str<'a>(a: &'a VirtualArray, name: &str) -> Option<&'a str> {
+    a.attributes.get(name).and_then(Value::as_str)
+}
+
+/// The last segment of a path.
+pub(crate) fn leaf(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The group of a path (`""` at the root).
+pub(crate) fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(p, _)| p)
+}
+
+/// A name inside a group.
+pub(crate) fn join(group: &str, name: &str) -> String {
+    if group.is_empty() {
+        name.to_string()
+    } else {
+        format!("{group}/{name}")
+    }
+}
