@@ -23,7 +23,8 @@ pub(crate) fn build(
     report: &ReportArgs,
 ) -> Result<ExitCode> {
     let sources = if append {
-        let (all, concat) = vzarr_build::append::plan_append(output, sources, opts.concat.as_ref())?;
+        let (all, concat) =
+            vzarr_build::append::plan_append(output, sources, opts.concat.as_ref())?;
         opts.concat = concat;
         all
     } else {

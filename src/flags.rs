@@ -357,7 +357,6 @@ pub(crate) struct CatArgs {
     pub(crate) read: ReadArgs,
 }
 
-
 /// Parses a byte size with an optional unit (B, KB, KiB, MB, MiB, GB, GiB).
 fn parse_size(s: &str) -> Result<u64, String> {
     let s = s.trim();
@@ -419,7 +418,6 @@ fn collect(s: &SourceArgs) -> Result<Vec<SourceRef>> {
         &s.inputs, &s.catalog, &filters,
     )?)
 }
-
 
 #[cfg(test)]
 mod tests {

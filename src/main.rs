@@ -19,7 +19,7 @@ fn main() -> ExitCode {
     match flags::parse().and_then(run) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("vzarr: error: {e:#}");
+            eprintln!("vzarr: error: {}", message(&e));
             if let Some(h) = hint(&e) {
                 eprintln!("vzarr: hint: {h}");
             }
@@ -55,6 +55,23 @@ fn run(command: Run) -> Result<ExitCode> {
     }
 }
 
+/// The error and its causes on one line, each cause once (a library error may say its
+/// cause's words itself and also give the cause as its source).
+fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
 /// The flag that changes the outcome of `e`, in words, where one does.
 fn hint(e: &anyhow::Error) -> Option<String> {
     use vzarr_build::BuildError;
@@ -70,18 +87,20 @@ fn hint(e: &anyhow::Error) -> Option<String> {
                         Some(d) => format!(
                             "combine them with --concat-dim {d} (the unlimited dimension of every file), or --new-dim NAME to stack them"
                         ),
-                        None => "combine them with --concat-dim DIM, or --new-dim NAME to stack them"
-                            .into(),
+                        None => {
+                            "combine them with --concat-dim DIM, or --new-dim NAME to stack them"
+                                .into()
+                        }
                     });
                 }
                 _ => {}
             }
         }
-        if let Some(vzarr_plan::PlanError::Gap(_)) = cause.downcast_ref::<vzarr_plan::PlanError>()
-        {
+        if let Some(vzarr_plan::PlanError::Gap(_)) = cause.downcast_ref::<vzarr_plan::PlanError>() {
             return Some("pass --allow-gaps to accept gaps".into());
         }
-        if let Some(vzarr_read::ReadError::Prefix(_)) = cause.downcast_ref::<vzarr_read::ReadError>()
+        if let Some(vzarr_read::ReadError::Prefix(_)) =
+            cause.downcast_ref::<vzarr_read::ReadError>()
         {
             return Some("check the --allow-prefix values".into());
         }

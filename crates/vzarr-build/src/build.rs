@@ -78,7 +78,7 @@ pub fn scan_sources(
                 }
                 if opts.strict && !ds.skipped.is_empty() {
                     return Err(BuildError::Strict {
-                        source: o.source.display(),
+                        file: o.source.display(),
                         count: ds.skipped.len(),
                     });
                 }

@@ -10,7 +10,7 @@ pub enum BuildError {
     Scan(#[from] vzarr_scan::ScanError),
     /// The scans could not be combined.
     #[error(transparent)]
-    Plan(#[from] vzarr_plan::PlanError),
+    Plan(Box<vzarr_plan::PlanError>),
     /// Writing the output failed.
     #[error(transparent)]
     Write(#[from] vzarr_kerchunk::WriteError),
@@ -41,10 +41,10 @@ pub enum BuildError {
         suggestion: Option<String>,
     },
     /// Variables or attributes would be left out of a build that must be complete.
-    #[error("{source}: {count} item(s) would be left out of a strict build; nothing written")]
+    #[error("{file}: {count} item(s) would be left out of a strict build; nothing written")]
     Strict {
         /// The source.
-        source: String,
+        file: String,
         /// How many items.
         count: usize,
     },
@@ -75,6 +75,12 @@ pub enum BuildError {
         /// Why.
         reason: String,
     },
+}
+
+impl From<vzarr_plan::PlanError> for BuildError {
+    fn from(e: vzarr_plan::PlanError) -> Self {
+        BuildError::Plan(Box::new(e))
+    }
 }
 
 impl BuildError {

@@ -41,7 +41,9 @@ impl FromStr for Shard {
             spec: s.to_string(),
             reason,
         };
-        let (k, n) = s.split_once('/').ok_or_else(|| bad("expected K/N, e.g. 0/8"))?;
+        let (k, n) = s
+            .split_once('/')
+            .ok_or_else(|| bad("expected K/N, e.g. 0/8"))?;
         let k: usize = k.trim().parse().map_err(|_| bad("K is not a number"))?;
         let n: usize = n.trim().parse().map_err(|_| bad("N is not a number"))?;
         if n == 0 || k >= n {
@@ -125,8 +127,7 @@ pub fn read_partials(paths: &[PathBuf]) -> Result<Partials, BuildError> {
             path: p.display().to_string(),
             what: what.to_string(),
         };
-        let v: Value =
-            serde_json::from_slice(&text).map_err(|e| bad(&format!("not JSON: {e}")))?;
+        let v: Value = serde_json::from_slice(&text).map_err(|e| bad(&format!("not JSON: {e}")))?;
         if v.get("vzarr_partial").and_then(Value::as_u64) != Some(1) {
             return Err(bad("no version 1 marker"));
         }
@@ -178,8 +179,7 @@ pub fn read_partials(paths: &[PathBuf]) -> Result<Partials, BuildError> {
     };
     if shards.iter().any(|&(_, m, t)| m != n || t != total) {
         return Err(BuildError::Shards(
-            "the partial scans come from different shardings (N or the source count differ)"
-                .into(),
+            "the partial scans come from different shardings (N or the source count differ)".into(),
         ));
     }
     let mut ks: Vec<usize> = shards.iter().map(|s| s.0).collect();

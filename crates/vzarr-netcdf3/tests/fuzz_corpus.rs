@@ -45,21 +45,25 @@ unsafe impl GlobalAlloc for CountingAlloc {
         if !note(layout.size()) {
             return std::ptr::null_mut();
         }
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract; forwarded as is.
         unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if !note(layout.size()) {
             return std::ptr::null_mut();
         }
+        // SAFETY: as for `alloc`.
         unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` through this allocator with `layout`.
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if !note(new_size) {
             return std::ptr::null_mut();
         }
+        // SAFETY: `ptr` came from `System` through this allocator with `layout`.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }

@@ -2,7 +2,7 @@
 //! chunks plus the CF time coordinate), combined along time. Prints the figure; run with
 //! `cargo bench -p vzarr-plan`.
 
-#[path = "../tests/common.rs"]
+#[path = "../tests/common/mod.rs"]
 mod common;
 
 use std::time::Instant;

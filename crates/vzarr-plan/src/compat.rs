@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use vzarr_codec::ByteCodecs;
 use vzarr_core::{Codec, SkippedVariable, VirtualArray};
-use vzarr_source::RangeReader;
+use vzarr_source::SourceStore;
 
 use crate::error::{FilePair, PlanError, ReadError};
 use crate::input::{Input, Version};
@@ -186,7 +186,7 @@ pub(crate) fn check_identical(
     path: &str,
     arrays: &[&VirtualArray],
     urls: &[&str],
-    reader: &dyn RangeReader,
+    reader: &dyn SourceStore,
 ) -> Result<(), PlanError> {
     let a = arrays[0];
     let meta = a.zarr_metadata();

@@ -14,7 +14,7 @@ use vzarr_core::{
     ChunkGrid, ChunkManifest, ChunkRef, ConcatInfo, ConcatPiece, DimGrid, VirtualArray,
     VirtualDataset,
 };
-use vzarr_source::RangeReader;
+use vzarr_source::SourceStore;
 
 use crate::compat::{check_compatible, check_identical, check_same_variables};
 use crate::error::{EdgeChunkError, PlanError};
@@ -43,7 +43,7 @@ pub(crate) fn concat_existing(
     inputs: Vec<Input>,
     dim: &str,
     opts: &PlanOptions,
-    reader: &dyn RangeReader,
+    reader: &dyn SourceStore,
 ) -> Result<(VirtualDataset, PlanReport), PlanError> {
     let lens: Vec<u64> = inputs
         .iter()
@@ -175,7 +175,7 @@ fn concat_array(
     arrays: &[&VirtualArray],
     inputs: &[&Input],
     k: usize,
-    reader: &dyn RangeReader,
+    reader: &dyn SourceStore,
     report: &mut PlanReport,
 ) -> Result<VirtualArray, PlanError> {
     let first = arrays[0];

@@ -4,7 +4,7 @@
 
 use vzarr_codec::ByteCodecs;
 use vzarr_core::{ChunkGrid, ChunkManifest, Codec, DataType, Endian, FillValue, VirtualArray};
-use vzarr_source::RangeReader;
+use vzarr_source::SourceStore;
 
 use crate::error::{EdgeChunkError, PlanError};
 use crate::values;
@@ -102,7 +102,7 @@ impl<'a> EdgeReencoder<'a> {
         nominal: &[u64],
         axis: usize,
         keep: u64,
-        reader: &dyn RangeReader,
+        reader: &dyn SourceStore,
     ) -> Result<Vec<u8>, EdgeChunkError> {
         if self.chain.is_none() {
             self.chain = Some(ByteCodecs::new(self.codecs).map_err(EdgeChunkError::Encode)?);

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 use vzarr_core::{VirtualArray, VirtualDataset};
-use vzarr_source::RangeReader;
+use vzarr_source::SourceStore;
 
 use crate::error::PlanError;
 use crate::values;
@@ -66,7 +66,7 @@ pub(crate) fn read_numbers(
     input: &Input,
     path: &str,
     a: &VirtualArray,
-    reader: &dyn RangeReader,
+    reader: &dyn SourceStore,
 ) -> Result<Vec<f64>, PlanError> {
     let err = |source| PlanError::Read {
         file: input.url.clone(),

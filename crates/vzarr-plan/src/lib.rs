@@ -14,15 +14,15 @@
 //! Along a new dimension (ensemble members) files are stacked along a new leading axis;
 //! dimension coordinates are kept once.
 //!
-//! Reads go through a [`RangeReader`]: coordinate values, static variables to compare, and
-//! chunks to re-encode.
+//! Reads go through a [`SourceStore`] of the byte layer: coordinate values, static variables to
+//! compare, and chunks to re-encode.
 //!
 //! ```no_run
 //! # fn scans() -> Vec<vzarr_core::VirtualDataset> { vec![] }
 //! use vzarr_plan::{Concat, PlanOptions, plan};
 //!
 //! let opts = PlanOptions::new(Concat::Existing("time".into())).with_allow_gaps(true);
-//! let (dataset, report) = plan(scans(), &opts, &vzarr_source::LocalReader::new())?;
+//! let (dataset, report) = plan(scans(), &opts, &vzarr_source::Stores::default())?;
 //! println!("{} files, {} padded chunks re-encoded", report.order.len(), report.materialised_chunks);
 //! # Ok::<(), vzarr_plan::PlanError>(())
 //! ```
@@ -58,7 +58,7 @@ mod values;
 use std::collections::BTreeSet;
 
 use vzarr_core::VirtualDataset;
-use vzarr_source::RangeReader;
+use vzarr_source::SourceStore;
 
 pub use error::{Boundary, EdgeChunkError, FilePair, Gap, PlanError, ReadError};
 
@@ -150,7 +150,7 @@ pub fn file_name(url: &str) -> &str {
 pub fn plan(
     inputs: Vec<VirtualDataset>,
     opts: &PlanOptions,
-    reader: &dyn RangeReader,
+    reader: &dyn SourceStore,
 ) -> Result<(VirtualDataset, PlanReport), PlanError> {
     if inputs.is_empty() {
         return Err(PlanError::NoInputs);

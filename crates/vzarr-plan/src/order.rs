@@ -3,7 +3,7 @@
 //! the order of the files by those values, and the gaps and overlaps between neighbours.
 
 use vzarr_core::{VirtualArray, VirtualDataset};
-use vzarr_source::RangeReader;
+use vzarr_source::SourceStore;
 
 use crate::error::{Boundary, FilePair, Gap, PlanError};
 use crate::input::{Input, attr_str, axis_of, read_numbers};
@@ -64,7 +64,7 @@ impl Coordinate {
 pub(crate) fn coordinate_values(
     inputs: &[Input],
     dim: &str,
-    reader: &dyn RangeReader,
+    reader: &dyn SourceStore,
 ) -> Result<Option<Coordinate>, PlanError> {
     let coords: Vec<Option<&VirtualArray>> =
         inputs.iter().map(|i| coordinate(&i.ds, dim)).collect();

@@ -9,7 +9,7 @@ use vzarr_core::{
     ChunkGrid, ChunkManifest, ConcatInfo, ConcatPiece, DataType, DimGrid, Endian, FillValue,
     VirtualArray, VirtualDataset,
 };
-use vzarr_source::RangeReader;
+use vzarr_source::SourceStore;
 
 use crate::compat::{check_compatible, check_identical, check_same_variables};
 use crate::error::PlanError;
@@ -104,7 +104,7 @@ pub(crate) fn stack_new(
     inputs: Vec<Input>,
     dim: &str,
     labels: Option<&[String]>,
-    reader: &dyn RangeReader,
+    reader: &dyn SourceStore,
 ) -> Result<(VirtualDataset, PlanReport), PlanError> {
     let labels: Vec<String> = match labels {
         Some(l) if l.len() != inputs.len() => {

@@ -5,7 +5,7 @@
 use serde_json::json;
 use vzarr_cftime::{Calendar, CfTimeError, Units};
 use vzarr_core::{DataType, VirtualArray};
-use vzarr_source::RangeReader;
+use vzarr_source::SourceStore;
 
 use crate::compat::check_compatible;
 use crate::error::PlanError;
@@ -80,7 +80,7 @@ pub(crate) fn time_array(
     inputs: &[&Input],
     dim: &str,
     enc: &TimeEncoding,
-    reader: &dyn RangeReader,
+    reader: &dyn SourceStore,
 ) -> Result<VirtualArray, PlanError> {
     let first = arrays[0];
     let mut all = Vec::new();

@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use vzarr_codec::ByteCodecs;
 use vzarr_core::{ChunkRef, DataType, Endian, VirtualArray};
-use vzarr_source::RangeReader;
+use vzarr_source::SourceStore;
 
 use crate::error::ReadError;
 
@@ -14,7 +14,7 @@ use crate::error::ReadError;
 pub(crate) fn encoded_chunk(
     array: &VirtualArray,
     i: usize,
-    reader: &dyn RangeReader,
+    reader: &dyn SourceStore,
 ) -> Result<Option<Vec<u8>>, ReadError> {
     match array.manifest.get(i) {
         ChunkRef::Missing => Ok(None),
@@ -23,7 +23,12 @@ pub(crate) fn encoded_chunk(
             source,
             offset,
             length,
-        } => Ok(Some(reader.read(source, offset, length)?)),
+        } => {
+            let end = offset
+                .checked_add(length)
+                .ok_or(ReadError::RangeOverflow { chunk: i })?;
+            Ok(Some(reader.open(source)?.read(offset..end)?.to_vec()))
+        }
     }
 }
 
@@ -44,7 +49,7 @@ pub(crate) fn raw_chunk(
     array: &VirtualArray,
     codecs: &ByteCodecs,
     i: usize,
-    reader: &dyn RangeReader,
+    reader: &dyn SourceStore,
 ) -> Result<Vec<u8>, ReadError> {
     decode_chunk(array, codecs, i, encoded_chunk(array, i, reader)?)
 }
@@ -69,11 +74,11 @@ fn decode_chunk(
 }
 
 /// The encoded bytes of every chunk (`None` when not stored); the ranges of each source are
-/// read with [`RangeReader::read_many`], so the records of a NetCDF3 record variable, a few
-/// hundred bytes apart, take one read rather than one each.
+/// read with one [`vzarr_source::ByteSource::read_ranges`], so the records of a NetCDF3 record
+/// variable, a few hundred bytes apart, take one read rather than one each.
 fn encoded_chunks(
     array: &VirtualArray,
-    reader: &dyn RangeReader,
+    reader: &dyn SourceStore,
 ) -> Result<Vec<Option<Vec<u8>>>, ReadError> {
     let n = array.manifest.len();
     let mut out: Vec<Option<Vec<u8>>> = vec![None; n];
@@ -97,9 +102,9 @@ fn encoded_chunks(
         }
     }
     for (source, (chunks, ranges)) in by_source {
-        let bytes = reader.read_many(source, &ranges)?;
+        let bytes = reader.open(source)?.read_ranges(&ranges)?;
         for (i, b) in chunks.into_iter().zip(bytes) {
-            out[i] = Some(b);
+            out[i] = Some(b.to_vec());
         }
     }
     Ok(out)
@@ -108,7 +113,7 @@ fn encoded_chunks(
 /// The whole array as raw bytes in C order (stored byte order).
 pub(crate) fn read_array(
     array: &VirtualArray,
-    reader: &dyn RangeReader,
+    reader: &dyn SourceStore,
 ) -> Result<Vec<u8>, ReadError> {
     let codecs = ByteCodecs::new(&array.codecs)?;
     let shape = array.shape();

@@ -201,7 +201,8 @@ fn compressed_padded_chunks_are_reencoded_with_the_valid_rows() {
             .unwrap();
         file.extend(bytes);
     }
-    let reader = MemReader([("file:///a.nc".to_string(), file)].into_iter().collect());
+    let mut reader = MemReader::new();
+    reader.insert("file:///a.nc", file);
     let (ds, report) = plan(inputs, &opts(), &reader).unwrap();
     assert_eq!((report.materialised_chunks, report.trimmed_chunks), (1, 0));
     let v = &ds.arrays["var0"];
@@ -279,7 +280,7 @@ fn read_failures_keep_their_cause() {
     };
     assert!(file.ends_with("f00000.nc") && variable == "orog", "{e}");
     assert!(
-        matches!(source, ReadError::Source(SourceError::BadPath(_))),
+        matches!(source, ReadError::Source(SourceError::NotFound { .. })),
         "{source:?}"
     );
     // The message stops where the cause begins; the cause is the error's source.

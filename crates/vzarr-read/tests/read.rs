@@ -3,14 +3,9 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::*;
-use ndarray::{ArrayD, Axis, IxDyn, s};
-use vzarr_core::{
-    ChunkGrid, ChunkManifest, ChunkRef, ConcatInfo, ConcatPiece, DataType, DimGrid, Endian,
-    FillValue, Provenance, VirtualArray, VirtualDataset, prefixes_of,
-};
+use ndarray::s;
+use vzarr_core::DataType;
 use vzarr_read::{Scalar, parse_selection};
 
 fn f32s(raw: &vzarr_read::RawArray) -> Vec<f32> {
@@ -160,5 +155,3 @@ fn strings_and_big_endian_values() {
         .unwrap();
     assert_eq!(got.iter().copied().collect::<Vec<_>>(), want);
 }
-
-/// Writes a NetCDF4 file with `tas(time, lat, lon)` float32, chunked `chunk` along time.

@@ -55,7 +55,7 @@ pub use coalesce::{
 pub use error::{SourceError, checked_len, range_len};
 pub use list::{list_prefix, list_prefix_with};
 pub use local::{LocalFile, absolute, file_url, local_record};
-pub use mem::MemSource;
+pub use mem::{MemSource, MemStore};
 pub use object::{
     Clients, DEFAULT_MAX_REQUESTS, DEFAULT_RANGE_CONCURRENCY, ObjectSource, object_path,
 };

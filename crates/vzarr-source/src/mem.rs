@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use vzarr_core::SourceRecord;
 
-use crate::{ByteSource, SourceError, range_len};
+use crate::{ByteSource, SourceError, SourceStore, range_len};
 
 /// A [`ByteSource`] over bytes in memory that counts its reads (one per range) and the bytes
 /// it returned.
@@ -74,6 +74,42 @@ impl ByteSource for MemSource {
                 Ok(self.data.slice(start..start + n))
             })
             .collect()
+    }
+}
+
+/// A [`SourceStore`] of in-memory sources by URL (tests, bytes already fetched).
+#[derive(Debug, Default)]
+pub struct MemStore {
+    sources: std::collections::HashMap<String, std::sync::Arc<MemSource>>,
+}
+
+impl MemStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) the source at `url` holding `data`.
+    pub fn insert(&mut self, url: impl Into<String>, data: impl Into<Bytes>) {
+        let url = url.into();
+        self.sources
+            .insert(url.clone(), std::sync::Arc::new(MemSource::new(url, data)));
+    }
+
+    /// The source at `url`, if any (to look at its counters).
+    pub fn get(&self, url: &str) -> Option<&std::sync::Arc<MemSource>> {
+        self.sources.get(url)
+    }
+}
+
+impl SourceStore for MemStore {
+    fn open(&self, url: &str) -> Result<std::sync::Arc<dyn ByteSource>, SourceError> {
+        match self.sources.get(url) {
+            Some(s) => Ok(s.clone()),
+            None => Err(SourceError::NotFound {
+                url: url.to_string(),
+            }),
+        }
     }
 }
 

@@ -1,10 +1,11 @@
-//! Read throughput through the manifest against the netCDF library reading the same variable,
-//! in the same run. Ignored by default (timings are never asserted); run with
+//! Read throughput through the manifest (vzarr-read) against the netCDF library reading the
+//! same variable, in the same run; prints the figures, asserts only that the values agree.
 //!
 //! ```sh
-//! cargo test --release -p vzarr-read --test throughput -- --ignored --nocapture
+//! cargo bench -p vzarr-verify --bench throughput
 //! ```
 
+#[path = "../tests/verify/common.rs"]
 mod common;
 
 use std::path::Path;
@@ -66,9 +67,7 @@ fn best_of<T>(n: usize, mut f: impl FnMut() -> T) -> (f64, T) {
     (best, out.expect("n >= 1"))
 }
 
-#[test]
-#[ignore = "benchmark: prints the throughput ratio, asserts no timing"]
-fn manifest_vs_netcdf_throughput() {
+fn main() {
     let dir = tempfile::tempdir().unwrap();
     let shape = [365, 180, 360];
     let mb = (shape.iter().product::<usize>() * 4) as f64 / 1e6;

@@ -138,16 +138,8 @@ fn reads_and_verifies_through_an_s3_server() {
 
     // The combined monthly archive, concatenation slabs read from their own objects.
     let arch = dir.path().join("archive.json");
-    let scanned = months
-        .iter()
-        .map(|p| vzarr_scan::scan_path(p, &vzarr_scan::ScanOptions::default()).unwrap())
-        .collect();
-    let opts = vzarr_plan::PlanOptions {
-        concat: vzarr_plan::Concat::Existing("time".into()),
-        allow_gaps: false,
-        time_units: None,
-    };
-    let (ds, _) = vzarr_plan::plan(scanned, &opts, &vzarr_source::LocalReader::new()).unwrap();
+    let scanned = months.iter().map(|p| scan(p)).collect();
+    let ds = plan(scanned, vzarr_plan::Concat::Existing("time".into()), None);
     vzarr_kerchunk::write_file(&ds, &arch).unwrap();
     let remote = to_s3(&read_json(&arch), &archive, "archive", true);
     // The references themselves on S3 too.

@@ -11,9 +11,9 @@
 //!   (or a documented error value), which the wrappers report. Identifiers that a call
 //!   creates are owned by a [`Hid`] and closed exactly once, when it drops.
 //! - **One thread in the library at a time.** The bundled static HDF5 is built without its
-//!   thread-safety option, so every call here runs inside [`hdf5::sync::sync`], the global
-//!   re-entrant lock that `hdf5-metno` takes around each of its own calls. The scanner already
-//!   holds it for a whole file; taking it again is a re-entrant lock count.
+//!   thread-safety option, so every call here runs holding the global re-entrant lock that
+//!   `hdf5-metno` takes around each of its own calls ([`hdf5::sync::sync`]). The scanner holds
+//!   it for a whole file, so the wrappers only check that this thread owns it.
 //! - **Buffers are sized from HDF5's own description** of what a call writes (the element
 //!   size of the memory type and the number of elements of the object read), never from the
 //!   caller's arguments; a buffer that does not match is refused before the call.
@@ -40,9 +40,16 @@ use hdf5_sys::h5t::H5Tclose;
 /// An undefined address (`HADDR_UNDEF`): a chunk or dataset that was never written.
 pub(crate) const HADDR_UNDEF: haddr_t = haddr_t::MAX;
 
-/// Runs `f` holding HDF5's global lock.
+/// Runs `f` holding HDF5's global lock: as it is when this thread already holds it (then it
+/// stays held until `f` returns, since the guard is further up this thread's stack), else
+/// inside [`hdf5::sync::sync`]. The check is a thread id and one relaxed load; taking the
+/// re-entrant lock again for every call cost a measurable share of a scan.
 fn locked<T>(f: impl FnOnce() -> T) -> T {
-    hdf5::sync::sync(f)
+    if hdf5_sys::LOCK.is_owned_by_current_thread() {
+        f()
+    } else {
+        hdf5::sync::sync(f)
+    }
 }
 
 /// An owned HDF5 identifier, closed on drop with the matching close function.

@@ -12,16 +12,16 @@ use vzarr_core::{ChunkRef, DataType, VirtualArray};
 
 /// The three NetCDF3 formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fmt {
+pub(crate) enum Fmt {
     Cdf1,
     Cdf2,
     Cdf5,
 }
 
 impl Fmt {
-    pub const ALL: [Fmt; 3] = [Fmt::Cdf1, Fmt::Cdf2, Fmt::Cdf5];
+    pub(crate) const ALL: [Fmt; 3] = [Fmt::Cdf1, Fmt::Cdf2, Fmt::Cdf5];
 
-    pub fn options(self) -> netcdf::Options {
+    pub(crate) fn options(self) -> netcdf::Options {
         match self {
             Fmt::Cdf1 => netcdf::Options::CLASSIC,
             Fmt::Cdf2 => netcdf::Options::_64BIT_OFFSET,
@@ -29,7 +29,7 @@ impl Fmt {
         }
     }
 
-    pub fn version(self) -> u8 {
+    pub(crate) fn version(self) -> u8 {
         match self {
             Fmt::Cdf1 => 1,
             Fmt::Cdf2 => 2,
@@ -41,7 +41,7 @@ impl Fmt {
 /// `NC_CHAR` elements for the netcdf crate.
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NcChar(pub u8);
+pub(crate) struct NcChar(pub u8);
 
 // SAFETY: NcChar is a transparent u8, the memory layout of NC_CHAR.
 unsafe impl NcTypeDescriptor for NcChar {
@@ -51,7 +51,7 @@ unsafe impl NcTypeDescriptor for NcChar {
 }
 
 /// Deterministic test values with extremes first.
-pub trait TestVal: NcTypeDescriptor + Copy {
+pub(crate) trait TestVal: NcTypeDescriptor + Copy {
     fn make(i: usize) -> Self;
 }
 
@@ -105,7 +105,7 @@ impl TestVal for NcChar {
     }
 }
 
-pub fn vals<T: TestVal>(n: usize, offset: usize) -> Vec<T> {
+pub(crate) fn vals<T: TestVal>(n: usize, offset: usize) -> Vec<T> {
     (0..n).map(|i| T::make(i + offset)).collect()
 }
 
@@ -203,7 +203,7 @@ macro_rules! with_type {
 /// Writes a file with record and non-record variables of every type of the format, char
 /// variables, scalars, odd sizes (padding), attributes of every type, a variable with
 /// `_FillValue`, unwritten variables and a partly written record variable; `nrecs` records.
-pub fn write_rich(path: &Path, fmt: Fmt, nrecs: usize) {
+pub(crate) fn write_rich(path: &Path, fmt: Fmt, nrecs: usize) {
     let cdf5 = fmt == Fmt::Cdf5;
     let mut f = netcdf::create_with(path, fmt.options()).unwrap();
     f.add_unlimited_dimension("time").unwrap();
@@ -330,7 +330,7 @@ pub fn write_rich(path: &Path, fmt: Fmt, nrecs: usize) {
 
 /// The kinds of single-record-variable files (records are not padded).
 #[derive(Clone, Copy, Debug)]
-pub enum Single {
+pub(crate) enum Single {
     /// `short only(time, x=3)`: 6-byte records.
     Short,
     /// `byte only(time)`: 1-byte records.
@@ -345,7 +345,7 @@ pub enum Single {
 
 /// Writes a file whose only record variable is of the given kind, with fixed variables around
 /// it and `nrecs` records.
-pub fn write_single(path: &Path, fmt: Fmt, kind: Single, nrecs: usize) {
+pub(crate) fn write_single(path: &Path, fmt: Fmt, kind: Single, nrecs: usize) {
     let mut f = netcdf::create_with(path, fmt.options()).unwrap();
     f.add_unlimited_dimension("time").unwrap();
     f.add_dimension("x", 3).unwrap();
@@ -401,7 +401,7 @@ pub fn write_single(path: &Path, fmt: Fmt, kind: Single, nrecs: usize) {
 }
 
 /// A CF-like file of 10 variables, the "typical file" of the header cost figure.
-pub fn write_typical(path: &Path, fmt: Fmt, nrecs: usize) {
+pub(crate) fn write_typical(path: &Path, fmt: Fmt, nrecs: usize) {
     let mut f = netcdf::create_with(path, fmt.options()).unwrap();
     f.add_unlimited_dimension("time").unwrap();
     f.add_dimension("lat", 18).unwrap();
@@ -482,7 +482,7 @@ fn le_bits(b: &[u8]) -> u64 {
 /// Reads a virtual array's values through its manifest only (grid + byte ranges + fill value),
 /// as element bit patterns. Checks that every stored chunk's length equals its grid shape
 /// times the element size (the Zarr rule) and that chunks cover the array exactly once.
-pub fn read_via_manifest(file: &[u8], a: &VirtualArray) -> ArrayD<u64> {
+pub(crate) fn read_via_manifest(file: &[u8], a: &VirtualArray) -> ArrayD<u64> {
     let shape: Vec<usize> = a.shape().iter().map(|&s| s as usize).collect();
     let es = a.data_type.size();
     let mut out = ArrayD::<u64>::zeros(IxDyn(&shape));
@@ -544,7 +544,7 @@ pub fn read_via_manifest(file: &[u8], a: &VirtualArray) -> ArrayD<u64> {
 }
 
 /// What the netCDF library reads for a variable, as element bit patterns.
-pub fn read_via_netcdf(v: &netcdf::Variable) -> ArrayD<u64> {
+pub(crate) fn read_via_netcdf(v: &netcdf::Variable) -> ArrayD<u64> {
     let shape: Vec<usize> = v.dimensions().iter().map(|d| d.len()).collect();
     let es = v.vartype().size();
     let raw = v.get_raw_values(..).unwrap();
@@ -553,7 +553,7 @@ pub fn read_via_netcdf(v: &netcdf::Variable) -> ArrayD<u64> {
 }
 
 /// The fill value the netCDF library reports for a variable, as little-endian bytes.
-pub fn netcdf_fill_le(v: &netcdf::Variable, dtype: DataType) -> Vec<u8> {
+pub(crate) fn netcdf_fill_le(v: &netcdf::Variable, dtype: DataType) -> Vec<u8> {
     fn get<T: NcTypeDescriptor + Copy>(v: &netcdf::Variable) -> T {
         v.fill_value::<T>().unwrap().expect("fill mode")
     }
@@ -587,7 +587,7 @@ fn float_json(f: f64) -> Value {
 
 /// An attribute as the netCDF library reads it, in our JSON convention (written here
 /// independently of the scanner).
-pub fn netcdf_attr_json(a: &netcdf::Attribute) -> Value {
+pub(crate) fn netcdf_attr_json(a: &netcdf::Attribute) -> Value {
     use netcdf::AttributeValue as A;
     match a.value().unwrap() {
         A::Uchar(x) => json!(x),
@@ -616,28 +616,28 @@ pub fn netcdf_attr_json(a: &netcdf::Attribute) -> Value {
 }
 
 /// A NetCDF3 header written by hand, for files the netCDF library would never write.
-pub struct Hb {
-    pub version: u8,
-    pub buf: Vec<u8>,
+pub(crate) struct Hb {
+    pub(crate) version: u8,
+    pub(crate) buf: Vec<u8>,
 }
 
 impl Hb {
-    pub fn new(version: u8) -> Self {
+    pub(crate) fn new(version: u8) -> Self {
         Hb {
             version,
             buf: vec![b'C', b'D', b'F', version],
         }
     }
-    pub fn u32(&mut self, x: u32) -> &mut Self {
+    pub(crate) fn u32(&mut self, x: u32) -> &mut Self {
         self.buf.extend_from_slice(&x.to_be_bytes());
         self
     }
-    pub fn u64(&mut self, x: u64) -> &mut Self {
+    pub(crate) fn u64(&mut self, x: u64) -> &mut Self {
         self.buf.extend_from_slice(&x.to_be_bytes());
         self
     }
     /// A NON_NEG count: 64-bit in CDF-5.
-    pub fn count(&mut self, x: u64) -> &mut Self {
+    pub(crate) fn count(&mut self, x: u64) -> &mut Self {
         if self.version == 5 {
             self.u64(x)
         } else {
@@ -645,45 +645,45 @@ impl Hb {
         }
     }
     /// An OFFSET: 32-bit in CDF-1.
-    pub fn offset(&mut self, x: u64) -> &mut Self {
+    pub(crate) fn offset(&mut self, x: u64) -> &mut Self {
         if self.version == 1 {
             self.u32(x as u32)
         } else {
             self.u64(x)
         }
     }
-    pub fn raw(&mut self, b: &[u8]) -> &mut Self {
+    pub(crate) fn raw(&mut self, b: &[u8]) -> &mut Self {
         self.buf.extend_from_slice(b);
         self
     }
-    pub fn pad(&mut self) -> &mut Self {
+    pub(crate) fn pad(&mut self) -> &mut Self {
         while !self.buf.len().is_multiple_of(4) {
             self.buf.push(0);
         }
         self
     }
-    pub fn name(&mut self, s: &[u8]) -> &mut Self {
+    pub(crate) fn name(&mut self, s: &[u8]) -> &mut Self {
         self.count(s.len() as u64).raw(s).pad()
     }
-    pub fn absent(&mut self) -> &mut Self {
+    pub(crate) fn absent(&mut self) -> &mut Self {
         self.u32(0).count(0)
     }
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.buf.len()
     }
 }
 
 /// An attribute for [`Spec`]: name, nc_type, count and big-endian value bytes (unpadded).
 #[derive(Clone, Debug)]
-pub struct SAttr {
-    pub name: Vec<u8>,
-    pub ty: u32,
-    pub count: u64,
-    pub raw: Vec<u8>,
+pub(crate) struct SAttr {
+    pub(crate) name: Vec<u8>,
+    pub(crate) ty: u32,
+    pub(crate) count: u64,
+    pub(crate) raw: Vec<u8>,
 }
 
 impl SAttr {
-    pub fn text(name: &str, v: &str) -> Self {
+    pub(crate) fn text(name: &str, v: &str) -> Self {
         SAttr {
             name: name.into(),
             ty: 2,
@@ -691,7 +691,7 @@ impl SAttr {
             raw: v.as_bytes().to_vec(),
         }
     }
-    pub fn ints(name: &str, v: &[i32]) -> Self {
+    pub(crate) fn ints(name: &str, v: &[i32]) -> Self {
         SAttr {
             name: name.into(),
             ty: 4,
@@ -699,7 +699,7 @@ impl SAttr {
             raw: v.iter().flat_map(|x| x.to_be_bytes()).collect(),
         }
     }
-    pub fn doubles(name: &str, v: &[f64]) -> Self {
+    pub(crate) fn doubles(name: &str, v: &[f64]) -> Self {
         SAttr {
             name: name.into(),
             ty: 6,
@@ -711,19 +711,19 @@ impl SAttr {
 
 /// A variable for [`Spec`].
 #[derive(Clone, Debug)]
-pub struct SVar {
-    pub name: Vec<u8>,
-    pub dimids: Vec<u64>,
-    pub attrs: Vec<SAttr>,
-    pub ty: u32,
+pub(crate) struct SVar {
+    pub(crate) name: Vec<u8>,
+    pub(crate) dimids: Vec<u64>,
+    pub(crate) attrs: Vec<SAttr>,
+    pub(crate) ty: u32,
     /// `None`: computed like netcdf-c.
-    pub vsize: Option<u64>,
+    pub(crate) vsize: Option<u64>,
     /// `None`: laid out like netcdf-c.
-    pub begin: Option<u64>,
+    pub(crate) begin: Option<u64>,
 }
 
 impl SVar {
-    pub fn new(name: &str, ty: u32, dimids: &[u64]) -> Self {
+    pub(crate) fn new(name: &str, ty: u32, dimids: &[u64]) -> Self {
         SVar {
             name: name.into(),
             dimids: dimids.to_vec(),
@@ -739,16 +739,16 @@ impl SVar {
 /// (non-record variables after the header, then the records) and fills the data section
 /// with a byte pattern.
 #[derive(Clone, Debug)]
-pub struct Spec {
-    pub version: u8,
+pub(crate) struct Spec {
+    pub(crate) version: u8,
     /// `None`: write STREAMING.
-    pub numrecs: Option<u64>,
-    pub dims: Vec<(Vec<u8>, u64)>,
-    pub gatts: Vec<SAttr>,
-    pub vars: Vec<SVar>,
+    pub(crate) numrecs: Option<u64>,
+    pub(crate) dims: Vec<(Vec<u8>, u64)>,
+    pub(crate) gatts: Vec<SAttr>,
+    pub(crate) vars: Vec<SVar>,
 }
 
-pub fn type_size(ty: u32) -> u64 {
+pub(crate) fn type_size(ty: u32) -> u64 {
     match ty {
         1 | 2 | 7 => 1,
         3 | 8 => 2,
@@ -759,7 +759,7 @@ pub fn type_size(ty: u32) -> u64 {
 }
 
 impl Spec {
-    pub fn new(version: u8) -> Self {
+    pub(crate) fn new(version: u8) -> Self {
         Spec {
             version,
             numrecs: Some(0),
@@ -828,7 +828,7 @@ impl Spec {
 
     /// The file bytes and the begin of every variable; the data section is a byte pattern,
     /// cut at 1 MiB (hostile shapes would ask for more).
-    pub fn build(&self) -> (Vec<u8>, Vec<u64>) {
+    pub(crate) fn build(&self) -> (Vec<u8>, Vec<u64>) {
         let header_len = self.header(&vec![0; self.vars.len()]).len() as u64;
         let mut begins = vec![0u64; self.vars.len()];
         let mut at = header_len;

@@ -4,12 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-pub fn fixtures() -> PathBuf {
+pub(crate) fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
 
 /// Names of the good fixtures (HDF5, NetCDF4, NetCDF3) listed in fixtures.json.
-pub fn good_fixtures() -> Vec<String> {
+pub(crate) fn good_fixtures() -> Vec<String> {
     let text = std::fs::read_to_string(fixtures().join("fixtures.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     v["files"]
@@ -22,7 +22,7 @@ pub fn good_fixtures() -> Vec<String> {
 }
 
 /// Scans `src` and writes its references to `out`.
-pub fn build(src: &Path, out: &Path, split: Option<u64>) {
+pub(crate) fn build(src: &Path, out: &Path, split: Option<u64>) {
     let opts = vzarr_scan::ScanOptions::default().with_split_contiguous(split);
     let source = vzarr_scan::inputs::SourceRef::local(src).unwrap();
     let ds = vzarr_scan::scan_source(&source, &opts)
@@ -31,30 +31,30 @@ pub fn build(src: &Path, out: &Path, split: Option<u64>) {
 }
 
 /// Copies a fixture into `dir` and returns the copy's absolute path.
-pub fn copy_fixture(name: &str, dir: &Path) -> PathBuf {
+pub(crate) fn copy_fixture(name: &str, dir: &Path) -> PathBuf {
     let dst = dir.join(name);
     std::fs::copy(fixtures().join(name), &dst).unwrap();
     vzarr_source::absolute(&dst).unwrap()
 }
 
 /// Reads references as JSON.
-pub fn read_json(p: &Path) -> serde_json::Value {
+pub(crate) fn read_json(p: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
 }
 
 /// Writes JSON references.
-pub fn write_json(p: &Path, v: &serde_json::Value) {
+pub(crate) fn write_json(p: &Path, v: &serde_json::Value) {
     std::fs::write(p, serde_json::to_vec(v).unwrap()).unwrap();
 }
 
 /// Opens references with default options.
-pub fn open(p: &Path) -> vzarr_read::Reader {
+pub(crate) fn open(p: &Path) -> vzarr_read::Reader {
     vzarr_read::open(p.to_str().unwrap(), vzarr_read::ReadOptions::default())
         .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 /// Sets a file's modification time (to undo the change a write makes).
-pub fn set_mtime(p: &Path, t: std::time::SystemTime) {
+pub(crate) fn set_mtime(p: &Path, t: std::time::SystemTime) {
     let f = std::fs::OpenOptions::new().write(true).open(p).unwrap();
     f.set_modified(t).unwrap();
 }

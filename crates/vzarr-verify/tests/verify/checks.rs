@@ -394,16 +394,8 @@ fn build_archive(
         .collect();
     paths.sort();
     paths.truncate(files);
-    let scanned = paths
-        .iter()
-        .map(|p| vzarr_scan::scan_path(p, &vzarr_scan::ScanOptions::default()).unwrap())
-        .collect();
-    let opts = vzarr_plan::PlanOptions {
-        concat,
-        allow_gaps: false,
-        time_units: time_units.map(str::to_string),
-    };
-    let (ds, _) = vzarr_plan::plan(scanned, &opts, &vzarr_source::LocalReader::new()).unwrap();
+    let scanned = paths.iter().map(|p| scan(p)).collect();
+    let ds = plan(scanned, concat, time_units);
     vzarr_kerchunk::write_file(&ds, out).unwrap();
 }
 

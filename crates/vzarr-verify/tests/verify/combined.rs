@@ -8,7 +8,17 @@ use vzarr_core::{
     ChunkGrid, ChunkManifest, ChunkRef, ConcatInfo, ConcatPiece, DataType, DimGrid, Endian,
     FillValue, Provenance, VirtualArray, VirtualDataset, prefixes_of,
 };
+use vzarr_read::{Scalar, parse_selection};
 use vzarr_verify::{VerifyOptions, verify};
+
+fn f32s(raw: &vzarr_read::RawArray) -> Vec<f32> {
+    (0..raw.len())
+        .map(|i| match raw.get(i).unwrap() {
+            Scalar::F32(v) => v,
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
 
 use crate::common::*;
 
@@ -27,10 +37,6 @@ fn write_nc4(path: &Path, times: usize, chunk: usize, base: f32) -> ArrayD<f32> 
     v.set_compression(4, true).unwrap();
     v.put(data.view(), ..).unwrap();
     data
-}
-
-fn scan(path: &Path) -> VirtualDataset {
-    vzarr_scan::scan_path(path, &vzarr_scan::ScanOptions::default()).unwrap()
 }
 
 fn copy_refs(dst: &mut ChunkManifest, dst_lin: u64, r: ChunkRef<'_>) {

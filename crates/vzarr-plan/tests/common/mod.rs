@@ -3,47 +3,22 @@
 //! made-up byte ranges of made-up files.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
-
 use serde_json::json;
 use vzarr_core::{
     ChunkGrid, ChunkManifest, Codec, DataType, DimGrid, Endian, FillValue, Provenance,
     SourceRecord, VirtualArray, VirtualDataset,
 };
-use vzarr_source::{RangeReader, SourceError};
-
-/// A reader over in-memory files.
-#[derive(Default)]
-pub struct MemReader(pub HashMap<String, Vec<u8>>);
-
-impl RangeReader for MemReader {
-    fn read(&self, url: &str, offset: u64, len: u64) -> Result<Vec<u8>, SourceError> {
-        let f = self
-            .0
-            .get(url)
-            .ok_or_else(|| SourceError::BadPath(url.into()))?;
-        let end = offset
-            .checked_add(len)
-            .filter(|&e| e <= f.len() as u64)
-            .ok_or(SourceError::OutOfBounds {
-                url: url.into(),
-                offset,
-                len,
-                size: f.len() as u64,
-            })?;
-        Ok(f[offset as usize..end as usize].to_vec())
-    }
-}
+pub(crate) use vzarr_source::MemStore as MemReader;
 
 /// Days of month `m` (1-12) of a non-leap year.
-pub fn days(m: usize) -> u64 {
+pub(crate) fn days(m: usize) -> u64 {
     [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][(m - 1) % 12]
 }
 
 /// One file: `nt` daily steps starting `day0` days after 2000-01-01 (time values written in
 /// the file's own units `days since 2000-01-01 + day0`), `nvars` data variables (time, 4, 5)
 /// with time chunks of `chunk_t`, codecs `codecs`.
-pub fn month_file(
+pub(crate) fn month_file(
     url: &str,
     day0: u64,
     nt: u64,
@@ -130,7 +105,7 @@ pub fn month_file(
 }
 
 /// (year, month, day) of `day` days after 2000-01-01 in the noleap calendar.
-pub fn civil(day: u64) -> (u64, u64, u64) {
+pub(crate) fn civil(day: u64) -> (u64, u64, u64) {
     let y = 2000 + day / 365;
     let mut r = day % 365;
     let mut m = 1;
@@ -142,7 +117,12 @@ pub fn civil(day: u64) -> (u64, u64, u64) {
 }
 
 /// `n` monthly files of a noleap archive, in time order.
-pub fn archive(n: usize, chunk_t: u64, nvars: usize, codecs: &[Codec]) -> Vec<VirtualDataset> {
+pub(crate) fn archive(
+    n: usize,
+    chunk_t: u64,
+    nvars: usize,
+    codecs: &[Codec],
+) -> Vec<VirtualDataset> {
     let mut out = Vec::with_capacity(n);
     let mut day0 = 0;
     for k in 0..n {
