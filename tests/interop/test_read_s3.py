@@ -96,7 +96,8 @@ def test_another_bucket_is_refused(s3, tmp_path):
     for args in (["verify", out], ["cat", out, "tas[0]"]):
         p = vzarr_env(env, *args)
         assert p.returncode != 0
-        assert f"refusing to read s3://{OTHER}/fixtures/nc3_classic.nc (array tas)" in p.stderr, p.stderr
+        assert f"refusing to read s3://{OTHER}/fixtures/nc3_classic.nc" in p.stderr, p.stderr
+        assert "(array tas)" in p.stderr, p.stderr
 
 
 def test_changed_object_is_stale(s3, tmp_path):

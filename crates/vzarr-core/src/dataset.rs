@@ -247,6 +247,24 @@ pub struct ConcatInfo {
     pub pieces: Vec<ConcatPiece>,
     /// Arrays that carry `dim` (the others were identical in every file and kept once).
     pub arrays: Vec<String>,
+    /// CF time arrays whose values were decoded and re-encoded into one units string (the
+    /// concatenation coordinate and its bounds): a reader of a source finds them in the
+    /// source's own units.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retimed: Vec<Retimed>,
+}
+
+/// A CF time array re-encoded by the planner, and the units each source stores it in.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Retimed {
+    /// Array path.
+    pub array: String,
+    /// The calendar the values were decoded and re-encoded in.
+    pub calendar: String,
+    /// The units of the values in the combined dataset.
+    pub units: String,
+    /// The units of the values in each source, in the order of [`ConcatInfo::pieces`].
+    pub source_units: Vec<String>,
 }
 
 /// Where a virtual dataset's data comes from.

@@ -15,7 +15,7 @@ pub mod summary;
 
 pub use codec::{BloscShuffle, Codec, bytes_codec_json};
 pub use dataset::{
-    Attributes, ConcatInfo, ConcatPiece, Group, MAX_CHUNKS, Provenance, SkippedVariable,
+    Attributes, ConcatInfo, ConcatPiece, Group, MAX_CHUNKS, Provenance, Retimed, SkippedVariable,
     SourceRecord, VirtualArray, VirtualDataset, group_metadata, prefixes_of,
 };
 pub use dtype::{DataType, Endian};

@@ -11,7 +11,7 @@
 //! dimension must be identical in every file and are kept once ([`crate::compat`]).
 
 use vzarr_core::{
-    ChunkGrid, ChunkManifest, ChunkRef, ConcatInfo, ConcatPiece, DimGrid, VirtualArray,
+    ChunkGrid, ChunkManifest, ChunkRef, ConcatInfo, ConcatPiece, DimGrid, Retimed, VirtualArray,
     VirtualDataset,
 };
 use vzarr_source::SourceStore;
@@ -92,6 +92,7 @@ pub(crate) fn concat_existing(
 
     let mut out = base_dataset(&ordered, skipped);
     let mut concatenated = Vec::new();
+    let mut retimed = Vec::new();
     for path in ordered[0].ds.arrays.keys() {
         let arrays = same_path(&ordered, path)?;
         let time = cf
@@ -107,6 +108,16 @@ pub(crate) fn concat_existing(
             };
             report.time_units = Some(target.units.clone());
             concatenated.push(path.clone());
+            retimed.push(Retimed {
+                array: path.clone(),
+                calendar: target.calendar.clone(),
+                units: target.units.clone(),
+                source_units: arrays
+                    .iter()
+                    .zip(&enc.coord_units)
+                    .map(|(a, c)| attr_str(a, "units").unwrap_or(c).to_string())
+                    .collect(),
+            });
             time_array(path, &arrays, &ordered, dim, &enc, reader)?
         } else if let Some(k) = axis_of(arrays[0], dim) {
             concatenated.push(path.clone());
@@ -140,6 +151,7 @@ pub(crate) fn concat_existing(
             new_dim: false,
             pieces,
             arrays: concatenated,
+            retimed,
         },
     );
     Ok((out, report))

@@ -219,6 +219,7 @@ pub(crate) fn stack_new(
             new_dim: true,
             pieces,
             arrays: stacked,
+            retimed: Vec::new(),
         },
     );
     Ok((out, report))

@@ -23,7 +23,7 @@ use hdf5_sys::h5t::{
     H5Tget_size, H5Tget_super, H5Tis_variable_str,
 };
 use vzarr_core::DataType;
-use vzarr_netcdf3::{AttrValue, Header};
+use vzarr_netcdf3::Header;
 use vzarr_read::{swap_elements, unravel};
 use vzarr_source::{ByteSource, Format, Scheme, SourceStore, locate, sniff};
 
@@ -39,7 +39,6 @@ pub(crate) struct SourceValues {
 enum Opened {
     Hdf5 {
         file: hdf5::File,
-        path: std::path::PathBuf,
         _tmp: Option<tempfile::TempPath>,
     },
     Nc3Local {
@@ -275,14 +274,6 @@ fn nc_read(
     Ok(SourceValues { dtype, bytes })
 }
 
-fn nc_units(file: &netcdf::File, var: &str) -> Option<String> {
-    match file.variable(var)?.attribute_value("units")?.ok()? {
-        netcdf::AttributeValue::Str(s) => Some(s),
-        netcdf::AttributeValue::Strs(v) => v.into_iter().next(),
-        _ => None,
-    }
-}
-
 /// Reads a region of a NetCDF3 variable with ranged reads: the largest trailing block of
 /// whole axes is contiguous in the file; records are `record_size` apart.
 fn nc3_remote_read(
@@ -423,11 +414,7 @@ impl DirectReaders {
                 _ => {
                     let file = hdf5::sync::sync(|| hdf5::File::open(&path))
                         .map_err(|e| format!("HDF5 cannot open it: {e}"))?;
-                    Ok(Opened::Hdf5 {
-                        file,
-                        path,
-                        _tmp: None,
-                    })
+                    Ok(Opened::Hdf5 { file, _tmp: None })
                 }
             };
         }
@@ -447,7 +434,6 @@ impl DirectReaders {
                     .map_err(|e| format!("HDF5 cannot open the downloaded copy: {e}"))?;
                 Ok(Opened::Hdf5 {
                     file,
-                    path,
                     _tmp: Some(tmp),
                 })
             }
@@ -485,29 +471,5 @@ impl DirectReaders {
         }?;
         self.bytes += out.bytes.len() as u64;
         Ok(out)
-    }
-
-    /// The `units` attribute of variable `var` in the source, where it has one.
-    pub(crate) fn units(&mut self, url: &str, var: &str) -> Result<Option<String>, String> {
-        Ok(match self.get(url)? {
-            Opened::Hdf5 { path, .. } => {
-                let path = path.clone();
-                netcdf::open(&path).ok().and_then(|f| nc_units(&f, var))
-            }
-            Opened::Nc3Local { file } => nc_units(file, var),
-            Opened::Nc3Remote { header, .. } => header
-                .variables
-                .iter()
-                .find(|v| v.name == var)
-                .and_then(|v| v.attributes.iter().find(|a| a.name == "units"))
-                .and_then(|a| match &a.value {
-                    AttrValue::Char(b) => Some(
-                        String::from_utf8_lossy(b)
-                            .trim_end_matches('\0')
-                            .to_string(),
-                    ),
-                    _ => None,
-                }),
-        })
     }
 }

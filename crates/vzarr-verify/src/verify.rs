@@ -7,7 +7,7 @@
 //! re-encoded into other units are compared as decoded instants (`vzarr-cftime`), since their
 //! numbers legitimately differ from the source's.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -220,10 +220,6 @@ enum Plan {
     Skip(String),
 }
 
-fn attr_str<'a>(a: &'a VirtualArray, name: &str) -> Option<&'a str> {
-    a.attributes.get(name).and_then(|v| v.as_str())
-}
-
 /// Where the values of a chunk's region (`origin` + `count`) come from.
 fn plan(reader: &Reader, path: &str, array: &VirtualArray, origin: &[u64], count: &[u64]) -> Plan {
     let prov = reader.provenance();
@@ -405,7 +401,6 @@ pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, Ver
         chunks_total: total,
         ..Default::default()
     };
-    let mut units_cache: HashMap<(String, String), Option<String>> = HashMap::new();
     let mut skipped_arrays: HashSet<String> = HashSet::new();
     let readers = paths
         .iter()
@@ -446,7 +441,6 @@ pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, Ver
                     &mut direct,
                     &mut report,
                     opts,
-                    &mut units_cache,
                     &mut skipped_arrays,
                     ChunkCtx {
                         path,
@@ -478,16 +472,6 @@ struct ChunkCtx<'a> {
     idx: &'a [u64],
     origin: &'a [u64],
     count: &'a [u64],
-}
-
-/// The calendar of the concatenation coordinate (or of the array itself).
-fn cf_calendar(reader: &Reader, array: &VirtualArray) -> Option<String> {
-    attr_str(array, "calendar")
-        .or_else(|| {
-            let c = reader.provenance().concat.as_ref()?;
-            attr_str(reader.dataset().arrays.get(&c.dim)?, "calendar")
-        })
-        .map(str::to_string)
 }
 
 /// Compares CF time values in different units by their decoded instants (exact, to the
@@ -536,31 +520,10 @@ fn compare_instants(
     Ok(diff)
 }
 
-/// For an array the planner re-encodes as CF time (the concatenation coordinate with
-/// `units` "<unit> since <date>", or its `bounds` variable), its units in the references and
-/// the variable whose `units` the sources record for it.
-fn cf_time_units(reader: &Reader, path: &str, array: &VirtualArray) -> Option<(String, String)> {
+/// The planner's record of how it re-encoded the CF time array at `path`, if it did.
+fn retimed<'a>(reader: &'a Reader, path: &str) -> Option<&'a vzarr_core::Retimed> {
     let c = reader.provenance().concat.as_ref()?;
-    if c.new_dim || !c.arrays.iter().any(|a| a == path) {
-        return None;
-    }
-    let is_time = |u: &str| u.contains(" since ");
-    if let Some(u) = attr_str(array, "units").filter(|u| is_time(u)) {
-        return Some((u.to_string(), path.to_string()));
-    }
-    let coord = reader.dataset().arrays.get(&c.dim)?;
-    let bounds = attr_str(coord, "bounds")?;
-    let parent = c.dim.rsplit_once('/').map_or("", |(p, _)| p);
-    let bounds_path = if parent.is_empty() {
-        bounds.to_string()
-    } else {
-        format!("{parent}/{bounds}")
-    };
-    if bounds_path != path {
-        return None;
-    }
-    let u = attr_str(coord, "units").filter(|u| is_time(u))?;
-    Some((u.to_string(), c.dim.clone()))
+    c.retimed.iter().find(|r| r.array == path)
 }
 
 fn fail(report: &mut VerifyReport, opts: &VerifyOptions, m: Mismatch, counted: &mut bool) {
@@ -579,7 +542,6 @@ fn check_chunk(
     direct: &mut DirectReaders,
     report: &mut VerifyReport,
     opts: &VerifyOptions,
-    units_cache: &mut HashMap<(String, String), Option<String>>,
     skipped_arrays: &mut HashSet<String>,
     c: ChunkCtx<'_>,
     ours: impl FnOnce() -> Result<Vec<u8>, ReadError>,
@@ -655,26 +617,15 @@ fn check_chunk(
         fail(report, opts, m, &mut counted);
         return;
     }
-    let cf = cf_time_units(reader, c.path, c.array);
+    let cf = retimed(reader, c.path);
+    let pieces = reader.provenance().concat.as_ref().map(|c| &c.pieces);
     for s in slabs {
         // CF time re-encoded by the planner: when the units differ, compare decoded instants.
-        let mut retimed: Option<(String, String)> = None;
-        if let Some((ou, units_var)) = &cf {
-            let key = (s.url.clone(), units_var.clone());
-            let su = match units_cache.get(&key) {
-                Some(v) => v.clone(),
-                None => {
-                    let v = direct.units(&s.url, units_var).ok().flatten();
-                    units_cache.insert(key, v.clone());
-                    v
-                }
-            };
-            if let Some(su) = su
-                && su.trim() != ou.trim()
-            {
-                retimed = Some((ou.clone(), su));
-            }
-        }
+        let retimed: Option<(&str, &str)> = cf.and_then(|r| {
+            let k = pieces?.iter().position(|p| p.url == s.url)?;
+            let su = r.source_units.get(k)?;
+            (su.trim() != r.units.trim()).then_some((r.units.as_str(), su.as_str()))
+        });
         let (src_start, src_count): (Vec<u64>, Vec<u64>) = if s.drop_axis0 {
             (s.src_start.clone(), s.count[1..].to_vec())
         } else {
@@ -700,16 +651,8 @@ fn check_chunk(
         let diff = match &retimed {
             None => compare(dt, &sub, theirs.dtype, &theirs.bytes),
             Some((ou, su)) => {
-                let calendar = cf_calendar(reader, c.array);
-                match compare_instants(
-                    dt,
-                    &sub,
-                    theirs.dtype,
-                    &theirs.bytes,
-                    ou,
-                    su,
-                    calendar.as_deref(),
-                ) {
+                let calendar = cf.map(|r| r.calendar.as_str());
+                match compare_instants(dt, &sub, theirs.dtype, &theirs.bytes, ou, su, calendar) {
                     Ok(d) => d,
                     Err(reason) => {
                         report.skipped.push(Skipped {

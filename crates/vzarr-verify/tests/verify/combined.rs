@@ -110,6 +110,7 @@ fn rectilinear_concatenation_reads_through_zarrs() {
                 },
             ],
             arrays: vec!["tas".into()],
+            retimed: Vec::new(),
         }),
     };
     let out = dir.path().join("combined.json");
@@ -230,6 +231,7 @@ fn stacking_along_a_new_dimension_is_verified_per_member() {
                 })
                 .collect(),
             arrays: vec!["x_var".into(), "member".into()],
+            retimed: Vec::new(),
         }),
         sources,
     };
