@@ -43,7 +43,7 @@ pub enum ScanError {
     Format(#[from] SniffError),
     /// The HDF5 scanner failed.
     #[error(transparent)]
-    Hdf5(#[from] vzarr_hdf5::Hdf5Error),
+    Hdf5(#[from] vzarr_hdf5_oracle::Hdf5Error),
     /// The NetCDF3 scanner failed.
     #[error(transparent)]
     NetCdf3(#[from] vzarr_netcdf3::Nc3Error),
@@ -113,10 +113,10 @@ pub(crate) fn scan_opened(
             let Some(path) = source.local_path() else {
                 return Err(ScanError::RemoteHdf5 { url: source.url() });
             };
-            let o = vzarr_hdf5::ScanOptions {
+            let o = vzarr_hdf5_oracle::ScanOptions {
                 split_contiguous_bytes: opts.split_contiguous_bytes,
             };
-            vzarr_hdf5::scan_file(&path, &o)?
+            vzarr_hdf5_oracle::scan_file(&path, &o)?
         }
         Format::NetCdf3 { .. } => {
             let o = vzarr_netcdf3::ScanOptions {
