@@ -1,0 +1,218 @@
+//! The open file: superblock, byte access with bounds checks, and the caches shared by the
+//! structure readers (HDF5 File Format Specification 3.0, section II "Disk Format: Level 0 -
+//! File Metadata": all addresses are relative to the base address; this crate turns them into
+//! absolute file offsets as it decodes them).
+
+use std::ops::Range;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use bytes::Bytes;
+
+use crate::decode::Sizes;
+use crate::error::{Error, Result};
+use crate::heap::global::GlobalHeapCache;
+use crate::object_header::ObjectHeader;
+use crate::sohm::SohmTable;
+use crate::storage::Storage;
+use crate::superblock::{self, Superblock};
+
+/// An HDF5 file opened for reading its structure.
+///
+/// Cheap to share between threads (`&File` is all the readers need); the only shared mutable
+/// state is a small cache of global heap collections and the shared-message table.
+pub struct File {
+    storage: Arc<dyn Storage>,
+    size: u64,
+    superblock: Superblock,
+    sizes: Sizes,
+    sohm: Mutex<Option<Arc<Option<SohmTable>>>>,
+    pub(crate) global_heap: Mutex<GlobalHeapCache>,
+}
+
+impl std::fmt::Debug for File {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("File")
+            .field("size", &self.size)
+            .field("superblock", &self.superblock)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Locks a mutex, ignoring poisoning (the caches hold plain data that stays consistent).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl File {
+    /// Opens a file: finds and checks the superblock (and its extension, when there is one).
+    pub fn open(storage: Arc<dyn Storage>) -> Result<File> {
+        let size = storage.size();
+        let mut sb = superblock::read(&*storage)?;
+        let sizes = sb.sizes();
+        let mut file = File {
+            storage,
+            size,
+            superblock: sb.clone(),
+            sizes,
+            sohm: Mutex::new(None),
+            global_heap: Mutex::new(GlobalHeapCache::default()),
+        };
+        if let Some(ext) = sb.extension {
+            let oh = file
+                .object_header(ext)
+                .map_err(|e| e.context("superblock extension", ext))?;
+            if let Some((chunk, internal, leaf)) = crate::messages::btree_k_values(&oh)? {
+                sb.chunk_btree_k = chunk;
+                sb.group_internal_k = internal;
+                sb.group_leaf_k = leaf;
+                file.superblock = sb;
+            }
+        }
+        Ok(file)
+    }
+
+    /// Opens the local file at `path`.
+    pub fn open_path(path: impl AsRef<std::path::Path>) -> Result<File> {
+        let p = path.as_ref();
+        let storage = crate::storage::FileStorage::open(p).map_err(|e| Error::Read {
+            structure: "file",
+            address: 0,
+            len: 0,
+            source: crate::storage::StorageError::new(e),
+        })?;
+        File::open(Arc::new(storage))
+    }
+
+    /// The decoded superblock.
+    pub fn superblock(&self) -> &Superblock {
+        &self.superblock
+    }
+
+    /// Size of the file in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Absolute file offset of the root group's object header.
+    pub fn root_address(&self) -> u64 {
+        self.superblock.root_object_header
+    }
+
+    /// The byte source.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    pub(crate) fn sizes(&self) -> Sizes {
+        self.sizes
+    }
+
+    /// Checks that `len` bytes at `addr` lie inside the file.
+    pub(crate) fn check_range(&self, what: &'static str, addr: u64, len: u64) -> Result<()> {
+        match addr.checked_add(len) {
+            Some(end) if end <= self.size => Ok(()),
+            _ => Err(Error::OutOfBounds {
+                structure: what,
+                address: addr,
+                len,
+                file_size: self.size,
+            }),
+        }
+    }
+
+    /// Exactly `len` bytes at absolute offset `addr`.
+    pub(crate) fn read(&self, what: &'static str, addr: u64, len: u64) -> Result<Bytes> {
+        self.check_range(what, addr, len)?;
+        let b = self.storage.read(addr, len).map_err(|source| Error::Read {
+            structure: what,
+            address: addr,
+            len,
+            source,
+        })?;
+        if b.len() as u64 != len {
+            return Err(Error::Read {
+                structure: what,
+                address: addr,
+                len,
+                source: crate::storage::StorageError::new(format!(
+                    "storage returned {} bytes instead of {len}",
+                    b.len()
+                )),
+            });
+        }
+        Ok(b)
+    }
+
+    /// Up to `max` bytes at `addr`: fewer when the file ends sooner.
+    pub(crate) fn read_upto(&self, what: &'static str, addr: u64, max: u64) -> Result<Bytes> {
+        if addr > self.size {
+            return Err(Error::OutOfBounds {
+                structure: what,
+                address: addr,
+                len: max,
+                file_size: self.size,
+            });
+        }
+        self.read(what, addr, max.min(self.size - addr))
+    }
+
+    /// Tells the storage that these ranges will be read soon (out-of-file ranges are dropped,
+    /// nothing is sent for fewer than two ranges).
+    pub(crate) fn prefetch(&self, ranges: &[Range<u64>]) {
+        let size = self.size;
+        let ok: Vec<Range<u64>> = ranges
+            .iter()
+            .filter(|r| r.start < r.end && r.end <= size)
+            .cloned()
+            .collect();
+        if ok.len() > 1 {
+            self.storage.prefetch(&ok);
+        }
+    }
+
+    /// The shared object header message table, loaded on first use (`None` when the file has
+    /// none).
+    pub(crate) fn sohm_table(&self) -> Result<Arc<Option<SohmTable>>> {
+        if let Some(t) = lock(&self.sohm).as_ref() {
+            return Ok(t.clone());
+        }
+        let table = match self.superblock.extension {
+            Some(ext) => {
+                let oh = self.object_header(ext)?;
+                crate::sohm::load(self, &oh)?
+            }
+            None => None,
+        };
+        let t = Arc::new(table);
+        *lock(&self.sohm) = Some(t.clone());
+        Ok(t)
+    }
+
+    /// Reads and decodes the object header at absolute offset `addr`.
+    pub fn object_header(&self, addr: u64) -> Result<ObjectHeader> {
+        crate::object_header::read(self, addr)
+    }
+}
+
+/// Fails with a signature error unless `buf` starts with `sig`.
+pub(crate) fn expect_signature(
+    what: &'static str,
+    addr: u64,
+    buf: &[u8],
+    sig: &'static str,
+) -> Result<()> {
+    let s = sig.as_bytes();
+    if buf.len() >= 4 && buf[..4] == s[..4] {
+        return Ok(());
+    }
+    let mut found = [0u8; 4];
+    for (d, s) in found.iter_mut().zip(buf) {
+        *d = *s;
+    }
+    Err(Error::Signature {
+        structure: what,
+        address: addr,
+        found,
+        expected: sig,
+    })
+}

@@ -1,0 +1,4 @@
+#[test]
+fn t() {
+    let _ = hdf5::File::open("x");
+}
