@@ -119,8 +119,6 @@ impl File {
         })?;
         if info.track_creation_order {
             out.sort_by_key(|a| a.creation_order);
-        } else {
-            out.sort_by(|a, b| a.name_bytes.cmp(&b.name_bytes));
         }
         Ok(out)
     }

@@ -188,6 +188,18 @@ impl Error {
         }
     }
 
+    /// The whole chain of messages, outermost first, joined with ": ".
+    pub fn report(&self) -> String {
+        let mut out = self.to_string();
+        let mut cur: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(self);
+        while let Some(e) = cur {
+            out.push_str(": ");
+            out.push_str(&e.to_string());
+            cur = e.source();
+        }
+        out
+    }
+
     /// The innermost error, past any [`Error::Context`] layers.
     pub fn root_cause(&self) -> &Error {
         let mut e = self;

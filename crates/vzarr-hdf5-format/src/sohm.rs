@@ -91,15 +91,14 @@ pub(crate) fn load(file: &File, ext: &ObjectHeader) -> Result<Option<SohmTable>>
     }))
 }
 
+/// The bit of a message type in an index's type flags (`1 << type`).
 fn type_bit(kind: u16) -> Option<u16> {
-    Some(match kind {
-        msg::DATASPACE => 0x01,
-        msg::DATATYPE => 0x02,
-        msg::FILL => 0x04,
-        msg::FILTERS => 0x08,
-        msg::ATTRIBUTE => 0x10,
-        _ => return None,
-    })
+    match kind {
+        msg::DATASPACE | msg::DATATYPE | msg::FILL | msg::FILTERS | msg::ATTRIBUTE => {
+            Some(1 << kind)
+        }
+        _ => None,
+    }
 }
 
 impl SohmTable {

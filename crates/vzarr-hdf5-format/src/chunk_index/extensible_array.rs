@@ -38,8 +38,10 @@ struct DataBlock {
     addr: u64,
     /// Array index of its first element (after the index block's elements).
     first: u64,
-    /// Its block offset as stored (first element, not counting the index block's).
-    block_off: u64,
+    /// Block offsets accepted as stored: the block's first element (not counting the index
+    /// block's), and for data blocks of the index block also the value libhdf5 writes there,
+    /// which counts the blocks before it twice.
+    block_off: [u64; 2],
     nelmts: u64,
     /// Page bitmap of the super block and the index of this block's first page bit.
     pages: Option<(Bytes, u64)>,
@@ -204,11 +206,12 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
             }
             for k in 0..ndblks {
                 let off = start + k * dn;
+                let lib_off = start + dblk as u64 * dn;
                 if let Some(Some(a)) = dblk_addrs.get(dblk) {
                     blocks.push(DataBlock {
                         addr: *a,
                         first: idx_blk_elmts + off,
-                        block_off: off,
+                        block_off: [off, lib_off],
                         nelmts: dn,
                         pages: None,
                     });
@@ -254,7 +257,7 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
                 blocks.push(DataBlock {
                     addr: a,
                     first: idx_blk_elmts + boff,
-                    block_off: boff,
+                    block_off: [boff, boff],
                     nelmts: dn,
                     pages: paged.then(|| (bitmap.clone(), k * npages)),
                 });
@@ -325,8 +328,8 @@ fn visit_block(
     let mut c = Cursor::new(&db, WHAT_DB, b.addr, sizes);
     p.check(&mut c, "EADB")?;
     let off = c.uint(p.arr_off_size)?;
-    if off != b.block_off {
-        return Err(c.invalid(format!("block offset {off}, expected {}", b.block_off)));
+    if !b.block_off.contains(&off) {
+        return Err(c.invalid(format!("block offset {off}, expected {}", b.block_off[0])));
     }
     let Some((bitmap, first_bit)) = &b.pages else {
         // Elements, then the checksum of everything before it.

@@ -57,32 +57,47 @@ pub(crate) fn decode_id(c: &mut Cursor) -> Result<GlobalHeapId> {
     Ok(GlobalHeapId { collection, index })
 }
 
+fn align8(n: usize) -> usize {
+    n.div_ceil(8) * 8
+}
+
 fn parse(addr: u64, data: Bytes, file: &File) -> Result<Collection> {
+    let sl = usize::from(file.sizes().length);
+    // The collection header and each object header are padded to 8 bytes.
+    let hdr = align8(8 + sl);
+    let objhdr = align8(8 + sl);
     let mut c = Cursor::new(&data, WHAT, addr, file.sizes());
-    c.skip(8)?;
-    let _size = c.length()?;
+    c.skip(hdr)?;
     let mut objects = HashMap::new();
-    let hdr = 8 + usize::from(file.sizes().length);
-    while c.remaining() >= hdr {
+    while c.remaining() >= objhdr {
+        let begin = c.pos();
         let index = c.u16()?;
         let _refcount = c.u16()?;
         c.skip(4)?;
         let size = c.length()?;
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
         if index == 0 {
-            break; // Free space: the rest of the collection.
+            // Free space; its size counts its own header.
+            if size < objhdr || size > data.len() - begin {
+                break;
+            }
+            c = Cursor::new(&data, WHAT, addr, file.sizes());
+            c.skip(begin + size)?;
+            continue;
         }
-        let start = c.pos();
-        let len = usize::try_from(size)
-            .ok()
-            .filter(|&n| n <= c.remaining())
+        let need = size
+            .checked_add(7)
+            .map(|n| objhdr + n / 8 * 8)
+            .filter(|&n| n <= data.len() - begin)
             .ok_or_else(|| {
                 c.invalid(format!(
                     "object {index} of {size} bytes extends past the collection"
                 ))
             })?;
-        let padded = len.div_ceil(8) * 8;
-        c.skip(padded.min(c.remaining()))?;
-        objects.entry(index).or_insert(start..start + len);
+        let start = begin + objhdr;
+        objects.entry(index).or_insert(start..start + size);
+        c = Cursor::new(&data, WHAT, addr, file.sizes());
+        c.skip(begin + need)?;
     }
     Ok(Collection { data, objects })
 }

@@ -1,4 +1,0 @@
-#[test]
-fn t() {
-    let _ = hdf5::File::open("x");
-}

@@ -1,0 +1,191 @@
+//! Differential tests against libhdf5 (the oracle), on the project's fixtures and on files
+//! generated here, plus the robustness tests (seeded mutants, hand-made bombs).
+//!
+//! One test binary: linking the static libhdf5 is slow.
+
+mod compare;
+mod lib5;
+
+use std::path::{Path, PathBuf};
+
+use compare::{Stats, compare_file};
+
+fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// Every HDF5/NetCDF4 fixture (the NetCDF3 and deliberately bad ones are not HDF5).
+pub fn hdf5_fixtures() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in [fixtures_dir(), fixtures_dir().join("archive")] {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                let n = p.file_name().unwrap().to_string_lossy().into_owned();
+                (n.ends_with(".h5") || n.ends_with(".nc"))
+                    && !n.starts_with("bad_")
+                    && !n.starts_with("nc3_")
+            })
+            .collect();
+        v.sort();
+        out.extend(v);
+    }
+    out
+}
+
+#[test]
+fn fixtures_match_libhdf5() {
+    let mut total = Stats::default();
+    for p in hdf5_fixtures() {
+        let st = compare_file(&p);
+        total.add(&st);
+    }
+    println!("fixtures compared with libhdf5: {total:?}");
+    assert!(total.files >= 20, "{total:?}");
+    assert!(total.chunks > 0 && total.datasets > 0);
+}
+
+mod generated;
+mod util;
+
+/// Every generated file, written into `dir`.
+pub fn generate_all(dir: &Path) -> Vec<PathBuf> {
+    let mut files = vec![generated::chunk_indexes_latest(dir)];
+    files.extend(generated::chunk_indexes_earliest(dir));
+    files.extend(generated::groups(dir));
+    files.extend(generated::attributes(dir));
+    files.extend(generated::shared(dir));
+    files.extend(generated::containers(dir));
+    files.push(generated::special_storage(dir));
+    files.push(util::types(dir));
+    files
+}
+
+#[test]
+fn generated_files_match_libhdf5() {
+    use std::collections::BTreeSet;
+    use vzarr_hdf5_format::{File, Layout, ObjectKind};
+    let dir = tempfile::tempdir().unwrap();
+    let files = generate_all(dir.path());
+    let mut total = Stats::default();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    for f in &files {
+        total.add(&compare_file(f));
+        // What the files exercised.
+        let file = File::open_path(f).unwrap();
+        let sb = file.superblock();
+        seen.insert(format!(
+            "superblock v{} offsets {} lengths {} base {}",
+            sb.version, sb.size_of_offsets, sb.size_of_lengths, sb.base_address
+        ));
+        let paths = file.object_paths().unwrap();
+        for &addr in paths.by_address.keys() {
+            let oh = file.object_header(addr).unwrap();
+            seen.insert(format!("object header v{}", oh.version));
+            if let Ok(Some(g)) = file.group_storage(&oh) {
+                seen.insert(format!(
+                    "group {}",
+                    match g {
+                        vzarr_hdf5_format::GroupStorage::SymbolTable(_) => "symbol table",
+                        vzarr_hdf5_format::GroupStorage::Compact => "compact",
+                        vzarr_hdf5_format::GroupStorage::Dense(_) => "dense",
+                    }
+                ));
+            }
+            if file.object_kind(&oh) == ObjectKind::Dataset {
+                let ds = file.dataset(&oh).unwrap();
+                let idx = match &ds.layout.layout {
+                    Layout::Chunked(c) => {
+                        format!(" {} filtered={}", c.index.name(), ds.is_filtered())
+                    }
+                    _ => String::new(),
+                };
+                seen.insert(format!(
+                    "layout v{} {}{idx}",
+                    ds.layout.version,
+                    ds.layout.class_name()
+                ));
+                seen.insert(format!(
+                    "fill {:?} v{}",
+                    ds.fill_value.source.0, ds.fill_value.source.1
+                ));
+            }
+            if let Ok(Some(ai)) = file.attribute_info(&oh) {
+                seen.insert(format!(
+                    "attributes dense={} tracked={}",
+                    ai.heap_address.is_some(),
+                    ai.track_creation_order
+                ));
+            }
+        }
+    }
+    println!("generated files compared with libhdf5: {total:?}");
+    for s in &seen {
+        println!("  covered: {s}");
+    }
+    for want in [
+        "superblock v0",
+        "superblock v1",
+        "superblock v2",
+        "superblock v3",
+        "object header v1",
+        "object header v2",
+        "group symbol table",
+        "group compact",
+        "group dense",
+        "layout v3 chunked v1 B-tree",
+        "layout v4 chunked single chunk filtered=false",
+        "layout v5 chunked single chunk filtered=true",
+        "layout v4 chunked implicit",
+        "layout v4 chunked fixed array filtered=false",
+        "layout v5 chunked fixed array filtered=true",
+        "layout v4 chunked extensible array filtered=false",
+        "layout v5 chunked extensible array filtered=true",
+        "layout v4 chunked v2 B-tree filtered=false",
+        "layout v5 chunked v2 B-tree filtered=true",
+        "layout v3 compact",
+        "layout v3 contiguous",
+        "layout v4 virtual",
+        "attributes dense=true tracked=true",
+        "attributes dense=true tracked=false",
+    ] {
+        assert!(
+            seen.iter().any(|s| s.starts_with(want)),
+            "not covered: {want}"
+        );
+    }
+    assert!(total.chunks > 200_000 / 40, "{total:?}");
+    check_new_references(dir.path());
+}
+
+/// References of HDF5 1.12+ (not readable through the classic reference path of the
+/// oracle): resolve them and check their targets.
+fn check_new_references(dir: &Path) {
+    use vzarr_hdf5_format::File;
+    let file = File::open_path(dir.join("types.h5")).unwrap();
+    let target = file.resolve_path("/target").unwrap();
+    let grp = file.resolve_path("/grp").unwrap();
+    let root = file.object_header(file.root_address()).unwrap();
+    let attrs = file.attributes(&root).unwrap();
+    let get = |n: &str| {
+        attrs
+            .iter()
+            .find(|a| a.name == n)
+            .unwrap_or_else(|| panic!("{n}"))
+    };
+    let objects = |n: &str| -> Vec<Vec<u64>> {
+        let a = get(n);
+        file.references(&a.datatype, &a.value)
+            .unwrap()
+            .into_iter()
+            .map(|v| v.into_iter().map(|r| r.unwrap().object).collect())
+            .collect()
+    };
+    assert_eq!(objects("new_refs"), vec![vec![target], vec![grp]]);
+    assert_eq!(objects("new_ref_lists"), vec![vec![target, grp]]);
+    assert_eq!(objects("obj_refs"), vec![vec![target], vec![grp]]);
+    assert_eq!(objects("region_ref"), vec![vec![target]]);
+    let paths = file.object_paths().unwrap();
+    assert_eq!(paths.by_address[&target], "/target");
+}
