@@ -197,8 +197,9 @@ mod tests {
         assert_eq!(c.u8().unwrap(), 1);
         assert_eq!(c.u16().unwrap(), 0x0302);
         assert_eq!(c.uint(3).unwrap(), 0x060504);
-        assert!(c.u64().is_err());
         assert_eq!(c.u16().unwrap(), 0x0807);
+        assert!(c.u64().is_err());
+        assert!(c.uint(9).is_err());
         let mut c4 = Cursor::new(
             &data[9..13],
             "t",

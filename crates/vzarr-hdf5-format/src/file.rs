@@ -16,6 +16,11 @@ use crate::sohm::SohmTable;
 use crate::storage::Storage;
 use crate::superblock::{self, Superblock};
 
+/// Most bytes read for one metadata structure: no structure this reader decodes is larger
+/// in any file the library writes (the largest are global heap collections and huge heap
+/// objects holding big attribute values).
+pub const MAX_READ: u64 = 512 << 20;
+
 /// An HDF5 file opened for reading its structure.
 ///
 /// Cheap to share between threads (`&File` is all the readers need); the only shared mutable
@@ -27,6 +32,24 @@ pub struct File {
     sizes: Sizes,
     sohm: Mutex<Option<Arc<Option<SohmTable>>>>,
     pub(crate) global_heap: Mutex<GlobalHeapCache>,
+    verify_checksums: bool,
+}
+
+/// Options of [`File::open_with`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Verify the checksums of the structures that have one (default: true). Turning this
+    /// off is for diagnostics and for testing the decoders on hostile input that carries
+    /// valid checksums; every other check stays on.
+    pub verify_checksums: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            verify_checksums: true,
+        }
+    }
 }
 
 impl std::fmt::Debug for File {
@@ -46,8 +69,13 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl File {
     /// Opens a file: finds and checks the superblock (and its extension, when there is one).
     pub fn open(storage: Arc<dyn Storage>) -> Result<File> {
+        File::open_with(storage, OpenOptions::default())
+    }
+
+    /// Opens a file with options.
+    pub fn open_with(storage: Arc<dyn Storage>, options: OpenOptions) -> Result<File> {
         let size = storage.size();
-        let mut sb = superblock::read(&*storage)?;
+        let mut sb = superblock::read(&*storage, options.verify_checksums)?;
         let sizes = sb.sizes();
         let mut file = File {
             storage,
@@ -56,6 +84,7 @@ impl File {
             sizes,
             sohm: Mutex::new(None),
             global_heap: Mutex::new(GlobalHeapCache::default()),
+            verify_checksums: options.verify_checksums,
         };
         if let Some(ext) = sb.extension {
             let oh = file
@@ -107,6 +136,40 @@ impl File {
         self.sizes
     }
 
+    /// Whether checksums are verified.
+    pub(crate) fn verifies_checksums(&self) -> bool {
+        self.verify_checksums
+    }
+
+    /// Checks the checksum in the last 4 bytes of `image` (when checksums are verified).
+    pub(crate) fn verify_trailing(
+        &self,
+        what: &'static str,
+        addr: u64,
+        image: &[u8],
+    ) -> Result<()> {
+        if image.len() < 4 || self.verify_checksums {
+            crate::checksum::verify_trailing(what, addr, image)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Checks the checksum `stored` of `covered` (when checksums are verified).
+    pub(crate) fn verify(
+        &self,
+        what: &'static str,
+        addr: u64,
+        covered: &[u8],
+        stored: &[u8],
+    ) -> Result<()> {
+        if stored.len() < 4 || self.verify_checksums {
+            crate::checksum::verify(what, addr, covered, stored)
+        } else {
+            Ok(())
+        }
+    }
+
     /// Checks that `len` bytes at `addr` lie inside the file.
     pub(crate) fn check_range(&self, what: &'static str, addr: u64, len: u64) -> Result<()> {
         match addr.checked_add(len) {
@@ -120,9 +183,16 @@ impl File {
         }
     }
 
-    /// Exactly `len` bytes at absolute offset `addr`.
+    /// Exactly `len` bytes at absolute offset `addr` (at most [`MAX_READ`]).
     pub(crate) fn read(&self, what: &'static str, addr: u64, len: u64) -> Result<Bytes> {
         self.check_range(what, addr, len)?;
+        if len > MAX_READ {
+            return Err(Error::limit(
+                what,
+                addr,
+                format!("{len} bytes of metadata in one structure (at most {MAX_READ})"),
+            ));
+        }
         let b = self.storage.read(addr, len).map_err(|source| Error::Read {
             structure: what,
             address: addr,

@@ -53,7 +53,7 @@ pub use chunk_index::ChunkRecord;
 pub use dataset::Dataset;
 pub use decode::Sizes;
 pub use error::{Error, Result};
-pub use file::File;
+pub use file::{File, OpenOptions};
 pub use group::{GroupStorage, MAX_SOFT_LINKS, ObjectKind, ObjectPaths};
 pub use heap::global::{GlobalHeapId, VlenElement};
 pub use messages::attribute::AttributeInfo;

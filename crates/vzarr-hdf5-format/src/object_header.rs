@@ -12,7 +12,6 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
-use crate::checksum;
 use crate::decode::Cursor;
 use crate::error::{Error, Result};
 use crate::file::{File, expect_signature};
@@ -180,7 +179,7 @@ fn read_inner(file: &File, addr: u64) -> Result<ObjectHeader> {
         } else {
             file.read(WHAT, addr, total)?
         };
-        checksum::verify_trailing(WHAT, addr, &image)?;
+        file.verify_trailing(WHAT, addr, &image)?;
         let end = image.len() - 4;
         (image, start..end)
     } else {
@@ -246,7 +245,7 @@ fn read_inner(file: &File, addr: u64) -> Result<ObjectHeader> {
             0..block.len()
         } else {
             expect_signature(WHAT_CONT, caddr, &block, "OCHK")?;
-            checksum::verify_trailing(WHAT_CONT, caddr, &block)?;
+            file.verify_trailing(WHAT_CONT, caddr, &block)?;
             4..block.len() - 4
         };
         parse_messages(&mut oh, &block, range, caddr, sizes, &mut pending)

@@ -12,7 +12,6 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-use crate::checksum;
 use crate::decode::Cursor;
 use crate::error::{Error, Result};
 use crate::file::{File, expect_signature, lock};
@@ -65,7 +64,7 @@ pub(crate) fn load(file: &File, ext: &ObjectHeader) -> Result<Option<SohmTable>>
     let len = 4 + n * entry + 4;
     let img = file.read(WHAT, addr, len as u64)?;
     expect_signature(WHAT, addr, &img, "SMTB")?;
-    checksum::verify_trailing(WHAT, addr, &img)?;
+    file.verify_trailing(WHAT, addr, &img)?;
     let mut c = Cursor::new(&img, WHAT, addr, file.sizes());
     c.skip(4)?;
     let mut indexes = Vec::with_capacity(n);

@@ -17,6 +17,9 @@ const WHAT: &str = "v1 B-tree node";
 /// Nodes of one level prefetched together.
 const WINDOW: usize = 512;
 
+/// The callback of [`walk_leaves`]: a leaf entry's key and child address.
+pub(crate) type LeafFn<'a> = dyn FnMut(&[u8], u64) -> Result<ControlFlow<()>> + 'a;
+
 /// Walks the leaves of the v1 B-tree rooted at `root`, calling `f(key, child)` for every
 /// entry of every leaf node, left to right. `key` is the key before the child (its
 /// `key_size` bytes); `child` the child's absolute file offset. Stops when `f` breaks.
@@ -26,7 +29,7 @@ pub(crate) fn walk_leaves(
     node_type: u8,
     key_size: usize,
     k: u16,
-    f: &mut dyn FnMut(&[u8], u64) -> Result<ControlFlow<()>>,
+    f: &mut LeafFn,
 ) -> Result<()> {
     let sizes = file.sizes();
     let so = usize::from(sizes.offset);

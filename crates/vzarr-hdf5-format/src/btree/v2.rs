@@ -11,7 +11,6 @@ use std::ops::{ControlFlow, Range};
 
 use bytes::Bytes;
 
-use crate::checksum;
 use crate::decode::{Cursor, limit_enc_size};
 use crate::error::{Error, Result};
 use crate::file::{File, expect_signature};
@@ -67,7 +66,7 @@ impl BTreeV2 {
             + 4;
         let img = file.read(WHAT_HDR, addr, len)?;
         expect_signature(WHAT_HDR, addr, &img, "BTHD")?;
-        checksum::verify_trailing(WHAT_HDR, addr, &img)?;
+        file.verify_trailing(WHAT_HDR, addr, &img)?;
         let mut c = Cursor::new(&img, WHAT_HDR, addr, sizes);
         c.skip(4)?;
         let version = c.u8()?;
@@ -185,7 +184,7 @@ impl BTreeV2 {
         if covered + 4 > img.len() {
             return Err(Error::invalid(what, addr, "records overflow the node"));
         }
-        checksum::verify(what, addr, &img[..covered], &img[covered..covered + 4])?;
+        file.verify(what, addr, &img[..covered], &img[covered..covered + 4])?;
         Ok(img)
     }
 

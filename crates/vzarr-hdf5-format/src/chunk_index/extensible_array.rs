@@ -20,7 +20,6 @@ use bytes::Bytes;
 
 use super::fixed_array::Elements;
 use super::{Ctx, Scaler, Sink, bit};
-use crate::checksum;
 use crate::decode::{Cursor, log2_floor};
 use crate::error::{Error, Result};
 use crate::file::expect_signature;
@@ -90,7 +89,7 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
     let hlen = 4 + 1 + 1 + 6 + 6 * u64::from(sizes.length) + so + 4;
     let img = file.read(WHAT_HDR, hdr_addr, hlen)?;
     expect_signature(WHAT_HDR, hdr_addr, &img, "EAHD")?;
-    checksum::verify_trailing(WHAT_HDR, hdr_addr, &img)?;
+    file.verify_trailing(WHAT_HDR, hdr_addr, &img)?;
     let mut c = Cursor::new(&img, WHAT_HDR, hdr_addr, sizes);
     c.skip(4)?;
     let version = c.u8()?;
@@ -159,7 +158,7 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
     // Index block.
     let ib_len = (4 + 1 + 1 + so) + idx_blk_elmts * p.esize + (ndblk_addrs + nsblk_addrs) * so + 4;
     let ib = file.read(WHAT_IB, ib_addr, ib_len)?;
-    checksum::verify_trailing(WHAT_IB, ib_addr, &ib)?;
+    file.verify_trailing(WHAT_IB, ib_addr, &ib)?;
     let mut c = Cursor::new(&ib, WHAT_IB, ib_addr, sizes);
     p.check(&mut c, "EAIB")?;
     let raw = c.bytes((idx_blk_elmts * p.esize) as usize)?;
@@ -215,7 +214,11 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
                         nelmts: dn,
                         pages: None,
                     });
-                    ranges.push(*a..a.saturating_add(p.dblock_prefix() + dn * p.esize));
+                    ranges.push(
+                        *a..a.saturating_add(
+                            p.dblock_prefix().saturating_add(dn.saturating_mul(p.esize)),
+                        ),
+                    );
                 }
                 dblk += 1;
             }
@@ -242,7 +245,7 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
         let len = sblock_len(&p, ndblks, dn)
             .ok_or_else(|| Error::invalid(WHAT_SB, sb_addr, "super block size overflows"))?;
         let sb = file.read(WHAT_SB, sb_addr, len)?;
-        checksum::verify_trailing(WHAT_SB, sb_addr, &sb)?;
+        file.verify_trailing(WHAT_SB, sb_addr, &sb)?;
         let mut c = Cursor::new(&sb, WHAT_SB, sb_addr, sizes);
         p.check(&mut c, "EASB")?;
         let off = c.uint(p.arr_off_size)?;
@@ -253,7 +256,15 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
         for k in 0..ndblks {
             let a = c.addr()?;
             if let Some(a) = a {
-                let boff = sb_start + k * dn;
+                let boff = k
+                    .checked_mul(dn)
+                    .and_then(|o| o.checked_add(sb_start))
+                    .filter(|o| {
+                        o.checked_add(dn)
+                            .and_then(|e| e.checked_add(idx_blk_elmts))
+                            .is_some()
+                    })
+                    .ok_or_else(|| c.invalid("data block offsets overflow"))?;
                 blocks.push(DataBlock {
                     addr: a,
                     first: idx_blk_elmts + boff,
@@ -334,12 +345,16 @@ fn visit_block(
     let Some((bitmap, first_bit)) = &b.pages else {
         // Elements, then the checksum of everything before it.
         let body = c.pos();
-        checksum::verify_trailing(WHAT_DB, b.addr, &db)?;
+        file.verify_trailing(WHAT_DB, b.addr, &db)?;
         return elems.visit(ctx, &db[body..db.len() - 4], b.first, count, scaler, sink);
     };
-    checksum::verify_trailing(WHAT_DB, b.addr, &db)?;
+    file.verify_trailing(WHAT_DB, b.addr, &db)?;
     let npages = b.nelmts / p.page_n;
-    let page_len = p.page_n * p.esize + 4;
+    let page_len = p
+        .page_n
+        .checked_mul(p.esize)
+        .and_then(|n| n.checked_add(4))
+        .ok_or_else(|| Error::invalid(WHAT_DB, b.addr, "page size overflows"))?;
     let pages_start = b
         .addr
         .checked_add(prefix)
@@ -360,7 +375,7 @@ fn visit_block(
         }
         let pa = pages_start + q * page_len;
         let page = file.read(WHAT_PAGE, pa, page_len)?;
-        checksum::verify_trailing(WHAT_PAGE, pa, &page)?;
+        file.verify_trailing(WHAT_PAGE, pa, &page)?;
         let n = p.page_n.min(count - first);
         if !elems.visit(
             ctx,

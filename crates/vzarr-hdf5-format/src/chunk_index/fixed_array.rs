@@ -10,7 +10,6 @@
 use std::ops::Range;
 
 use super::{ChunkRecord, Ctx, Scaler, Sink, bit};
-use crate::checksum;
 use crate::decode::{Cursor, le_uint};
 use crate::error::{Error, Result};
 use crate::file::expect_signature;
@@ -108,7 +107,7 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
     let hlen = 4 + 1 + 1 + 1 + 1 + u64::from(sizes.length) + so + 4;
     let img = file.read(WHAT_HDR, hdr_addr, hlen)?;
     expect_signature(WHAT_HDR, hdr_addr, &img, "FAHD")?;
-    checksum::verify_trailing(WHAT_HDR, hdr_addr, &img)?;
+    file.verify_trailing(WHAT_HDR, hdr_addr, &img)?;
     let mut c = Cursor::new(&img, WHAT_HDR, hdr_addr, sizes);
     c.skip(4)?;
     let version = c.u8()?;
@@ -157,7 +156,7 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
             .ok_or_else(|| c.invalid("data block size overflows"))?;
         let db = file.read(WHAT_DB, db_addr, len)?;
         check_block(&db, db_addr, hdr_addr, class, sizes)?;
-        checksum::verify_trailing(WHAT_DB, db_addr, &db)?;
+        file.verify_trailing(WHAT_DB, db_addr, &db)?;
         let raw = &db[prefix as usize..db.len() - 4];
         elems.visit(ctx, raw, 0, nelmts, &mut scaler, sink)?;
         return Ok(());
@@ -168,16 +167,22 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
     let db_len = prefix + bitmap_len + 4;
     let db = file.read(WHAT_DB, db_addr, db_len)?;
     check_block(&db, db_addr, hdr_addr, class, sizes)?;
-    checksum::verify_trailing(WHAT_DB, db_addr, &db)?;
+    file.verify_trailing(WHAT_DB, db_addr, &db)?;
     let bitmap = &db[prefix as usize..(prefix + bitmap_len) as usize];
-    let page_len = page_n * es + 4;
+    let page_len = page_n
+        .checked_mul(es)
+        .and_then(|n| n.checked_add(4))
+        .ok_or_else(|| c.invalid("data block page size overflows"))?;
     let pages_start = db_addr
         .checked_add(db_len)
         .ok_or_else(|| c.invalid("data block address overflows"))?;
     // Every page must lie inside the file, written or not (they are allocated together).
-    let all = (npages - 1)
-        .checked_mul(page_len)
-        .and_then(|n| n.checked_add((nelmts - (npages - 1) * page_n) * es + 4));
+    let last = nelmts - (npages - 1) * page_n;
+    let all = (npages - 1).checked_mul(page_len).and_then(|n| {
+        last.checked_mul(es)
+            .and_then(|l| l.checked_add(4))
+            .and_then(|l| n.checked_add(l))
+    });
     match all {
         Some(all) => file.check_range(WHAT_DB, pages_start, all)?,
         None => return Err(c.invalid("data block pages overflow")),
@@ -206,7 +211,7 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
         let n = page_count(p);
         let pa = page_addr(p);
         let page = file.read(WHAT_PAGE, pa, n * es + 4)?;
-        checksum::verify_trailing(WHAT_PAGE, pa, &page)?;
+        file.verify_trailing(WHAT_PAGE, pa, &page)?;
         if !elems.visit(
             ctx,
             &page[..page.len() - 4],

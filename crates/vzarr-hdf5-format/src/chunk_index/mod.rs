@@ -154,7 +154,7 @@ impl Scaler {
     #[inline]
     pub fn next(&mut self) {
         for i in (0..self.counter.len()).rev() {
-            self.counter[i] += 1;
+            self.counter[i] = self.counter[i].wrapping_add(1);
             if i == 0 || self.counter[i] < self.extent[i] {
                 break;
             }

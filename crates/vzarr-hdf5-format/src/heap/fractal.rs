@@ -96,7 +96,7 @@ impl FractalHeap {
                 "fractal heap with I/O filters",
             ));
         }
-        checksum::verify_trailing(WHAT, addr, &first)?;
+        file.verify_trailing(WHAT, addr, &first)?;
         let pow2 = |v: u64| v != 0 && v & (v - 1) == 0;
         if !pow2(width) || !pow2(start_block) || !pow2(max_direct_block) {
             return Err(c.invalid("table width or block sizes not powers of two"));
@@ -112,7 +112,7 @@ impl FractalHeap {
         let heap_off_size = max_heap_bits.div_ceil(8) as usize;
         let dir_off_size = log2_floor(max_direct_block).div_ceil(8) as usize;
         let heap_len_size = dir_off_size.min(crate::decode::limit_enc_size(u64::from(max_managed)));
-        let (huge_direct, huge_id_size) = if so + sl <= id_len as u64 - 1 {
+        let (huge_direct, huge_id_size) = if so + sl < id_len as u64 {
             (true, (so + sl) as usize)
         } else {
             (false, (id_len - 1).min(8))
@@ -279,7 +279,7 @@ impl FractalHeap {
         }
         let img = file.read(WHAT_IB, addr, len)?;
         expect_signature(WHAT_IB, addr, &img, "FHIB")?;
-        checksum::verify_trailing(WHAT_IB, addr, &img)?;
+        file.verify_trailing(WHAT_IB, addr, &img)?;
         let mut c = Cursor::new(&img, WHAT_IB, addr, file.sizes());
         c.skip(4)?;
         let version = c.u8()?;
@@ -348,7 +348,9 @@ impl FractalHeap {
         if stored_off != block_off {
             return Err(c.invalid(format!("block offset {stored_off}, expected {block_off}")));
         }
-        if self.checksum_dblocks {
+        if self.checksum_dblocks && !file.verifies_checksums() {
+            c.u32()?;
+        } else if self.checksum_dblocks {
             let at = c.pos();
             let stored = c.u32()?;
             let mut copy = img.to_vec();
@@ -443,7 +445,9 @@ impl FractalHeap {
                 iaddr = child;
                 nrows = child_rows;
                 ioff = ioff.saturating_add(child_off);
-                rel -= child_off;
+                rel = rel.checked_sub(child_off).ok_or_else(|| {
+                    Error::invalid(WHAT_IB, iaddr, "heap offset before its block")
+                })?;
             }
         };
         if dblock_size > self.max_direct_block {
@@ -454,7 +458,9 @@ impl FractalHeap {
             ));
         }
         let (img, header) = self.dblock(file, dblock_addr, dblock_size, dblock_off)?;
-        let start = off - dblock_off;
+        let start = off
+            .checked_sub(dblock_off)
+            .ok_or_else(|| Error::invalid(WHAT_DB, dblock_addr, "heap offset before its block"))?;
         let end = start.checked_add(len);
         match end {
             Some(end) if start >= header as u64 && end <= dblock_size => {

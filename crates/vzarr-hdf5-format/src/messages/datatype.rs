@@ -413,7 +413,7 @@ fn decode_depth(c: &mut Cursor, depth: u32) -> Result<Datatype> {
         }
         5 => {
             let len = (flags & 0xff) as usize;
-            if len % 8 != 0 {
+            if !len.is_multiple_of(8) {
                 return Err(c.invalid("opaque tag length not a multiple of 8"));
             }
             let raw = c.bytes(len)?;

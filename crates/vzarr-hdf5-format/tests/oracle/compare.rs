@@ -236,9 +236,7 @@ fn compare_attributes(
                 .chunks_exact(es)
                 .map(|e| {
                     let v = file.decode_vlen(e).unwrap();
-                    if v.id.collection.is_none() {
-                        return None;
-                    }
+                    v.id.collection?;
                     let b = file
                         .read_vlen(e, 1)
                         .unwrap_or_else(|err| panic!("{actx}: vlen: {}", err.report()));

@@ -12,8 +12,8 @@ use hdf5_sys::h5a::{
     H5A_info_t, H5Aclose, H5Aget_space, H5Aget_type, H5Aiterate2, H5Aopen, H5Aread,
 };
 use hdf5_sys::h5d::{
-    H5D_fill_value_t, H5Dclose, H5Dget_create_plist, H5Dget_offset, H5Dget_space,
-    H5Dget_storage_size, H5Dget_type, H5Dopen2,
+    H5D_fill_value_t, H5Dget_create_plist, H5Dget_offset, H5Dget_space, H5Dget_storage_size,
+    H5Dget_type,
 };
 use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5l::{H5L_info2_t, H5L_type_t, H5Lget_val, H5Literate2, H5Lunpack_elink_val};
@@ -28,7 +28,7 @@ use hdf5_sys::h5s::{
 };
 use hdf5_sys::h5t::{
     H5T_C_S1, H5T_STD_REF_OBJ, H5T_VARIABLE, H5T_class_t, H5T_cset_t, H5T_str_t, H5Tclose, H5Tcopy,
-    H5Tcreate, H5Tdetect_class, H5Tget_class, H5Tget_order, H5Tget_sign, H5Tget_size, H5Tget_super,
+    H5Tdetect_class, H5Tget_class, H5Tget_order, H5Tget_sign, H5Tget_size, H5Tget_super,
     H5Tis_variable_str, H5Tset_cset, H5Tset_size, H5Tset_strpad, H5Tvlen_create,
 };
 
@@ -568,33 +568,6 @@ pub fn dataset(d: hid_t) -> Result<LibDataset, String> {
         out.chunks = chunks;
     }
     Ok(out)
-}
-
-/// Opens a dataset by path (for generated files that need extra queries).
-pub fn with_dataset<T>(file: &hdf5::File, path: &str, f: impl FnOnce(hid_t) -> T) -> T {
-    let c = CString::new(path).unwrap();
-    hdf5::sync::sync(|| unsafe {
-        let d = H5Dopen2(file.id(), c.as_ptr(), H5P_DEFAULT);
-        assert!(d >= 0, "open {path}");
-        let r = f(d);
-        H5Dclose(d);
-        r
-    })
-}
-
-/// A variable-length UTF-8 string type (for writing attributes in generated files).
-pub fn vlen_str_type() -> hid_t {
-    hdf5::sync::sync(|| unsafe {
-        let t = H5Tcopy(*H5T_C_S1);
-        H5Tset_size(t, H5T_VARIABLE);
-        H5Tset_cset(t, H5T_cset_t::H5T_CSET_UTF8);
-        t
-    })
-}
-
-#[allow(dead_code)]
-pub fn opaque_type(size: usize) -> hid_t {
-    hdf5::sync::sync(|| unsafe { H5Tcreate(H5T_class_t::H5T_OPAQUE, size) })
 }
 
 /// Object paths by address as `H5Ovisit3` with the name index gives them (the first path of

@@ -3,6 +3,7 @@
 //!
 //! One test binary: linking the static libhdf5 is slow.
 
+mod bombs;
 mod compare;
 mod lib5;
 
@@ -10,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use compare::{Stats, compare_file};
 
-fn fixtures_dir() -> PathBuf {
+pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
 
@@ -188,4 +189,102 @@ fn check_new_references(dir: &Path) {
     assert_eq!(objects("region_ref"), vec![vec![target]]);
     let paths = file.object_paths().unwrap();
     assert_eq!(paths.by_address[&target], "/target");
+}
+
+mod mutation;
+
+/// A global allocator that refuses any single allocation above 1 GiB: an allocation sized
+/// by an unchecked field aborts the test binary instead of passing unnoticed.
+mod guard_alloc {
+    use std::alloc::{GlobalAlloc, Layout, System};
+
+    pub struct Guard;
+
+    const LIMIT: usize = 1 << 30;
+
+    // SAFETY: forwards to the system allocator; refusing (null) is allowed by the contract.
+    unsafe impl GlobalAlloc for Guard {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            if layout.size() > LIMIT {
+                return std::ptr::null_mut();
+            }
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            if layout.size() > LIMIT {
+                return std::ptr::null_mut();
+            }
+            unsafe { System.alloc_zeroed(layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            if new_size > LIMIT {
+                return std::ptr::null_mut();
+            }
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+}
+
+#[global_allocator]
+static GUARD: guard_alloc::Guard = guard_alloc::Guard;
+
+#[test]
+fn mutants_never_panic_or_hang() {
+    let count: u64 = std::env::var("VZARR_MUTANTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let seed: u64 = std::env::var("VZARR_MUTANT_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x5eed_1234);
+    let dir = tempfile::tempdir().unwrap();
+    let mut inputs: Vec<(String, Vec<u8>)> = hdf5_fixtures()
+        .into_iter()
+        .filter(|p| {
+            !p.to_string_lossy().contains("archive/tas_2023")
+                || p.to_string_lossy().ends_with("01.nc")
+        })
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    let mut extra = generated::chunk_indexes_earliest(dir.path());
+    extra.extend(generated::groups(dir.path()).into_iter().take(1));
+    extra.extend(generated::shared(dir.path()));
+    extra.extend(generated::attributes(dir.path()));
+    extra.push(util::types(dir.path()));
+    extra.extend(generated::containers(dir.path()).into_iter().filter(|p| {
+        let n = p.file_name().unwrap().to_string_lossy();
+        n.starts_with("sizes") || n == "userblock_512_earliest.h5"
+    }));
+    for p in extra {
+        inputs.push((
+            p.file_name().unwrap().to_string_lossy().into_owned(),
+            std::fs::read(&p).unwrap(),
+        ));
+    }
+    // Every unmutated input reads without error.
+    for (name, data) in &inputs {
+        if let Err(e) = mutation::walk_everything(data.clone(), true) {
+            panic!("{name}: {}", e.report());
+        }
+    }
+    let started = std::time::Instant::now();
+    let out = mutation::run(&inputs, count, seed, std::time::Duration::from_secs(10));
+    println!(
+        "mutation test: {} inputs, {:?} in {:.1} s (seed {seed:#x})",
+        inputs.len(),
+        out,
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(out.panics, 0, "{out:?}");
+    assert_eq!(out.hangs, 0, "{out:?}");
+    assert_eq!(out.mutants, count);
 }
