@@ -3,9 +3,12 @@
 //! Specification 3.0, sections IV.A.2.m "Attribute Message", IV.A.2.v "Attribute Info
 //! Message", III.G "Fractal Heap" and III.A.2 "Version 2 B-trees").
 //!
-//! Order: by creation order when the object tracks it; otherwise compact attributes come in
-//! the order of their messages in the header (what `H5Aiterate2` with the creation-order
-//! index yields then) and dense ones by name (bytewise).
+//! Order: the order `H5Aiterate2` gives with the creation-order index (what the libhdf5
+//! scanner lists): by creation order when the object tracks it; otherwise compact attributes
+//! come in the order of their messages in the header (the library numbers them so), and dense
+//! ones in the order of the name index, by hash of the name (the library sorts them on an
+//! all-zero creation order, which the C library's merge sort leaves in that order). Sort by
+//! [`Attribute::name_bytes`] for name order.
 
 use std::ops::ControlFlow;
 

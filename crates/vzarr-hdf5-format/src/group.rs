@@ -135,6 +135,18 @@ impl File {
         Ok(links)
     }
 
+    /// The link called `name` in the group `oh`, if any. In dense groups only the heap objects
+    /// whose name hash matches are read.
+    pub fn find_link(&self, oh: &ObjectHeader, name: &[u8]) -> Result<Option<Link>> {
+        if let Some(GroupStorage::Dense(li)) = self.group_storage(oh)? {
+            return self
+                .dense_links_matching(&li, Some(name))
+                .map(|v| v.into_iter().find(|l| l.name_bytes == name))
+                .within("dense link storage of the group", oh.address);
+        }
+        Ok(self.links(oh)?.into_iter().find(|l| l.name_bytes == name))
+    }
+
     fn symbol_table_links(&self, st: &SymbolTable) -> Result<Vec<Link>> {
         let sb = self.superblock();
         let sizes = self.sizes();
@@ -221,6 +233,12 @@ impl File {
     }
 
     fn dense_links(&self, li: &LinkInfo) -> Result<Vec<Link>> {
+        self.dense_links_matching(li, None)
+    }
+
+    /// Links of a dense group; with `only`, just those whose name hash matches it.
+    fn dense_links_matching(&self, li: &LinkInfo, only: Option<&[u8]>) -> Result<Vec<Link>> {
+        let want = only.map(|n| crate::checksum::lookup3(n, 0));
         let (Some(heap_addr), Some(bt_addr)) = (li.heap_address, li.name_index_address) else {
             return Err(Error::invalid(
                 "link info message",
@@ -233,6 +251,11 @@ impl File {
         let sizes = self.sizes();
         let mut links = Vec::new();
         bt.for_each(self, &mut |rec| {
+            if let Some(h) = want
+                && rec.get(..4) != Some(&h.to_le_bytes()[..])
+            {
+                return Ok(ControlFlow::Continue(()));
+            }
             let id = rec.get(4..).unwrap_or_default();
             let obj = heap.read_object(self, id)?;
             let mut c = Cursor::new(&obj, "link message in fractal heap", heap_addr, sizes);
@@ -240,6 +263,18 @@ impl File {
             Ok(ControlFlow::Continue(()))
         })?;
         Ok(links)
+    }
+
+    /// Prefetches the first bytes of the object headers hard links point at.
+    pub(crate) fn prefetch_headers(&self, links: &[Link]) {
+        let ranges: Vec<Range<u64>> = links
+            .iter()
+            .filter_map(|l| match l.target {
+                LinkTarget::Hard(a) => Some(a..a.saturating_add(crate::object_header::FIRST_READ)),
+                _ => None,
+            })
+            .collect();
+        self.prefetch(&ranges);
     }
 
     /// The object header address a path leads to, from the root (a leading `/` is optional;
@@ -276,10 +311,8 @@ impl File {
                     detail: format!("{:?} is not a group", parts[..i].join("/")),
                 });
             }
-            let links = self.links(&oh)?;
-            let link = links
-                .iter()
-                .find(|l| l.name_bytes == part.as_bytes())
+            let link = self
+                .find_link(&oh, part.as_bytes())?
                 .ok_or_else(|| Error::Path {
                     path: path.to_string(),
                     detail: format!("no link {part:?}"),
@@ -322,6 +355,7 @@ impl File {
         out.by_address.insert(root, "/".to_string());
         let root_oh = self.object_header(root)?;
         let first = self.links(&root_oh)?;
+        self.prefetch_headers(&first);
         // Stack of (links of a group, next index, path of the group).
         let mut stack: Vec<(Vec<Link>, usize, String)> = vec![(first, 0, String::new())];
         while let Some((links, idx, prefix)) = stack.last_mut() {
@@ -347,7 +381,10 @@ impl File {
             };
             if self.object_kind(&oh) == ObjectKind::Group {
                 match self.links(&oh) {
-                    Ok(l) => stack.push((l, 0, path)),
+                    Ok(l) => {
+                        self.prefetch_headers(&l);
+                        stack.push((l, 0, path));
+                    }
                     Err(e) => out.errors.push((path, e)),
                 }
             }

@@ -20,7 +20,7 @@ use crate::messages::msg;
 /// Most continuation blocks one object header may have.
 const MAX_CHUNKS: usize = 1 << 16;
 /// Bytes read first at an object header, hoping it holds the whole first chunk.
-const FIRST_READ: u64 = 512;
+pub(crate) const FIRST_READ: u64 = 512;
 
 /// Access, modification, change and birth times of an object (seconds since the epoch).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

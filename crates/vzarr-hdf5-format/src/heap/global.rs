@@ -163,6 +163,27 @@ impl File {
         Ok(VlenElement { length, id })
     }
 
+    /// The data of every variable-length element of a raw value (`element_size` bytes each),
+    /// as [`File::read_vlen`] gives them; the collections they live in are prefetched
+    /// together first.
+    pub fn read_vlens(&self, value: &[u8], element_size: usize, base_size: u64) -> Result<Vec<Bytes>> {
+        if element_size == 0 {
+            return Ok(Vec::new());
+        }
+        let mut cols: Vec<u64> = value
+            .chunks_exact(element_size)
+            .filter_map(|e| self.decode_vlen(e).ok()?.id.collection)
+            .collect();
+        cols.sort_unstable();
+        cols.dedup();
+        let ranges: Vec<Range<u64>> = cols.iter().map(|&a| a..a.saturating_add(FIRST_READ)).collect();
+        self.prefetch(&ranges);
+        value
+            .chunks_exact(element_size)
+            .map(|e| self.read_vlen(e, base_size))
+            .collect()
+    }
+
     /// The data of a variable-length element: `length * base_size` bytes from the global heap
     /// (empty when the length is 0 or the collection address is undefined).
     pub fn read_vlen(&self, element: &[u8], base_size: u64) -> Result<Bytes> {

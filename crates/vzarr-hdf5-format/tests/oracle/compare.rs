@@ -231,15 +231,11 @@ fn compare_attributes(
         }
         if let Some(strings) = &l.strings {
             let es = a.datatype.storage_size(sizes) as usize;
-            let got: Vec<Option<Vec<u8>>> = a
-                .value
-                .chunks_exact(es)
-                .map(|e| {
-                    let v = file.decode_vlen(e).unwrap();
-                    v.id.collection?;
-                    let b = file
-                        .read_vlen(e, 1)
-                        .unwrap_or_else(|err| panic!("{actx}: vlen: {}", err.report()));
+            let got: Vec<Option<Vec<u8>>> = file
+                .read_vlens(&a.value, es, 1)
+                .unwrap_or_else(|err| panic!("{actx}: vlen: {}", err.report()))
+                .into_iter()
+                .map(|b| {
                     // libhdf5 stops at the first NUL.
                     let end = b.iter().position(|&x| x == 0).unwrap_or(b.len());
                     Some(b[..end].to_vec())
