@@ -3,7 +3,8 @@
 //! Every variant names the structure that is wrong (e.g. `"v1 B-tree node"`, `"datatype
 //! message"`) and the absolute file offset where it starts, so that a report on a corrupt file
 //! points at the bytes. Causes are kept as sources ([`Error::Context`], [`Error::Read`]), never
-//! flattened into strings.
+//! flattened into strings. Structure names follow the HDF5 File Format Specification 3.0
+//! (sections II to IV and appendix C).
 
 use crate::storage::StorageError;
 

@@ -1,8 +1,8 @@
 //! Groups: listing the links of the three kinds of groups, resolving paths, and walking the
 //! file to name every object (HDF5 File Format Specification 3.0, section IV.A "Disk Format:
 //! Level 2A - Data Object Headers" for the group messages; old-style groups: section III.A.1
-//! (v1 B-tree, node type 0), III.B "Disk Format: Level 1B - Group Symbol Table Nodes" and
-//! III.D (local heap); compact groups: link messages in the object header; dense groups:
+//! (v1 B-tree, node type 0), III.B "Disk Format: Level 1B - Group Symbol Table Nodes",
+//! III.C "Symbol Table Entry" and III.D (local heap); compact groups: link messages in the object header; dense groups:
 //! link info message, fractal heap (III.G) and v2 B-tree record types 5 and 6 (III.A.2)).
 //!
 //! Links come out in name order (bytewise, as `H5Literate2` with `H5_INDEX_NAME` and

@@ -2,8 +2,8 @@
 //! references (a global heap id of an address and a selection) and the references of HDF5
 //! 1.12+ (a type byte, flags and either the object token inline or a global heap blob)
 //! (HDF5 File Format Specification 3.0, section IV.A.2.d "Datatype Message", class 7
-//! "Reference", and section III.E "Global Heap"; the 1.12 encoding as the library writes it
-//! in `H5Rint.c`/`H5Tref.c`).
+//! "Reference"; appendix D, sections VIII.B "Reference Encoding (Revised)" and VIII.C
+//! "Reference Encoding (Backward Compatibility)"; section III.E "Global Heap").
 
 use bytes::Bytes;
 

@@ -1,6 +1,6 @@
 //! The shared object header message table (`SMTB`) and its heaps: where messages shared
-//! between objects are stored (HDF5 File Format Specification 3.0, section III.C "Disk
-//! Format: Level 1C - Shared Object Header Message Table", and section IV.A.2.p "Shared
+//! between objects are stored (HDF5 File Format Specification 3.0, section III.I "Disk
+//! Format: Level 1I - Shared Object Header Message Table", and section IV.A.2.p "Shared
 //! Message Table Message" in the superblock extension).
 //!
 //! A shared message found in an object header names its heap id only; the index of the table

@@ -1,7 +1,7 @@
 //! The superblock: where the file starts, the sizes of addresses and lengths, the base address
 //! and the root group (HDF5 File Format Specification 3.0, section II.A "Disk Format: Level
 //! 0A - Format Signature and Superblock"; versions 0 to 3), and the superblock extension
-//! (section II.A, "Superblock Extension").
+//! (section II.C "Disk Format: Level 0C - Superblock Extension").
 
 use crate::checksum;
 use crate::decode::{Cursor, Sizes};

@@ -15,7 +15,7 @@ use crate::file::{File, expect_signature};
 
 const WHAT: &str = "v1 B-tree node";
 /// Nodes of one level prefetched together.
-const WINDOW: usize = 512;
+const WINDOW: usize = 2048;
 
 /// The callback of [`walk_leaves`]: a leaf entry's key and child address.
 pub(crate) type LeafFn<'a> = dyn FnMut(&[u8], u64) -> Result<ControlFlow<()>> + 'a;

@@ -21,7 +21,7 @@ const WHAT_LEAF: &str = "v2 B-tree leaf node";
 /// Deepest tree accepted (a tree this deep would hold more records than any file).
 const MAX_DEPTH: u16 = 48;
 /// Leaves prefetched together.
-const WINDOW: usize = 512;
+const WINDOW: usize = 2048;
 
 /// An opened v2 B-tree (its header).
 #[derive(Clone, Debug)]

@@ -1,6 +1,7 @@
 //! Chunk index: version 2 B-tree with record type 10 (unfiltered chunks: address and scaled
 //! offsets) or 11 (filtered: address, stored size, filter mask and scaled offsets) (HDF5 File
-//! Format Specification 3.0, section III.A.2 "Version 2 B-trees", record types 10 and 11).
+//! Format Specification 3.0, appendix C, section VII.E "The Version 2 B-trees Index", and
+//! section III.A.2 "Version 2 B-trees", record types 10 and 11).
 
 use std::ops::ControlFlow;
 

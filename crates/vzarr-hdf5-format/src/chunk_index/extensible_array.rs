@@ -1,6 +1,6 @@
 //! Chunk index: extensible array (`EAHD` header, `EAIB` index block, `EASB` super blocks,
-//! `EADB` data blocks and their pages) (HDF5 File Format Specification 3.0, section III.I
-//! "Disk Format: Level 1I - Extensible Array Index").
+//! `EADB` data blocks and their pages) (HDF5 File Format Specification 3.0, appendix C,
+//! section VII.D "The Extensible Array Index").
 //!
 //! Used for datasets with exactly one unlimited dimension. Element `i` is the chunk at
 //! position `i` of the chunk grid in row-major order with the unlimited dimension moved to
@@ -281,17 +281,18 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
             break;
         }
         if i % WINDOW == 0 {
-            let ranges: Vec<Range<u64>> = blocks[i..blocks.len().min(i + WINDOW)]
-                .iter()
-                .map(|b| {
-                    let len = if b.pages.is_some() {
-                        p.dblock_prefix()
-                    } else {
-                        p.dblock_prefix() + b.nelmts * p.esize
-                    };
-                    b.addr..b.addr.saturating_add(len)
-                })
-                .collect();
+            // The blocks of the window, and the written pages of paged ones.
+            let mut ranges: Vec<Range<u64>> = Vec::new();
+            for b in &blocks[i..blocks.len().min(i + WINDOW)] {
+                let len = if b.pages.is_some() {
+                    p.dblock_prefix()
+                } else {
+                    p.dblock_prefix()
+                        .saturating_add(b.nelmts.saturating_mul(p.esize))
+                };
+                ranges.push(b.addr..b.addr.saturating_add(len));
+                ranges.extend(page_ranges(&p, b));
+            }
             file.prefetch(&ranges);
         }
         let count = b.nelmts.min(max_idx_set - b.first);
@@ -300,6 +301,23 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Byte ranges of the written pages of a paged data block (empty when not paged).
+fn page_ranges(p: &Params, b: &DataBlock) -> Vec<Range<u64>> {
+    let Some((bitmap, first_bit)) = &b.pages else {
+        return Vec::new();
+    };
+    let npages = b.nelmts / p.page_n;
+    let page_len = p.page_n.saturating_mul(p.esize).saturating_add(4);
+    let start = b.addr.saturating_add(p.dblock_prefix());
+    (0..npages)
+        .filter(|&q| bit(bitmap, first_bit.saturating_add(q)))
+        .map(|q| {
+            let a = start.saturating_add(q.saturating_mul(page_len));
+            a..a.saturating_add(page_len)
+        })
+        .collect()
 }
 
 /// Bytes of a super block with `ndblks` data blocks of `dn` elements.
@@ -360,14 +378,8 @@ fn visit_block(
         .checked_add(prefix)
         .ok_or_else(|| Error::invalid(WHAT_DB, b.addr, "block address overflows"))?;
     file.check_range(WHAT_DB, pages_start, npages.saturating_mul(page_len))?;
-    let written: Vec<u64> = (0..npages)
-        .filter(|&q| bit(bitmap, first_bit + q))
-        .collect();
-    let ranges: Vec<Range<u64>> = written
-        .iter()
-        .map(|&q| pages_start + q * page_len..pages_start + (q + 1) * page_len)
-        .collect();
-    file.prefetch(&ranges);
+    // (Already prefetched with the block's window.)
+    let written = (0..npages).filter(|&q| bit(bitmap, first_bit + q));
     for q in written {
         let first = q * p.page_n;
         if first >= count {

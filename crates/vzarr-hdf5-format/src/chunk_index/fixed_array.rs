@@ -1,5 +1,5 @@
 //! Chunk index: fixed array (`FAHD` header, `FADB` data block, optional data block pages)
-//! (HDF5 File Format Specification 3.0, section III.H "Disk Format: Level 1H - Fixed Array
+//! (HDF5 File Format Specification 3.0, appendix C, section VII.C "The Fixed Array
 //! Index").
 //!
 //! Element `i` of the array is the chunk at row-major position `i` of the chunk grid over the

@@ -1,5 +1,5 @@
-//! Chunk index: implicit (HDF5 File Format Specification 3.0, section IV.A.2.i "Data Layout
-//! Message", version 4, "Implicit Indexing Information": chunks are allocated together, in
+//! Chunk index: implicit (HDF5 File Format Specification 3.0, appendix C, section VII.B "The
+//! Implicit Index": chunks are allocated together, in
 //! row-major order over the chunk grid of the maximum dimensions, from the index address).
 //!
 //! Before anything is visited, the whole allocation (chunks of the maximum grid times the

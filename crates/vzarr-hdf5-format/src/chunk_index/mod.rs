@@ -1,7 +1,8 @@
 //! Chunk indexes: a streaming visitor over the stored chunks of a chunked dataset (HDF5 File
 //! Format Specification 3.0, section IV.A.2.i "Data Layout Message" for the index types;
-//! section III.A.1 (v1 B-tree, node type 1), III.H "Fixed Array", III.I "Extensible Array"
-//! and III.A.2 (v2 B-tree, record types 10 and 11) for the structures).
+//! section III.A.1 (v1 B-tree, node type 1) and appendix C, sections VII.A "The Single Chunk
+//! Index", VII.B "The Implicit Index", VII.C "The Fixed Array Index", VII.D "The Extensible
+//! Array Index" and VII.E "The Version 2 B-trees Index" (record types 10 and 11 of III.A.2)).
 //!
 //! Every chunk is handed to the caller as a [`ChunkRecord`] borrowing a reused coordinate
 //! buffer: nothing is allocated per chunk, and nothing is sized by the dataset's logical

@@ -1,5 +1,5 @@
-//! Chunk index: single chunk (HDF5 File Format Specification 3.0, section IV.A.2.i "Data
-//! Layout Message", version 4, "Single Chunk Indexing Information": the index address is the
+//! Chunk index: single chunk (HDF5 File Format Specification 3.0, appendix C, section VII.A
+//! "The Single Chunk Index", and section IV.A.2.i "Data Layout Message", version 4: the index address is the
 //! chunk's address; a filtered chunk's size and filter mask are in the layout message).
 
 use super::{ChunkRecord, Ctx, Sink};

@@ -166,7 +166,12 @@ impl File {
     /// The data of every variable-length element of a raw value (`element_size` bytes each),
     /// as [`File::read_vlen`] gives them; the collections they live in are prefetched
     /// together first.
-    pub fn read_vlens(&self, value: &[u8], element_size: usize, base_size: u64) -> Result<Vec<Bytes>> {
+    pub fn read_vlens(
+        &self,
+        value: &[u8],
+        element_size: usize,
+        base_size: u64,
+    ) -> Result<Vec<Bytes>> {
         if element_size == 0 {
             return Ok(Vec::new());
         }
@@ -176,7 +181,10 @@ impl File {
             .collect();
         cols.sort_unstable();
         cols.dedup();
-        let ranges: Vec<Range<u64>> = cols.iter().map(|&a| a..a.saturating_add(FIRST_READ)).collect();
+        let ranges: Vec<Range<u64>> = cols
+            .iter()
+            .map(|&a| a..a.saturating_add(FIRST_READ))
+            .collect();
         self.prefetch(&ranges);
         value
             .chunks_exact(element_size)

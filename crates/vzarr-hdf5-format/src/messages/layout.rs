@@ -1,7 +1,8 @@
 //! Data layout message, versions 1 to 5 (HDF5 File Format Specification 3.0, section
-//! IV.A.2.i "Data Layout Message"; version 5, written by HDF5 2.x for filtered chunked
-//! datasets, has the layout of version 4 and stores the sizes of filtered chunks in the chunk
-//! index with "size of lengths" bytes).
+//! IV.A.2.i "Data Layout Message"). Version 5 is not in the specification: HDF5 2.x writes it
+//! for filtered chunked datasets under the latest format bounds; it has the fields of version
+//! 4, and the chunk indexes then store the sizes of filtered chunks in "size of lengths"
+//! bytes instead of the smallest width that holds the unfiltered chunk size plus one byte.
 //!
 //! Chunked layouts store the element size as an extra, last chunk dimension; it is split off
 //! here into [`ChunkedLayout::element_size`].

@@ -1,7 +1,7 @@
 //! Group-related messages: link (type 6), link info (type 2), group info (type 10) and
-//! symbol table (type 17) (HDF5 File Format Specification 3.0, sections IV.A.2.g "Link Info
-//! Message", IV.A.2.h... "Link Message" (IV.A.2.g in some editions), IV.A.2.k "Group Info
-//! Message" and IV.A.2.r "Symbol Table Message").
+//! symbol table (type 17) (HDF5 File Format Specification 3.0, sections IV.A.2.g "The Link
+//! Message", IV.A.2.c "The Link Info Message", IV.A.2.k "The Group Info Message" and
+//! IV.A.2.r "The Symbol Table Message").
 
 use crate::decode::Cursor;
 use crate::error::Result;

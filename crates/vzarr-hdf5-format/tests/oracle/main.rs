@@ -288,3 +288,77 @@ fn mutants_never_panic_or_hang() {
     assert_eq!(out.hangs, 0, "{out:?}");
     assert_eq!(out.mutants, count);
 }
+
+/// A simulated remote store with a block cache: a read of bytes not yet fetched costs one
+/// round trip (and fetches its 64 KiB-aligned blocks), a prefetch call costs one round trip
+/// for all its ranges. Prints the round trips of a full walk of each fixture.
+#[test]
+fn round_trips_with_a_block_cache() {
+    use std::collections::HashSet;
+    use std::ops::Range;
+    use std::sync::Mutex;
+    use vzarr_hdf5_format::{MemStorage, Storage, StorageError};
+
+    struct Sim {
+        block: u64,
+        inner: MemStorage,
+        blocks: Mutex<HashSet<u64>>,
+        trips: Mutex<u64>,
+    }
+    impl Sim {
+        fn fetch(&self, r: Range<u64>) -> bool {
+            let mut b = self.blocks.lock().unwrap();
+            let mut missing = false;
+            for k in r.start / self.block..=(r.end.max(r.start + 1) - 1) / self.block {
+                missing |= b.insert(k);
+            }
+            missing
+        }
+    }
+    impl Storage for Sim {
+        fn size(&self) -> u64 {
+            self.inner.size()
+        }
+        fn read(&self, offset: u64, len: u64) -> Result<bytes::Bytes, StorageError> {
+            if self.fetch(offset..offset + len) {
+                *self.trips.lock().unwrap() += 1;
+            }
+            self.inner.read(offset, len)
+        }
+        fn prefetch(&self, ranges: &[Range<u64>]) {
+            let mut any = false;
+            for r in ranges {
+                any |= self.fetch(r.clone());
+            }
+            if any {
+                *self.trips.lock().unwrap() += 1;
+            }
+        }
+    }
+    let mut lines = Vec::new();
+    for p in hdf5_fixtures() {
+        let data = std::fs::read(&p).unwrap();
+        let mut trips = Vec::new();
+        let mut n = 0;
+        for block in [4u64 << 10, 64 << 10] {
+            let sim = std::sync::Arc::new(Sim {
+                block,
+                inner: MemStorage::new(data.clone()),
+                blocks: Mutex::new(HashSet::new()),
+                trips: Mutex::new(0),
+            });
+            let file = vzarr_hdf5_format::File::open(sim.clone()).unwrap();
+            n = mutation::walk_everything_file(&file).unwrap();
+            trips.push(*sim.trips.lock().unwrap());
+        }
+        lines.push(format!(
+            "{:28} {:>8} bytes {:>6} items: {:>3} round trips with 4 KiB blocks, {:>2} with 64 KiB",
+            p.file_name().unwrap().to_string_lossy(),
+            data.len(),
+            n,
+            trips[0],
+            trips[1]
+        ));
+    }
+    println!("full walk through a block cache:\n{}", lines.join("\n"));
+}
