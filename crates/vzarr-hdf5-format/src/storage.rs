@@ -3,7 +3,9 @@
 //!
 //! The project's byte layer (object stores, block cache) implements [`Storage`] too. The reader
 //! calls [`Storage::prefetch`] whenever the file structure names several addresses at once, so
-//! that a remote implementation can fetch them in one round trip.
+//! that a remote implementation can fetch them in one round trip. (Outside the HDF5 File
+//! Format Specification 3.0, which describes the bytes, not how they are fetched; its section
+//! II.A places the file's data at addresses relative to the base address.)
 
 use std::ops::Range;
 use std::path::Path;

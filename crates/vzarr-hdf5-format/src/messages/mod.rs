@@ -266,8 +266,11 @@ pub(crate) fn external_file_count(file: &File, oh: &ObjectHeader) -> Result<Opti
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod tests;
+
+#[cfg(test)]
+mod civil_tests {
+    use super::days_from_civil;
 
     #[test]
     fn civil_days() {

@@ -234,6 +234,30 @@ fn v1_structures(dir: &Path) {
         "{r:?}"
     );
 
+    // A message of an unknown type is skipped, unless flagged "fail if unknown".
+    let attr = oh
+        .messages
+        .iter()
+        .find(|m| m.kind == vzarr_hdf5_format::messages::msg::ATTRIBUTE)
+        .unwrap();
+    let n_attrs = file.attributes(&oh).unwrap().len();
+    let type_at = attr.address as usize - 8;
+    let mut d = data.clone();
+    d[type_at..type_at + 2].copy_from_slice(&0x00ffu16.to_le_bytes());
+    let f = open_mem(d.clone(), true).unwrap();
+    let oh2 = f.object_header(addr).unwrap();
+    assert_eq!(f.attributes(&oh2).unwrap().len(), n_attrs - 1);
+    d[type_at + 4] |= 0x80;
+    let f = open_mem(d, true).unwrap();
+    let r = f.object_header(addr);
+    assert!(
+        matches!(
+            r.as_ref().map_err(|e| e.root_cause()),
+            Err(Error::Unsupported { .. })
+        ),
+        "{r:?}"
+    );
+
     // Symbol table nodes claiming 65535 entries; a dataspace of rank 255.
     let groups = crate::generated::groups(dir);
     let data = std::fs::read(&groups[0]).unwrap();

@@ -189,6 +189,12 @@ fn check_new_references(dir: &Path) {
     assert_eq!(objects("region_ref"), vec![vec![target]]);
     let paths = file.object_paths().unwrap();
     assert_eq!(paths.by_address[&target], "/target");
+    let cx = get("complex");
+    match &cx.datatype.class {
+        vzarr_hdf5_format::TypeClass::Complex { base } => assert_eq!(base.size, 4),
+        c => panic!("complex attribute read as {c:?}"),
+    }
+    assert_eq!(cx.value.len(), 16);
 }
 
 mod mutation;

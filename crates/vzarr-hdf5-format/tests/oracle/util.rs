@@ -21,6 +21,11 @@ use hdf5_sys::h5t::{
 };
 use ndarray::Array1;
 
+unsafe extern "C" {
+    /// HDF5 2.0's complex number type constructor (not bound by hdf5-sys 0.12).
+    fn H5Tcomplex_create(base_type_id: hid_t) -> hid_t;
+}
+
 fn check(r: i64, what: &str) {
     assert!(r >= 0, "libhdf5 call failed: {what}");
 }
@@ -184,6 +189,12 @@ pub fn types(dir: &Path) -> PathBuf {
         H5Tinsert(outer, a_n.as_ptr(), 8, ar);
         let vo: Vec<u8> = (0..32u8).collect();
         attr_raw(loc, "nested_compound", outer, &[], vo.as_ptr().cast());
+        // Complex numbers (HDF5 2.0, datatype class 11).
+        let cx = H5Tcomplex_create(*hdf5_sys::h5t::H5T_IEEE_F32LE);
+        check(cx, "H5Tcomplex_create");
+        let vc: Vec<u8> = (0..16u8).collect();
+        attr_raw(loc, "complex", cx, &[2], vc.as_ptr().cast());
+        H5Tclose(cx);
         // Integer with padding bits.
         let pi = H5Tcopy(*H5T_STD_I32LE);
         H5Tset_precision(pi, 12);
