@@ -610,3 +610,26 @@ pub fn ovisit_paths(path: &Path) -> std::collections::HashMap<u64, String> {
     });
     map
 }
+
+/// The raw bytes of a dataset with a fixed-size type (file type, no conversion), row-major.
+pub fn read_raw_bytes(path: &Path, dataset: &str, nbytes: usize) -> Option<Vec<u8>> {
+    let file = hdf5::File::open(path).ok()?;
+    let ds = file.dataset(dataset).ok()?;
+    hdf5::sync::sync(|| unsafe {
+        let t = H5Dget_type(ds.id());
+        let mut buf = vec![0u8; nbytes.max(1)];
+        let r = hdf5_sys::h5d::H5Dread(
+            ds.id(),
+            t,
+            hdf5_sys::h5s::H5S_ALL,
+            hdf5_sys::h5s::H5S_ALL,
+            H5P_DEFAULT,
+            buf.as_mut_ptr().cast(),
+        );
+        H5Tclose(t);
+        (r >= 0).then(|| {
+            buf.truncate(nbytes);
+            buf
+        })
+    })
+}
