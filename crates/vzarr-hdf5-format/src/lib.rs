@@ -41,6 +41,7 @@ pub mod error;
 pub mod file;
 pub mod group;
 pub mod heap;
+mod inflate;
 pub mod messages;
 pub mod object_header;
 pub mod reference;

@@ -4,8 +4,9 @@
 //! heap's doubling table of blocks), huge (stored directly in the file, found through the
 //! heap id or a v2 B-tree of record type 1 or 3) and tiny (the bytes are in the id itself).
 //!
-//! Filtered heaps (I/O filters on the heap's blocks) are reported as unsupported: this crate
-//! never decompresses; no writer known to us creates them for links or attributes.
+//! Heaps of groups created with filters have filtered direct blocks (and huge objects): their
+//! entries carry the stored size and filter mask, and the blocks are unfiltered here with
+//! [`crate::inflate`] (deflate, shuffle, Fletcher-32; other filters are unsupported).
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -18,6 +19,7 @@ use crate::checksum;
 use crate::decode::{Cursor, log2_floor};
 use crate::error::{Error, Result};
 use crate::file::{File, expect_signature, lock};
+use crate::messages::filters::{self, FilterPipeline};
 
 const WHAT: &str = "fractal heap header";
 const WHAT_IB: &str = "fractal heap indirect block";
@@ -48,6 +50,10 @@ pub(crate) struct FractalHeap {
     tiny_extended: bool,
     huge_direct: bool,
     huge_id_size: usize,
+    /// The I/O filters of the heap's blocks, when it has any.
+    pipeline: Option<FilterPipeline>,
+    /// Stored size and filter mask of a filtered root direct block.
+    root_filtered: (u64, u32),
     /// Validated blocks by (address, heap offset, length).
     blocks: Mutex<HashMap<(u64, u64, u64), Bytes>>,
 }
@@ -89,14 +95,26 @@ impl FractalHeap {
         let _start_rows = c.u16()?;
         let root = c.addr()?;
         let root_rows = u64::from(c.u16()?);
+        let mut pipeline = None;
+        let mut root_filtered = (0, 0);
         if filter_len > 0 {
-            return Err(Error::unsupported(
-                WHAT,
+            // Stored size and mask of a filtered root direct block, then the pipeline.
+            let full = fixed + sl + 4 + u64::from(filter_len) + 4;
+            let img = file.read(WHAT, addr, full)?;
+            file.verify_trailing(WHAT, addr, &img)?;
+            let mut c = Cursor::new(&img, WHAT, addr, sizes);
+            c.skip(fixed as usize)?;
+            root_filtered = (c.length()?, c.u32()?);
+            let raw = c.bytes(usize::from(filter_len))?;
+            pipeline = Some(filters::decode(&mut Cursor::new(
+                raw,
+                "fractal heap I/O filters",
                 addr,
-                "fractal heap with I/O filters",
-            ));
+                sizes,
+            ))?);
+        } else {
+            file.verify_trailing(WHAT, addr, &first)?;
         }
-        file.verify_trailing(WHAT, addr, &first)?;
         let pow2 = |v: u64| v != 0 && v & (v - 1) == 0;
         if !pow2(width) || !pow2(start_block) || !pow2(max_direct_block) {
             return Err(c.invalid("table width or block sizes not powers of two"));
@@ -112,8 +130,15 @@ impl FractalHeap {
         let heap_off_size = max_heap_bits.div_ceil(8) as usize;
         let dir_off_size = log2_floor(max_direct_block).div_ceil(8) as usize;
         let heap_len_size = dir_off_size.min(crate::decode::limit_enc_size(u64::from(max_managed)));
-        let (huge_direct, huge_id_size) = if so + sl < id_len as u64 {
-            (true, (so + sl) as usize)
+        // A huge object's address and length (plus filter mask and size when filtered) fit
+        // in the id, or the id is a key into the huge object B-tree.
+        let direct_len = if filter_len > 0 {
+            so + sl + 4 + sl
+        } else {
+            so + sl
+        };
+        let (huge_direct, huge_id_size) = if direct_len < id_len as u64 {
+            (true, direct_len as usize)
         } else {
             (false, (id_len - 1).min(8))
         };
@@ -135,6 +160,8 @@ impl FractalHeap {
             tiny_extended: id_len - 1 > 17,
             huge_direct,
             huge_id_size,
+            pipeline,
+            root_filtered,
             blocks: Mutex::new(HashMap::new()),
         })
     }
@@ -213,40 +240,56 @@ impl FractalHeap {
     }
 
     fn huge(&self, file: &File, rest: &[u8]) -> Result<Bytes> {
+        const WHAT_HUGE: &str = "fractal heap huge object";
         let sizes = file.sizes();
+        let filtered = self.pipeline.is_some();
         let mut c = Cursor::new(rest, "fractal heap huge object id", self.address, sizes);
-        if self.huge_direct {
+        // (address, stored length, filter mask, size once unfiltered)
+        let (addr, len, mask, size) = if self.huge_direct {
             let addr = c
                 .addr()?
                 .ok_or_else(|| c.invalid("undefined huge object address"))?;
             let len = c.length()?;
-            return file.read("fractal heap huge object", addr, len);
-        }
-        let key = c.uint(self.huge_id_size)?;
-        let bt_addr = self.huge_btree.ok_or_else(|| {
-            Error::invalid(
-                WHAT,
-                self.address,
-                "huge object without a huge object B-tree",
-            )
-        })?;
-        let bt = BTreeV2::open(file, bt_addr, Some(1))?;
-        let mut found: Option<(u64, u64)> = None;
-        bt.for_each(file, &mut |rec| {
-            let mut r = Cursor::new(rec, "huge object record", bt_addr, sizes);
-            let addr = r.addr()?;
-            let len = r.length()?;
-            let id = r.length()?;
-            if id == key {
-                found = Some((addr.unwrap_or(u64::MAX), len));
-                return Ok(ControlFlow::Break(()));
+            if filtered {
+                (addr, len, c.u32()?, c.length()?)
+            } else {
+                (addr, len, 0, len)
             }
-            Ok(ControlFlow::Continue(()))
-        })?;
-        let (addr, len) = found.ok_or_else(|| {
-            Error::invalid(WHAT, self.address, format!("no huge object with id {key}"))
-        })?;
-        file.read("fractal heap huge object", addr, len)
+        } else {
+            let key = c.uint(self.huge_id_size)?;
+            let bt_addr = self.huge_btree.ok_or_else(|| {
+                Error::invalid(
+                    WHAT,
+                    self.address,
+                    "huge object without a huge object B-tree",
+                )
+            })?;
+            let bt = BTreeV2::open(file, bt_addr, Some(if filtered { 2 } else { 1 }))?;
+            let mut found = None;
+            bt.for_each(file, &mut |rec| {
+                let mut r = Cursor::new(rec, "huge object record", bt_addr, sizes);
+                let addr = r.addr()?;
+                let len = r.length()?;
+                let (mask, size) = if filtered {
+                    (r.u32()?, r.length()?)
+                } else {
+                    (0, len)
+                };
+                if r.length()? == key {
+                    found = Some((addr.unwrap_or(u64::MAX), len, mask, size));
+                    return Ok(ControlFlow::Break(()));
+                }
+                Ok(ControlFlow::Continue(()))
+            })?;
+            found.ok_or_else(|| {
+                Error::invalid(WHAT, self.address, format!("no huge object with id {key}"))
+            })?
+        };
+        let raw = file.read(WHAT_HUGE, addr, len)?;
+        match &self.pipeline {
+            None => Ok(raw),
+            Some(p) => unfilter(p, mask, &raw, size, WHAT_HUGE, addr),
+        }
     }
 
     fn cached(&self, key: (u64, u64, u64)) -> Option<Bytes> {
@@ -261,12 +304,43 @@ impl FractalHeap {
         cache.insert(key, b.clone());
     }
 
+    /// Bytes of an entry for a direct block (address, and the stored size and filter mask
+    /// when the heap is filtered).
+    fn direct_entry_len(&self, file: &File) -> u64 {
+        let s = file.sizes();
+        u64::from(s.offset)
+            + if self.pipeline.is_some() {
+                u64::from(s.length) + 4
+            } else {
+                0
+            }
+    }
+
     fn iblock_len(&self, file: &File, nrows: u64) -> Option<u64> {
         let so = u64::from(file.sizes().offset);
-        let entries = nrows.checked_mul(self.width)?;
+        let dir = nrows.min(self.max_direct_rows).checked_mul(self.width)?;
+        let ind = nrows
+            .saturating_sub(self.max_direct_rows)
+            .checked_mul(self.width)?;
         (5 + so + self.heap_off_size as u64)
-            .checked_add(entries.checked_mul(so)?)?
+            .checked_add(dir.checked_mul(self.direct_entry_len(file))?)?
+            .checked_add(ind.checked_mul(so)?)?
             .checked_add(4)
+    }
+
+    /// Position in an indirect block of the entry for (row, col), and whether it is a direct
+    /// block entry.
+    fn entry_pos(&self, file: &File, row: u64, col: u64) -> (usize, bool) {
+        let so = u64::from(file.sizes().offset);
+        let head = 5 + so + self.heap_off_size as u64;
+        if row < self.max_direct_rows {
+            let e = row * self.width + col;
+            ((head + e * self.direct_entry_len(file)) as usize, true)
+        } else {
+            let dir = self.max_direct_rows * self.width * self.direct_entry_len(file);
+            let e = (row - self.max_direct_rows) * self.width + col;
+            ((head + dir + e * so) as usize, false)
+        }
     }
 
     /// Reads an indirect block of `nrows` rows at `addr`, expected at heap offset `block_off`.
@@ -298,20 +372,15 @@ impl FractalHeap {
             return Err(c.invalid(format!("block offset {off}, expected {block_off}")));
         }
         // Prefetch this block's direct blocks: lookups of neighbouring objects follow.
-        let so = usize::from(file.sizes().offset);
         let dir_rows = nrows.min(self.max_direct_rows);
         let mut ranges = Vec::new();
-        let mut pos = c.pos();
         for row in 0..dir_rows {
             let size = self.row_block_size(row).unwrap_or(0);
-            for _ in 0..self.width {
-                if let Some(Some(a)) = img
-                    .get(pos..pos + so)
-                    .and_then(|raw| crate::decode::decode_addr(raw, file.sizes().base))
-                {
-                    ranges.push(a..a.saturating_add(size));
+            for col in 0..self.width {
+                if let Ok(Some((a, stored))) = self.direct_entry(file, &img, addr, row, col) {
+                    let len = stored.map_or(size, |(n, _)| n);
+                    ranges.push(a..a.saturating_add(len));
                 }
-                pos += so;
             }
         }
         file.prefetch(&ranges);
@@ -321,7 +390,14 @@ impl FractalHeap {
 
     /// Reads and checks the direct block at `addr` (heap offset `block_off`); returns it with
     /// the length of its header.
-    fn dblock(&self, file: &File, addr: u64, size: u64, block_off: u64) -> Result<(Bytes, usize)> {
+    fn dblock(
+        &self,
+        file: &File,
+        addr: u64,
+        size: u64,
+        block_off: u64,
+        stored: Option<(u64, u32)>,
+    ) -> Result<(Bytes, usize)> {
         let header = 5
             + usize::from(file.sizes().offset)
             + self.heap_off_size
@@ -329,7 +405,13 @@ impl FractalHeap {
         if let Some(img) = self.cached((addr, block_off, size)) {
             return Ok((img, header));
         }
-        let img = file.read(WHAT_DB, addr, size)?;
+        let img = match (&self.pipeline, stored) {
+            (Some(p), Some((n, mask))) => {
+                let raw = file.read(WHAT_DB, addr, n)?;
+                unfilter(p, mask, &raw, size, WHAT_DB, addr)?
+            }
+            _ => file.read(WHAT_DB, addr, size)?,
+        };
         expect_signature(WHAT_DB, addr, &img, "FHDB")?;
         let mut c = Cursor::new(&img, WHAT_DB, addr, file.sizes());
         c.skip(4)?;
@@ -370,6 +452,34 @@ impl FractalHeap {
         Ok((img, header))
     }
 
+    /// The direct block entry (row, col) of an indirect block image: its address, and its
+    /// stored size and filter mask when the heap is filtered. `None` for an unused entry.
+    #[allow(clippy::type_complexity)]
+    fn direct_entry(
+        &self,
+        file: &File,
+        img: &[u8],
+        iaddr: u64,
+        row: u64,
+        col: u64,
+    ) -> Result<Option<(u64, Option<(u64, u32)>)>> {
+        let (pos, _) = self.entry_pos(file, row, col);
+        let len = self.direct_entry_len(file) as usize;
+        let raw = img
+            .get(pos..pos + len)
+            .ok_or_else(|| Error::invalid(WHAT_IB, iaddr, "entry outside the block"))?;
+        let mut c = Cursor::new(raw, WHAT_IB, iaddr, file.sizes());
+        let Some(a) = c.addr()? else {
+            return Ok(None);
+        };
+        let stored = if self.pipeline.is_some() {
+            Some((c.length()?, c.u32()?))
+        } else {
+            None
+        };
+        Ok(Some((a, stored)))
+    }
+
     fn managed(&self, file: &File, off: u64, len: u64) -> Result<Bytes> {
         let root = self
             .root
@@ -387,8 +497,9 @@ impl FractalHeap {
             ));
         }
         let so = usize::from(file.sizes().offset);
-        let (dblock_addr, dblock_size, dblock_off) = if self.root_rows == 0 {
-            (root, self.start_block, 0)
+        let root_stored = self.pipeline.as_ref().map(|_| self.root_filtered);
+        let (dblock_addr, dblock_size, dblock_off, stored) = if self.root_rows == 0 {
+            (root, self.start_block, 0, root_stored)
         } else {
             let mut iaddr = root;
             let mut nrows = self.root_rows;
@@ -405,16 +516,21 @@ impl FractalHeap {
                     ));
                 }
                 let img = self.iblock(file, iaddr, nrows, ioff)?;
-                let entry = (row * self.width + col) as usize;
-                let pos = 5 + so + self.heap_off_size + entry * so;
-                let raw = img
-                    .get(pos..pos + so)
-                    .ok_or_else(|| Error::invalid(WHAT_IB, iaddr, "entry outside the block"))?;
-                let child = crate::decode::decode_addr(raw, file.sizes().base)
-                    .flatten()
-                    .ok_or_else(|| {
-                        Error::invalid(WHAT_IB, iaddr, format!("no block holds heap offset {off}"))
-                    })?;
+                let none =
+                    || Error::invalid(WHAT_IB, iaddr, format!("no block holds heap offset {off}"));
+                let (child, stored) = if row < self.max_direct_rows {
+                    self.direct_entry(file, &img, iaddr, row, col)?
+                        .ok_or_else(none)?
+                } else {
+                    let (pos, _) = self.entry_pos(file, row, col);
+                    let raw = img
+                        .get(pos..pos + so)
+                        .ok_or_else(|| Error::invalid(WHAT_IB, iaddr, "entry outside the block"))?;
+                    let a = crate::decode::decode_addr(raw, file.sizes().base)
+                        .flatten()
+                        .ok_or_else(none)?;
+                    (a, None)
+                };
                 let size = self
                     .row_block_size(row)
                     .ok_or_else(|| Error::invalid(WHAT_IB, iaddr, "row block size overflows"))?;
@@ -423,7 +539,7 @@ impl FractalHeap {
                     .and_then(|o| o.checked_add(size.checked_mul(col)?))
                     .ok_or_else(|| Error::invalid(WHAT_IB, iaddr, "block offset overflows"))?;
                 if row < self.max_direct_rows {
-                    break (child, size, ioff.saturating_add(child_off));
+                    break (child, size, ioff.saturating_add(child_off), stored);
                 }
                 depth += 1;
                 if depth > MAX_IBLOCK_DEPTH {
@@ -457,7 +573,7 @@ impl FractalHeap {
                 "direct block larger than the heap allows",
             ));
         }
-        let (img, header) = self.dblock(file, dblock_addr, dblock_size, dblock_off)?;
+        let (img, header) = self.dblock(file, dblock_addr, dblock_size, dblock_off, stored)?;
         let start = off
             .checked_sub(dblock_off)
             .ok_or_else(|| Error::invalid(WHAT_DB, dblock_addr, "heap offset before its block"))?;
@@ -473,4 +589,46 @@ impl FractalHeap {
             )),
         }
     }
+}
+
+/// Undoes the filters of `pipeline` not skipped by `mask` (in reverse order) on `raw`, which
+/// must give exactly `size` bytes.
+fn unfilter(
+    pipeline: &FilterPipeline,
+    mask: u32,
+    raw: &[u8],
+    size: u64,
+    what: &'static str,
+    addr: u64,
+) -> Result<Bytes> {
+    let size = usize::try_from(size)
+        .ok()
+        .filter(|&n| n as u64 <= crate::file::MAX_READ)
+        .ok_or_else(|| Error::limit(what, addr, format!("unfiltered size {size}")))?;
+    let bad = |e: &str| Error::invalid(what, addr, format!("cannot unfilter: {e}"));
+    let mut data = raw.to_vec();
+    for (i, f) in pipeline.filters.iter().enumerate().rev() {
+        if i < 32 && mask & (1 << i) != 0 {
+            continue;
+        }
+        data = match f.id {
+            1 => crate::inflate::zlib_decompress(&data, size).map_err(bad)?,
+            2 => {
+                let es = f.client_data.first().map_or(1, |&e| e as usize);
+                crate::inflate::unshuffle(&data, es)
+            }
+            3 => crate::inflate::fletcher32_strip(&data).map_err(bad)?,
+            id => {
+                return Err(Error::unsupported(
+                    what,
+                    addr,
+                    format!("heap block filtered with filter {id}"),
+                ));
+            }
+        };
+    }
+    if data.len() != size {
+        return Err(bad(&format!("{} bytes instead of {size}", data.len())));
+    }
+    Ok(Bytes::from(data))
 }

@@ -335,6 +335,27 @@ pub fn groups(dir: &Path) -> Vec<PathBuf> {
         tracked.create_group(n).unwrap();
     }
     f.link_hard("/dense", "compact/back").unwrap();
+    // Groups created with filters: their link heaps have filtered blocks (and huge objects).
+    for (name, fletcher) in [("filtered", false), ("filtered_fletcher", true)] {
+        let g = f
+            .create_group_builder()
+            .with_gcpl(|p| {
+                if fletcher {
+                    p.deflate(6).fletcher32()
+                } else {
+                    p.deflate(6)
+                }
+            })
+            .create(name)
+            .unwrap();
+        for i in 0..300 {
+            g.link_soft("/compact", &format!("f{i:04}_{}", "q".repeat(i % 90)))
+                .unwrap();
+        }
+        g.create_group("child").unwrap();
+        g.link_soft(&format!("/{}", "w".repeat(9000)), "huge_soft")
+            .unwrap();
+    }
     f.close().unwrap();
     out.push(p);
     out
@@ -581,4 +602,31 @@ pub fn special_storage(dir: &Path) -> PathBuf {
 #[allow(dead_code)]
 pub fn cstring(s: &str) -> CString {
     CString::new(s).unwrap()
+}
+
+/// A small file with dense link heaps behind filters (for the mutation test).
+pub fn filtered_groups_small(dir: &Path) -> PathBuf {
+    let p = dir.join("filtered_groups_small.h5");
+    let f = create(&p, Ver::Latest, |_| {});
+    for (name, fletcher) in [("deflate", false), ("deflate_fletcher", true)] {
+        let g = f
+            .create_group_builder()
+            .with_gcpl(|p| {
+                if fletcher {
+                    p.deflate(6).fletcher32()
+                } else {
+                    p.deflate(6)
+                }
+            })
+            .create(name)
+            .unwrap();
+        for i in 0..60 {
+            g.link_soft("/", &format!("l{i:03}_{}", "z".repeat(i)))
+                .unwrap();
+        }
+        g.link_soft(&format!("/{}", "y".repeat(5000)), "huge")
+            .unwrap();
+    }
+    f.close().unwrap();
+    p
 }

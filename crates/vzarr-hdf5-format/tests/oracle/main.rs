@@ -85,8 +85,13 @@ fn generated_files_match_libhdf5() {
             let oh = file.object_header(addr).unwrap();
             seen.insert(format!("object header v{}", oh.version));
             if let Ok(Some(g)) = file.group_storage(&oh) {
+                let filtered = if oh.has(vzarr_hdf5_format::messages::msg::FILTERS) {
+                    " filtered"
+                } else {
+                    ""
+                };
                 seen.insert(format!(
-                    "group {}",
+                    "group {}{filtered}",
                     match g {
                         vzarr_hdf5_format::GroupStorage::SymbolTable(_) => "symbol table",
                         vzarr_hdf5_format::GroupStorage::Compact => "compact",
@@ -156,6 +161,10 @@ fn generated_files_match_libhdf5() {
             "not covered: {want}"
         );
     }
+    assert!(
+        seen.contains("group dense filtered"),
+        "not covered: filtered link heaps"
+    );
     assert!(total.chunks > 200_000 / 40, "{total:?}");
     check_new_references(dir.path());
 }
@@ -266,6 +275,7 @@ fn mutants_never_panic_or_hang() {
     extra.extend(generated::shared(dir.path()));
     extra.extend(generated::attributes(dir.path()));
     extra.push(util::types(dir.path()));
+    extra.push(generated::filtered_groups_small(dir.path()));
     extra.extend(generated::containers(dir.path()).into_iter().filter(|p| {
         let n = p.file_name().unwrap().to_string_lossy();
         n.starts_with("sizes") || n == "userblock_512_earliest.h5"
