@@ -479,6 +479,19 @@ pub fn shared(dir: &Path) -> Vec<PathBuf> {
             .write_scalar(&(i as i32))
             .unwrap();
     }
+    // Dense attributes that live in the shared message heap.
+    let many = ds(&f)
+        .with_data(&Array1::from_elem(2, 1u8))
+        .create("many_shared_attrs")
+        .unwrap();
+    for i in 0..20 {
+        many.new_attr::<i64>()
+            .shape(2)
+            .create(format!("a{i:02}").as_str())
+            .unwrap()
+            .write(&Array1::from_elem(2, i as i64 % 3))
+            .unwrap();
+    }
     crate::util::commit_and_use(&f);
     f.close().unwrap();
     out.push(p);
