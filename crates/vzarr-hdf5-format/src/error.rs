@@ -165,6 +165,9 @@ pub enum Error {
         path: String,
         /// Why it does not resolve.
         detail: String,
+        /// The error of the file structure that stopped the resolution, if any.
+        #[source]
+        source: Option<Box<Error>>,
     },
     /// An error inside an enclosing structure, e.g. a message inside an object header.
     #[error("in {structure} at byte {address}")]

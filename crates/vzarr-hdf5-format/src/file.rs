@@ -286,3 +286,33 @@ pub(crate) fn expect_signature(
         expected: sig,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_shared_between_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<File>();
+        send_sync::<crate::Error>();
+        send_sync::<crate::Dataset>();
+    }
+
+    #[test]
+    fn refuses_what_is_not_hdf5() {
+        let f = File::open(Arc::new(crate::MemStorage::new(
+            b"CDF\x01 not hdf5".to_vec(),
+        )));
+        assert!(matches!(f, Err(Error::NotHdf5 { file_size: 13 })));
+        let f = File::open(Arc::new(crate::MemStorage::new(Vec::new())));
+        assert!(matches!(f, Err(Error::NotHdf5 { file_size: 0 })));
+        // A signature at 512 and nothing after it.
+        let mut d = vec![0u8; 520];
+        d[512..520].copy_from_slice(&crate::SIGNATURE);
+        assert!(matches!(
+            File::open(Arc::new(crate::MemStorage::new(d))),
+            Err(Error::Truncated { .. })
+        ));
+    }
+}

@@ -288,7 +288,8 @@ impl File {
                 e @ Error::Path { .. } => e,
                 e => Error::Path {
                     path: path.to_string(),
-                    detail: e.to_string(),
+                    detail: "the file structure along it cannot be read".into(),
+                    source: Some(Box::new(e)),
                 },
             })
     }
@@ -309,6 +310,7 @@ impl File {
                 return Err(Error::Path {
                     path: path.to_string(),
                     detail: format!("{:?} is not a group", parts[..i].join("/")),
+                    source: None,
                 });
             }
             let link = self
@@ -316,6 +318,7 @@ impl File {
                 .ok_or_else(|| Error::Path {
                     path: path.to_string(),
                     detail: format!("no link {part:?}"),
+                    source: None,
                 })?;
             cur = match &link.target {
                 LinkTarget::Hard(a) => *a,
@@ -324,6 +327,7 @@ impl File {
                         return Err(Error::Path {
                             path: path.to_string(),
                             detail: format!("more than {MAX_SOFT_LINKS} soft links"),
+                            source: None,
                         });
                     }
                     *budget -= 1;
@@ -333,12 +337,14 @@ impl File {
                     return Err(Error::Path {
                         path: path.to_string(),
                         detail: format!("{part:?} is an external link to {p:?} in {file:?}"),
+                        source: None,
                     });
                 }
                 LinkTarget::UserDefined { class, .. } => {
                     return Err(Error::Path {
                         path: path.to_string(),
                         detail: format!("{part:?} is a user-defined link of class {class}"),
+                        source: None,
                     });
                 }
             };
