@@ -86,10 +86,22 @@ impl File {
             global_heap: Mutex::new(GlobalHeapCache::default()),
             verify_checksums: options.verify_checksums,
         };
+        if let Some(addr) = sb.driver_info {
+            // Driver information block: version, reserved, size, 8-byte driver id.
+            let b = file.read("driver information block", addr, 16)?;
+            check_driver(&b[8..16], addr)?;
+        }
         if let Some(ext) = sb.extension {
             let oh = file
                 .object_header(ext)
                 .map_err(|e| e.context("superblock extension", ext))?;
+            if let Some(m) = oh.find(crate::messages::msg::DRIVER_INFO) {
+                // Driver info message: version, 8-byte driver id, ...
+                let id = m.data.get(1..9).ok_or_else(|| {
+                    Error::invalid("driver info message", m.address, "shorter than its id")
+                })?;
+                check_driver(id, m.address)?;
+            }
             if let Some((chunk, internal, leaf)) = crate::messages::btree_k_values(&oh)? {
                 sb.chunk_btree_k = chunk;
                 sb.group_internal_k = internal;
@@ -261,6 +273,23 @@ impl File {
     /// Reads and decodes the object header at absolute offset `addr`.
     pub fn object_header(&self, addr: u64) -> Result<ObjectHeader> {
         crate::object_header::read(self, addr)
+    }
+}
+
+/// Refuses files written with the multi or family drivers: their addresses reach into other
+/// files than the one being read (HDF5 File Format Specification 3.0, section II.B "Disk
+/// Format: Level 0B - File Driver Info").
+fn check_driver(id: &[u8], addr: u64) -> Result<()> {
+    match id {
+        b"NCSAmult" | b"NCSAfami" => Err(Error::unsupported(
+            "driver information",
+            addr,
+            format!(
+                "file written with the {} driver: its data spans several files",
+                if id == b"NCSAmult" { "multi" } else { "family" }
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -40,6 +40,8 @@ pub struct Superblock {
     pub end_of_file: Option<u64>,
     /// Absolute file offset of the superblock extension's object header (versions 2 and 3).
     pub extension: Option<u64>,
+    /// Absolute file offset of the driver information block (versions 0 and 1).
+    pub driver_info: Option<u64>,
     /// "Group leaf node K": half the capacity of a symbol table node.
     pub group_leaf_k: u16,
     /// "Group internal node K": half the fan-out of a group v1 B-tree node.
@@ -135,7 +137,7 @@ fn decode_at(storage: &dyn Storage, offset: u64, verify_checksum: bool) -> Resul
             let _stored_base = c.uint(usize::from(so))?;
             let _free_space = c.addr()?;
             let eof = c.uint(usize::from(so))?;
-            let _driver = c.addr()?;
+            let driver_info = c.addr()?;
             // Root group symbol table entry; its cached scratch-pad is not trusted.
             let _name_offset = c.length()?;
             let root = c
@@ -154,6 +156,7 @@ fn decode_at(storage: &dyn Storage, offset: u64, verify_checksum: bool) -> Resul
                 root_object_header: root,
                 end_of_file: undefined_to_none(eof, so),
                 extension: None,
+                driver_info,
                 group_leaf_k,
                 group_internal_k,
                 chunk_btree_k,
@@ -190,6 +193,7 @@ fn decode_at(storage: &dyn Storage, offset: u64, verify_checksum: bool) -> Resul
                 root_object_header: root,
                 end_of_file: undefined_to_none(eof, so),
                 extension,
+                driver_info: None,
                 group_leaf_k: 4,
                 group_internal_k: 16,
                 chunk_btree_k: 32,

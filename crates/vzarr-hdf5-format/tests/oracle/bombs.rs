@@ -177,6 +177,31 @@ fn bombs_end_quickly() {
 
     v1_structures(dir.path());
     heaps(dir.path());
+    split_files(dir.path());
+}
+
+/// Files written with the split (multi) and family drivers: refused by name, since their
+/// addresses reach into other files.
+fn split_files(dir: &Path) {
+    let base = dir.join("split.h5");
+    let mut b = hdf5::File::with_options();
+    b.fapl().split();
+    let f = b.create(&base).unwrap();
+    f.new_dataset::<u8>().shape(10).create("d").unwrap();
+    f.close().unwrap();
+    // The split driver names the metadata file "<name>.meta".
+    let meta = dir.join("split.h5.meta");
+    let r = File::open_path(&meta);
+    assert!(matches!(r, Err(Error::Unsupported { .. })), "{r:?}");
+
+    let fam = dir.join("family_%d.h5");
+    let mut b = hdf5::File::with_options();
+    b.fapl().family_options(1 << 16);
+    let f = b.create(&fam).unwrap();
+    f.new_dataset::<u8>().shape(100).create("d").unwrap();
+    f.close().unwrap();
+    let r = File::open_path(dir.join("family_0.h5"));
+    assert!(matches!(r, Err(Error::Unsupported { .. })), "{r:?}");
 }
 
 /// Cycles and counts in version 1 structures (no checksums to get past).
