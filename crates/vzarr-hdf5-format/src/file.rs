@@ -95,6 +95,15 @@ impl File {
             let oh = file
                 .object_header(ext)
                 .map_err(|e| e.context("superblock extension", ext))?;
+            if let Some(m) = oh.find(crate::messages::msg::MDC_IMAGE) {
+                // The metadata of the file may be in the cache image only, not at the
+                // addresses the structures give.
+                return Err(Error::unsupported(
+                    "superblock extension",
+                    m.address,
+                    "file closed with a metadata cache image",
+                ));
+            }
             if let Some(m) = oh.find(crate::messages::msg::DRIVER_INFO) {
                 // Driver info message: version, 8-byte driver id, ...
                 let id = m.data.get(1..9).ok_or_else(|| {

@@ -202,6 +202,37 @@ fn split_files(dir: &Path) {
     f.close().unwrap();
     let r = File::open_path(dir.join("family_0.h5"));
     assert!(matches!(r, Err(Error::Unsupported { .. })), "{r:?}");
+
+    // A file closed with a metadata cache image.
+    let p = dir.join("cache_image.h5");
+    let mut b = hdf5::File::with_options();
+    b.fapl().libver_bounds(
+        hdf5::file::LibraryVersion::latest(),
+        hdf5::file::LibraryVersion::latest(),
+    );
+    let fapl = b.fapl().finish().unwrap();
+    hdf5::sync::sync(|| unsafe {
+        let cfg = hdf5_sys::h5ac::H5AC_cache_image_config_t {
+            version: 1,
+            generate_image: 1,
+            save_resize_status: 0,
+            entry_ageout: -1,
+        };
+        assert!(hdf5_sys::h5p::H5Pset_mdc_image_config(fapl.id(), &cfg) >= 0);
+    });
+    let mut b = hdf5::File::with_options();
+    b.set_fapl(&fapl).unwrap();
+    let f = b.create(&p).unwrap();
+    f.new_dataset::<u8>().shape(10).create("d").unwrap();
+    f.close().unwrap();
+    let r = File::open_path(&p);
+    assert!(
+        matches!(
+            r.as_ref().map_err(|e| e.root_cause()),
+            Err(Error::Unsupported { .. })
+        ),
+        "{r:?}"
+    );
 }
 
 /// Cycles and counts in version 1 structures (no checksums to get past).
