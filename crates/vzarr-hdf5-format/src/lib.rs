@@ -12,6 +12,21 @@
 //! names several addresses at once. Every address in this API is an absolute file offset
 //! (the superblock's base address already added).
 //!
+//! What it reads:
+//! - superblocks 0 to 3 (user blocks, 2/4/8-byte addresses and lengths), object headers 1 and 2
+//!   with continuation blocks, shared messages (in other object headers and in the shared
+//!   message heap), every message the scanner needs ([`messages`]);
+//! - groups of the three kinds ([`File::links`] in name order, [`File::resolve_path`],
+//!   [`File::object_paths`]), attributes compact and dense ([`File::attributes`]),
+//!   variable-length data in global heaps ([`File::read_vlen`]), references of both
+//!   generations ([`File::references`]);
+//! - datasets ([`File::dataset`]) and their stored chunks, for all six chunk indexes
+//!   ([`File::visit_chunks`]), contiguous extents and compact data.
+//!
+//! Refused by name: virtual datasets are reported as [`Layout::Virtual`]; external raw data
+//! as [`Dataset::external_files`]; files of the multi/split and family drivers and files
+//! closed with a metadata cache image are [`Error::Unsupported`].
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! use vzarr_hdf5_format::{File, FileStorage, ObjectKind};

@@ -251,7 +251,7 @@ fn mutants_never_panic_or_hang() {
     let count: u64 = std::env::var("VZARR_MUTANTS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
+        .unwrap_or(6000);
     let seed: u64 = std::env::var("VZARR_MUTANT_SEED")
         .ok()
         .and_then(|v| v.parse().ok())

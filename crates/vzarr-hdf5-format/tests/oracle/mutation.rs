@@ -4,7 +4,7 @@
 //! panic or hang. Half of the mutants are read with checksum verification off, so that the
 //! decoders behind checksums meet hostile bytes too.
 //!
-//! `VZARR_MUTANTS=n` sets the number of mutants (default 3000); `VZARR_MUTANT_SEED` the seed.
+//! `VZARR_MUTANTS=n` sets the number of mutants (default 6000); `VZARR_MUTANT_SEED` the seed.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
