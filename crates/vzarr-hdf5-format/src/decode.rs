@@ -32,7 +32,7 @@ pub(crate) struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    pub fn new(buf: &'a [u8], what: &'static str, addr: u64, sizes: Sizes) -> Self {
+    pub(crate) fn new(buf: &'a [u8], what: &'static str, addr: u64, sizes: Sizes) -> Self {
         Cursor {
             buf,
             pos: 0,
@@ -42,25 +42,25 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    pub fn pos(&self) -> usize {
+    pub(crate) fn pos(&self) -> usize {
         self.pos
     }
 
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
     /// The whole slice this cursor reads.
-    pub fn buf(&self) -> &'a [u8] {
+    pub(crate) fn buf(&self) -> &'a [u8] {
         self.buf
     }
 
     /// Absolute file offset of the current position.
-    pub fn here(&self) -> u64 {
+    pub(crate) fn here(&self) -> u64 {
         self.addr.saturating_add(self.pos as u64)
     }
 
-    pub fn truncated(&self, need: usize) -> Error {
+    pub(crate) fn truncated(&self, need: usize) -> Error {
         Error::Truncated {
             structure: self.what,
             address: self.addr,
@@ -70,11 +70,11 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    pub fn invalid(&self, detail: impl Into<String>) -> Error {
+    pub(crate) fn invalid(&self, detail: impl Into<String>) -> Error {
         Error::invalid(self.what, self.addr, detail)
     }
 
-    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
+    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
         if n > self.remaining() {
             return Err(self.truncated(n));
         }
@@ -84,37 +84,37 @@ impl<'a> Cursor<'a> {
     }
 
     /// Bytes given by a length read from the file.
-    pub fn bytes_u64(&mut self, n: u64) -> Result<&'a [u8]> {
+    pub(crate) fn bytes_u64(&mut self, n: u64) -> Result<&'a [u8]> {
         match usize::try_from(n) {
             Ok(n) => self.bytes(n),
             Err(_) => Err(self.truncated(usize::MAX)),
         }
     }
 
-    pub fn skip(&mut self, n: usize) -> Result<()> {
+    pub(crate) fn skip(&mut self, n: usize) -> Result<()> {
         self.bytes(n).map(|_| ())
     }
 
-    pub fn u8(&mut self) -> Result<u8> {
+    pub(crate) fn u8(&mut self) -> Result<u8> {
         Ok(self.bytes(1)?[0])
     }
 
-    pub fn u16(&mut self) -> Result<u16> {
+    pub(crate) fn u16(&mut self) -> Result<u16> {
         let b = self.bytes(2)?;
         Ok(u16::from_le_bytes([b[0], b[1]]))
     }
 
-    pub fn u32(&mut self) -> Result<u32> {
+    pub(crate) fn u32(&mut self) -> Result<u32> {
         let b = self.bytes(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    pub fn u64(&mut self) -> Result<u64> {
+    pub(crate) fn u64(&mut self) -> Result<u64> {
         Ok(le_uint(self.bytes(8)?))
     }
 
     /// An unsigned little-endian integer of `n` (0..=8) bytes.
-    pub fn uint(&mut self, n: usize) -> Result<u64> {
+    pub(crate) fn uint(&mut self, n: usize) -> Result<u64> {
         if n > 8 {
             return Err(self.invalid(format!("{n}-byte integer field")));
         }
@@ -122,12 +122,12 @@ impl<'a> Cursor<'a> {
     }
 
     /// A length field (size of lengths bytes).
-    pub fn length(&mut self) -> Result<u64> {
+    pub(crate) fn length(&mut self) -> Result<u64> {
         self.uint(usize::from(self.sizes.length))
     }
 
     /// An address field: `None` for the undefined address, else the absolute file offset.
-    pub fn addr(&mut self) -> Result<Option<u64>> {
+    pub(crate) fn addr(&mut self) -> Result<Option<u64>> {
         let n = usize::from(self.sizes.offset);
         let raw = self.bytes(n)?;
         decode_addr(raw, self.sizes.base).ok_or_else(|| {
@@ -140,7 +140,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A NUL-terminated string (the NUL is consumed, not returned).
-    pub fn cstr(&mut self) -> Result<&'a [u8]> {
+    pub(crate) fn cstr(&mut self) -> Result<&'a [u8]> {
         let rest = &self.buf[self.pos..];
         match rest.iter().position(|&b| b == 0) {
             Some(n) => {

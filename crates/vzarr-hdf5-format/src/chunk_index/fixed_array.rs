@@ -30,7 +30,12 @@ pub(super) struct Elements {
 }
 
 impl Elements {
-    pub fn for_ctx(ctx: &Ctx, esize: usize, what: &'static str, addr: u64) -> Result<Elements> {
+    pub(super) fn for_ctx(
+        ctx: &Ctx,
+        esize: usize,
+        what: &'static str,
+        addr: u64,
+    ) -> Result<Elements> {
         let so = usize::from(ctx.file.sizes().offset);
         let size_len = ctx.chunk_size_len();
         let expect = if ctx.filtered { so + size_len + 4 } else { so };
@@ -52,7 +57,7 @@ impl Elements {
 
     /// Visits the elements in `raw` (whole elements only), whose first element has index
     /// `first`; positions `scaler` as it goes. Returns false when the sink stopped.
-    pub fn visit(
+    pub(super) fn visit(
         &self,
         ctx: &Ctx,
         raw: &[u8],

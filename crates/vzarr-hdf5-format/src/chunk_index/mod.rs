@@ -57,7 +57,7 @@ pub(crate) struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// Bytes of the stored size of a filtered chunk in array and v2 B-tree records.
-    pub fn chunk_size_len(&self) -> usize {
+    pub(crate) fn chunk_size_len(&self) -> usize {
         if !self.filtered {
             0
         } else if self.dataset.layout.version > 4 {
@@ -69,7 +69,7 @@ impl Ctx<'_> {
 
     /// Checks a chunk's byte range against the file and hands it to `sink`.
     #[inline]
-    pub fn emit(&self, sink: &mut Sink, rec: &ChunkRecord) -> Result<ControlFlow<()>> {
+    pub(crate) fn emit(&self, sink: &mut Sink, rec: &ChunkRecord) -> Result<ControlFlow<()>> {
         match rec.address.checked_add(rec.size) {
             Some(end) if end <= self.file.size() => Ok(sink(rec)),
             _ => Err(Error::OutOfBounds {
@@ -82,7 +82,7 @@ impl Ctx<'_> {
     }
 
     /// Chunks per dimension over the maximum dimensions (`None` for unlimited axes).
-    pub fn max_chunks(&self) -> Vec<Option<u64>> {
+    pub(crate) fn max_chunks(&self) -> Vec<Option<u64>> {
         let max = self.dataset.dataspace.max_dims_or_dims();
         max.iter()
             .zip(&self.layout.chunk_dims)
@@ -91,7 +91,7 @@ impl Ctx<'_> {
     }
 
     /// Chunks per dimension over the current dimensions.
-    pub fn current_chunks(&self) -> Vec<u64> {
+    pub(crate) fn current_chunks(&self) -> Vec<u64> {
         self.dataset
             .dataspace
             .dims
@@ -101,7 +101,12 @@ impl Ctx<'_> {
             .collect()
     }
 
-    pub fn invalid(&self, what: &'static str, addr: u64, detail: impl Into<String>) -> Error {
+    pub(crate) fn invalid(
+        &self,
+        what: &'static str,
+        addr: u64,
+        detail: impl Into<String>,
+    ) -> Error {
         Error::invalid(what, addr, detail)
     }
 }
@@ -121,7 +126,7 @@ pub(crate) struct Scaler {
 
 impl Scaler {
     /// Over `extents` (row-major) with dimension `first` moved to the front (slowest).
-    pub fn new(extents: &[u64], first: Option<usize>) -> Scaler {
+    pub(crate) fn new(extents: &[u64], first: Option<usize>) -> Scaler {
         let rank = extents.len();
         let mut order: Vec<usize> = (0..rank).collect();
         if let Some(f) = first.filter(|&f| f < rank) {
@@ -138,7 +143,7 @@ impl Scaler {
     }
 
     /// Positions at linear index `idx`.
-    pub fn set(&mut self, mut idx: u64) {
+    pub(crate) fn set(&mut self, mut idx: u64) {
         for i in (0..self.counter.len()).rev() {
             let e = self.extent[i].max(1);
             if i == 0 {
@@ -153,7 +158,7 @@ impl Scaler {
 
     /// Advances to the next linear index.
     #[inline]
-    pub fn next(&mut self) {
+    pub(crate) fn next(&mut self) {
         for i in (0..self.counter.len()).rev() {
             self.counter[i] = self.counter[i].wrapping_add(1);
             if i == 0 || self.counter[i] < self.extent[i] {

@@ -211,6 +211,7 @@ fn split_files(dir: &Path) {
         hdf5::file::LibraryVersion::latest(),
     );
     let fapl = b.fapl().finish().unwrap();
+    // SAFETY: HDF5 calls on identifiers created and closed in this block, under the library lock.
     hdf5::sync::sync(|| unsafe {
         let cfg = hdf5_sys::h5ac::H5AC_cache_image_config_t {
             version: 1,

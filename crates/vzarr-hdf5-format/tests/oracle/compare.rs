@@ -12,7 +12,7 @@ use crate::lib5::{self, LibLink};
 
 /// Counts of what was compared.
 #[derive(Debug, Default, Clone)]
-pub struct Stats {
+pub(crate) struct Stats {
     pub files: usize,
     pub objects: usize,
     pub links: usize,
@@ -30,7 +30,7 @@ pub struct Stats {
 }
 
 impl Stats {
-    pub fn add(&mut self, o: &Stats) {
+    pub(crate) fn add(&mut self, o: &Stats) {
         self.files += o.files;
         self.objects += o.objects;
         self.links += o.links;
@@ -47,7 +47,7 @@ impl Stats {
 }
 
 /// libhdf5's class number of one of our datatypes.
-pub fn h5t_class(t: &Datatype) -> i32 {
+pub(crate) fn h5t_class(t: &Datatype) -> i32 {
     match &t.class {
         TypeClass::FixedPoint { .. } => 0,
         TypeClass::FloatingPoint { .. } => 1,
@@ -95,7 +95,7 @@ fn is_fixed_size(t: &Datatype) -> bool {
 }
 
 /// Compares one file; panics with the file and object named on the first difference.
-pub fn compare_file(path: &Path) -> Stats {
+pub(crate) fn compare_file(path: &Path) -> Stats {
     let name = path.display().to_string();
     let lib = lib5::walk(path).unwrap_or_else(|e| panic!("{name}: libhdf5 cannot open: {e}"));
     let file =

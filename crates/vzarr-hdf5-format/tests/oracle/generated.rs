@@ -20,13 +20,13 @@ use ndarray::{Array1, Array2, Array3, s};
 
 /// Which library version bounds to write with.
 #[derive(Clone, Copy)]
-pub enum Ver {
+pub(crate) enum Ver {
     Earliest,
     V18,
     Latest,
 }
 
-pub fn create(
+pub(crate) fn create(
     path: &Path,
     ver: Ver,
     fcpl: impl FnOnce(&mut hdf5::plist::FileCreateBuilder),
@@ -50,7 +50,7 @@ fn ds(g: &hdf5::Group) -> hdf5::DatasetBuilder {
 }
 
 /// Chunk indexes of layout version 4 (and 5 when filtered).
-pub fn chunk_indexes_latest(dir: &Path) -> PathBuf {
+pub(crate) fn chunk_indexes_latest(dir: &Path) -> PathBuf {
     let p = dir.join("chunk_indexes_latest.h5");
     let f = create(&p, Ver::Latest, |_| {});
     let d2 = Array2::from_shape_fn((16, 24), |(i, j)| (i * 24 + j) as i32);
@@ -207,7 +207,7 @@ pub fn chunk_indexes_latest(dir: &Path) -> PathBuf {
 }
 
 /// Version 1 B-trees, deep (small K, so also a version 1 superblock) and wide.
-pub fn chunk_indexes_earliest(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn chunk_indexes_earliest(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for (name, k) in [("btree1_k4.h5", Some(4u32)), ("btree1_default.h5", None)] {
         let p = dir.join(name);
@@ -259,7 +259,7 @@ pub fn chunk_indexes_earliest(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Groups of the three kinds, links of every kind, cycles.
-pub fn groups(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn groups(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     // Old-style groups, with small symbol table K values for deep B-trees.
     let p = dir.join("groups_old.h5");
@@ -362,7 +362,7 @@ pub fn groups(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Attributes: compact and dense, creation order, huge values, vlen strings.
-pub fn attributes(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn attributes(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for (name, ver) in [
         ("attrs_latest.h5", Ver::Latest),
@@ -432,7 +432,7 @@ pub fn attributes(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Committed datatypes (shared in another object header) and the shared message heap.
-pub fn shared(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn shared(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for (name, ver) in [
         ("committed_earliest.h5", Ver::Earliest),
@@ -499,7 +499,7 @@ pub fn shared(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// User blocks, 4-byte (and 2-byte) addresses and lengths.
-pub fn containers(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn containers(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for ub in [512u64, 1024, 4096] {
         for ver in [Ver::Earliest, Ver::V18, Ver::Latest] {
@@ -579,7 +579,7 @@ fn fill_small(f: &File) {
 }
 
 /// Virtual and external storage, soft links into datasets.
-pub fn special_storage(dir: &Path) -> PathBuf {
+pub(crate) fn special_storage(dir: &Path) -> PathBuf {
     let p = dir.join("special_storage.h5");
     let src = dir.join("vds_source.h5");
     {
@@ -613,12 +613,12 @@ pub fn special_storage(dir: &Path) -> PathBuf {
 }
 
 #[allow(dead_code)]
-pub fn cstring(s: &str) -> CString {
+pub(crate) fn cstring(s: &str) -> CString {
     CString::new(s).unwrap()
 }
 
 /// A small file with dense link heaps behind filters (for the mutation test).
-pub fn filtered_groups_small(dir: &Path) -> PathBuf {
+pub(crate) fn filtered_groups_small(dir: &Path) -> PathBuf {
     let p = dir.join("filtered_groups_small.h5");
     let f = create(&p, Ver::Latest, |_| {});
     for (name, fletcher) in [("deflate", false), ("deflate_fletcher", true)] {

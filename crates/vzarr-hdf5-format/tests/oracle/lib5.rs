@@ -39,7 +39,7 @@ unsafe extern "C" {
 
 /// A link as libhdf5 lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LibLink {
+pub(crate) enum LibLink {
     Hard(u64),
     Soft(String),
     External(String, String),
@@ -48,7 +48,7 @@ pub enum LibLink {
 
 /// An attribute as libhdf5 reads it.
 #[derive(Clone, Debug, Default)]
-pub struct LibAttr {
+pub(crate) struct LibAttr {
     pub name: String,
     pub class: i32,
     pub size: usize,
@@ -64,7 +64,7 @@ pub struct LibAttr {
 
 /// A dataset as libhdf5 reports it.
 #[derive(Clone, Debug, Default)]
-pub struct LibDataset {
+pub(crate) struct LibDataset {
     pub shape: Option<Vec<u64>>,
     pub max: Option<Vec<u64>>,
     pub class: i32,
@@ -87,7 +87,7 @@ pub struct LibDataset {
 
 /// One object found by walking the file.
 #[derive(Clone, Debug)]
-pub struct LibObject {
+pub(crate) struct LibObject {
     pub path: String,
     pub addr: u64,
     pub kind: i32,
@@ -102,7 +102,7 @@ fn cstr(p: *const c_char) -> String {
 }
 
 /// Walks a file as libhdf5 sees it: every object reachable by hard links, once.
-pub fn walk(path: &Path) -> hdf5::Result<Vec<LibObject>> {
+pub(crate) fn walk(path: &Path) -> hdf5::Result<Vec<LibObject>> {
     let file = hdf5::File::open(path)?;
     hdf5::sync::sync(|| {
         let root = file.id();
@@ -117,6 +117,7 @@ pub fn walk(path: &Path) -> hdf5::Result<Vec<LibObject>> {
 
 fn obj_addr(loc: hid_t, name: &str) -> Option<(u64, i32)> {
     let c = CString::new(name).ok()?;
+    // SAFETY: H5O_info2_t is a plain C struct for which all-zero bytes are a valid value.
     let mut info: H5O_info2_t = unsafe { std::mem::zeroed() };
     // SAFETY: valid location, NUL-terminated name, out-pointer valid.
     if unsafe { H5Oget_info_by_name3(loc, c.as_ptr(), &mut info, H5O_INFO_BASIC, H5P_DEFAULT) } < 0
@@ -160,16 +161,19 @@ fn visit(
         dataset: None,
     };
     // Open the object to read its attributes.
+    // SAFETY: `loc` is an open identifier and `cname` a NUL-terminated name.
     let oid = unsafe { hdf5_sys::h5o::H5Oopen(loc, cname.as_ptr(), H5P_DEFAULT) };
     if oid >= 0 {
         obj.attrs = attributes(oid);
         if kind == 1 {
             obj.dataset = Some(dataset(oid));
         }
+        // SAFETY: `oid` was opened above and is closed once.
         unsafe { hdf5_sys::h5o::H5Oclose(oid) };
     }
     let mut children = Vec::new();
     if kind == 0 {
+        // SAFETY: `loc` is an open identifier and `cname` a NUL-terminated name.
         let gid = unsafe { hdf5_sys::h5g::H5Gopen2(loc, cname.as_ptr(), H5P_DEFAULT) };
         if gid >= 0 {
             let links = links(gid);
@@ -192,6 +196,7 @@ fn visit(
                     visit_child(gid, &child_path, ca, seen, out);
                 }
             }
+            // SAFETY: `gid` was opened above and is closed once.
             unsafe { hdf5_sys::h5g::H5Gclose(gid) };
             return;
         }
@@ -218,6 +223,7 @@ fn visit_child(
         attrs: Err("not read".into()),
         dataset: None,
     };
+    // SAFETY: `gid` is an open group and `cname` a NUL-terminated name.
     let oid = unsafe { hdf5_sys::h5o::H5Oopen(gid, cname.as_ptr(), H5P_DEFAULT) };
     if oid < 0 {
         obj.attrs = Err("cannot open".into());
@@ -248,11 +254,12 @@ fn visit_child(
     } else {
         out.push(obj);
     }
+    // SAFETY: `oid` was opened above and is closed once.
     unsafe { hdf5_sys::h5o::H5Oclose(oid) };
 }
 
 /// Links of a group in name order.
-pub fn links(group: hid_t) -> Vec<(String, LibLink)> {
+pub(crate) fn links(group: hid_t) -> Vec<(String, LibLink)> {
     extern "C" fn collect(
         g: hid_t,
         name: *const c_char,
@@ -341,7 +348,7 @@ fn has_vlen_or_ref(t: hid_t) -> bool {
 
 /// Attributes in the order `H5Aiterate2` gives with the creation-order index (falling back to
 /// the name index), as the vzarr scanner lists them.
-pub fn attributes(obj: hid_t) -> Result<Vec<LibAttr>, String> {
+pub(crate) fn attributes(obj: hid_t) -> Result<Vec<LibAttr>, String> {
     extern "C" fn collect(
         _l: hid_t,
         name: *const c_char,
@@ -482,7 +489,7 @@ unsafe fn read_ref_lists(a: hid_t, space: hid_t, n: usize) -> Vec<Vec<u64>> {
 }
 
 /// Storage facts of an open dataset.
-pub fn dataset(d: hid_t) -> Result<LibDataset, String> {
+pub(crate) fn dataset(d: hid_t) -> Result<LibDataset, String> {
     let mut out = LibDataset::default();
     // SAFETY: valid dataset id; every id opened here is closed here.
     unsafe {
@@ -572,7 +579,7 @@ pub fn dataset(d: hid_t) -> Result<LibDataset, String> {
 
 /// Object paths by address as `H5Ovisit3` with the name index gives them (the first path of
 /// each object; relative names made absolute, the root as "/").
-pub fn ovisit_paths(path: &Path) -> std::collections::HashMap<u64, String> {
+pub(crate) fn ovisit_paths(path: &Path) -> std::collections::HashMap<u64, String> {
     use std::collections::HashMap;
     extern "C" fn cb(
         obj: hid_t,
@@ -598,6 +605,7 @@ pub fn ovisit_paths(path: &Path) -> std::collections::HashMap<u64, String> {
     }
     let file = hdf5::File::open(path).unwrap();
     let mut map: HashMap<u64, String> = HashMap::new();
+    // SAFETY: HDF5 calls on the open file, under the library lock; buffers are sized as HDF5 asks.
     hdf5::sync::sync(|| unsafe {
         hdf5_sys::h5o::H5Ovisit3(
             file.id(),
@@ -612,9 +620,10 @@ pub fn ovisit_paths(path: &Path) -> std::collections::HashMap<u64, String> {
 }
 
 /// The raw bytes of a dataset with a fixed-size type (file type, no conversion), row-major.
-pub fn read_raw_bytes(path: &Path, dataset: &str, nbytes: usize) -> Option<Vec<u8>> {
+pub(crate) fn read_raw_bytes(path: &Path, dataset: &str, nbytes: usize) -> Option<Vec<u8>> {
     let file = hdf5::File::open(path).ok()?;
     let ds = file.dataset(dataset).ok()?;
+    // SAFETY: HDF5 calls on the open dataset, under the library lock; buffers are sized as HDF5 asks.
     hdf5::sync::sync(|| unsafe {
         let t = H5Dget_type(ds.id());
         let mut buf = vec![0u8; nbytes.max(1)];

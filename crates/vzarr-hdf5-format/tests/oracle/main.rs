@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use compare::{Stats, compare_file};
 
-pub fn fixtures_dir() -> PathBuf {
+pub(crate) fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
 
@@ -213,7 +213,7 @@ mod mutation;
 mod guard_alloc {
     use std::alloc::{GlobalAlloc, Layout, System};
 
-    pub struct Guard;
+    pub(crate) struct Guard;
 
     const LIMIT: usize = 1 << 30;
 
@@ -223,21 +223,25 @@ mod guard_alloc {
             if layout.size() > LIMIT {
                 return std::ptr::null_mut();
             }
+            // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract; forwarded as is.
             unsafe { System.alloc(layout) }
         }
         unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: `ptr` came from `System` through this allocator with `layout`.
             unsafe { System.dealloc(ptr, layout) }
         }
         unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
             if layout.size() > LIMIT {
                 return std::ptr::null_mut();
             }
+            // SAFETY: as for `alloc`.
             unsafe { System.alloc_zeroed(layout) }
         }
         unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
             if new_size > LIMIT {
                 return std::ptr::null_mut();
             }
+            // SAFETY: `ptr` came from `System` through this allocator with `layout`.
             unsafe { System.realloc(ptr, layout, new_size) }
         }
     }

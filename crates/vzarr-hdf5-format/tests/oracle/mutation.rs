@@ -14,14 +14,14 @@ use std::time::{Duration, Instant};
 use vzarr_hdf5_format::{Error, File, MemStorage, ObjectKind, OpenOptions, TypeClass, VlenKind};
 
 /// A small xorshift generator (no dependency needed).
-pub struct XorShift(u64);
+pub(crate) struct XorShift(u64);
 
 impl XorShift {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         XorShift(seed.max(1))
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
         x ^= x >> 7;
@@ -30,14 +30,14 @@ impl XorShift {
         x
     }
 
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         if n == 0 { 0 } else { self.next() % n }
     }
 }
 
 /// Reads everything there is to read; returns how many things were read, or the first
 /// error.
-pub fn walk_everything(data: Vec<u8>, verify_checksums: bool) -> Result<u64, Error> {
+pub(crate) fn walk_everything(data: Vec<u8>, verify_checksums: bool) -> Result<u64, Error> {
     let file = File::open_with(
         Arc::new(MemStorage::new(data)),
         OpenOptions { verify_checksums },
@@ -46,7 +46,7 @@ pub fn walk_everything(data: Vec<u8>, verify_checksums: bool) -> Result<u64, Err
 }
 
 /// [`walk_everything`] over an open file.
-pub fn walk_everything_file(file: &File) -> Result<u64, Error> {
+pub(crate) fn walk_everything_file(file: &File) -> Result<u64, Error> {
     let mut n = 0u64;
     let mut first_err: Option<Error> = None;
     let mut keep = |r: Result<(), Error>| {
@@ -243,7 +243,7 @@ fn signature_offsets(data: &[u8]) -> Vec<usize> {
 
 /// Outcome counts.
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub mutants: u64,
     pub ok: u64,
     pub errors: u64,
@@ -253,7 +253,7 @@ pub struct Outcome {
 }
 
 /// Runs `count` mutants of `inputs` (name, bytes), each in a thread with a `limit` guard.
-pub fn run(inputs: &[(String, Vec<u8>)], count: u64, seed: u64, limit: Duration) -> Outcome {
+pub(crate) fn run(inputs: &[(String, Vec<u8>)], count: u64, seed: u64, limit: Duration) -> Outcome {
     let mut out = Outcome::default();
     let mut rng = XorShift::new(seed);
     let sigs: Vec<Vec<usize>> = inputs.iter().map(|(_, d)| signature_offsets(d)).collect();

@@ -31,8 +31,9 @@ fn check(r: i64, what: &str) {
 }
 
 /// Writes one chunk's stored bytes with a filter mask.
-pub fn write_chunk_direct(ds: &hdf5::Dataset, offset: &[u64], mask: u32, bytes: &[u8]) {
+pub(crate) fn write_chunk_direct(ds: &hdf5::Dataset, offset: &[u64], mask: u32, bytes: &[u8]) {
     let off: Vec<hsize_t> = offset.to_vec();
+    // SAFETY: the dataset is open and `bytes` holds the chunk as written; under the library lock.
     hdf5::sync::sync(|| unsafe {
         check(
             i64::from(H5Dwrite_chunk(
@@ -50,6 +51,7 @@ pub fn write_chunk_direct(ds: &hdf5::Dataset, offset: &[u64], mask: u32, bytes: 
 
 fn attr_raw(loc: hid_t, name: &str, t: hid_t, dims: &[u64], data: *const c_void) {
     let c = CString::new(name).unwrap();
+    // SAFETY: `loc` and `t` are open identifiers and `data` points at `dims` elements of `t`.
     unsafe {
         let s = if dims.is_empty() {
             H5Screate(H5S_class_t::H5S_SCALAR)
@@ -65,7 +67,8 @@ fn attr_raw(loc: hid_t, name: &str, t: hid_t, dims: &[u64], data: *const c_void)
 }
 
 /// Commits datatypes and uses them in datasets and attributes (shared datatype messages).
-pub fn commit_and_use(f: &hdf5::File) {
+pub(crate) fn commit_and_use(f: &hdf5::File) {
+    // SAFETY: HDF5 calls on identifiers created and closed in this block, under the library lock.
     hdf5::sync::sync(|| unsafe {
         let loc = f.id();
         let t = H5Tcopy(*H5T_STD_I16BE);
@@ -143,7 +146,7 @@ struct Hvl {
 }
 
 /// A file with the rarer datatypes and reference attributes of both kinds.
-pub fn types(dir: &Path) -> PathBuf {
+pub(crate) fn types(dir: &Path) -> PathBuf {
     let p = dir.join("types.h5");
     let f = crate::generated::create(&p, crate::generated::Ver::Latest, |_| {});
     f.new_dataset_builder()
@@ -151,6 +154,7 @@ pub fn types(dir: &Path) -> PathBuf {
         .create("target")
         .unwrap();
     f.create_group("grp").unwrap();
+    // SAFETY: HDF5 calls on identifiers created and closed in this block, under the library lock.
     hdf5::sync::sync(|| unsafe {
         let loc = f.id();
         // Bitfield, time, opaque, enum, array, nested compound, vlen sequence attributes.
