@@ -21,7 +21,7 @@ pub use dataset::{
 pub use dtype::{DataType, Endian};
 pub use fill::{FillValue, f64_to_half, half_to_f64};
 pub use grid::{ChunkGrid, DimGrid, MAX_EDGES, rle_decode, rle_encode};
-pub use manifest::{ChunkManifest, ChunkRef, ManifestStats};
+pub use manifest::{ChunkManifest, ChunkRef, DENSE_CHUNKS, ManifestStats};
 
 /// Errors of the core model: invalid grids, manifests or metadata.
 #[derive(Debug, thiserror::Error)]

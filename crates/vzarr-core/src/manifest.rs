@@ -1,11 +1,15 @@
 //! Chunk manifests: where each chunk of a virtual array lives.
 //!
 //! Columnar: per chunk (C order over the grid) a `u32` source id, a `u64` offset and a `u64`
-//! length, about 20 bytes a chunk. Source URLs are interned in a table. Two sentinel ids mark a
+//! length, 20 bytes a chunk. Source URLs are interned in a table. Two sentinel ids mark a
 //! chunk that is not stored (it reads as the fill value) and a chunk whose encoded bytes are
 //! kept inline (its offset is then an index into the inline table).
+//!
+//! Grids of more than [`DENSE_CHUNKS`] chunks start sparse: only stored chunks take memory
+//! (an ordered map from the chunk's position), so a never-written dataset of 2^60 chunks
+//! costs nothing; a sparse manifest turns dense once half its chunks are stored.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::CoreError;
@@ -13,6 +17,9 @@ use crate::CoreError;
 const MISSING: u32 = u32::MAX;
 const INLINE: u32 = u32::MAX - 1;
 const MAX_SOURCES: usize = (u32::MAX - 2) as usize;
+
+/// Grids of at most this many chunks are held densely from the start (20 bytes a chunk).
+pub const DENSE_CHUNKS: usize = 1 << 20;
 
 /// Where one chunk's encoded bytes are.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,44 +39,89 @@ pub enum ChunkRef<'a> {
     },
 }
 
+/// One chunk's entry: source id (or a sentinel), offset, length.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Slot {
+    id: u32,
+    offset: u64,
+    length: u64,
+}
+
+#[derive(Clone, Debug)]
+enum Slots {
+    Dense {
+        ids: Vec<u32>,
+        offsets: Vec<u64>,
+        lengths: Vec<u64>,
+    },
+    Sparse(BTreeMap<usize, Slot>),
+}
+
+impl Default for Slots {
+    fn default() -> Self {
+        Slots::Sparse(BTreeMap::new())
+    }
+}
+
 /// The chunk locations of one virtual array, in C order over its chunk grid.
 #[derive(Clone, Debug, Default)]
 pub struct ChunkManifest {
+    len: usize,
     sources: Vec<Arc<str>>,
     index: HashMap<Arc<str>, u32>,
-    source_ids: Vec<u32>,
-    offsets: Vec<u64>,
-    lengths: Vec<u64>,
+    slots: Slots,
     inline: Vec<Vec<u8>>,
 }
 
 impl PartialEq for ChunkManifest {
     fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && (0..self.len()).all(|i| self.get(i) == other.get(i))
+        self.len == other.len && self.iter_stored().eq(other.iter_stored())
     }
 }
 
 impl Eq for ChunkManifest {}
 
 impl ChunkManifest {
-    /// A manifest of `n` chunks, none stored.
+    /// A manifest of `n` chunks, none stored. Allocates nothing per chunk when `n` is above
+    /// [`DENSE_CHUNKS`].
     pub fn new_missing(n: usize) -> Self {
+        let slots = if n <= DENSE_CHUNKS {
+            Slots::Dense {
+                ids: vec![MISSING; n],
+                offsets: vec![0; n],
+                lengths: vec![0; n],
+            }
+        } else {
+            Slots::Sparse(BTreeMap::new())
+        };
         ChunkManifest {
-            source_ids: vec![MISSING; n],
-            offsets: vec![0; n],
-            lengths: vec![0; n],
+            len: n,
+            slots,
             ..Default::default()
         }
     }
 
-    /// Number of chunks.
+    /// Number of chunks (stored or not).
     pub fn len(&self) -> usize {
-        self.source_ids.len()
+        self.len
     }
 
     /// Whether the manifest has no chunks.
     pub fn is_empty(&self) -> bool {
-        self.source_ids.is_empty()
+        self.len == 0
+    }
+
+    /// Number of chunks stored (by reference or inline).
+    pub fn stored(&self) -> usize {
+        match &self.slots {
+            Slots::Dense { ids, .. } => ids.iter().filter(|&&id| id != MISSING).count(),
+            Slots::Sparse(map) => map.len(),
+        }
+    }
+
+    /// Whether only stored chunks take memory.
+    pub fn is_sparse(&self) -> bool {
+        matches!(self.slots, Slots::Sparse(_))
     }
 
     /// The interned source URLs.
@@ -95,13 +147,75 @@ impl ChunkManifest {
     }
 
     fn check(&self, i: usize) -> Result<(), CoreError> {
-        if i >= self.len() {
+        if i >= self.len {
             return Err(CoreError::Manifest(format!(
                 "chunk {i} is outside a manifest of {} chunks",
-                self.len()
+                self.len
             )));
         }
         Ok(())
+    }
+
+    fn slot(&self, i: usize) -> Slot {
+        let missing = Slot {
+            id: MISSING,
+            ..Default::default()
+        };
+        match &self.slots {
+            Slots::Dense {
+                ids,
+                offsets,
+                lengths,
+            } => Slot {
+                id: ids[i],
+                offset: offsets[i],
+                length: lengths[i],
+            },
+            Slots::Sparse(map) => map.get(&i).copied().unwrap_or(missing),
+        }
+    }
+
+    fn put(&mut self, i: usize, slot: Slot) {
+        match &mut self.slots {
+            Slots::Dense {
+                ids,
+                offsets,
+                lengths,
+            } => {
+                ids[i] = slot.id;
+                offsets[i] = slot.offset;
+                lengths[i] = slot.length;
+            }
+            Slots::Sparse(map) => {
+                if slot.id == MISSING {
+                    map.remove(&i);
+                } else {
+                    map.insert(i, slot);
+                }
+                if map.len() > self.len / 2 {
+                    self.densify();
+                }
+            }
+        }
+    }
+
+    /// Turns a sparse manifest dense (once half its chunks are stored, dense is smaller).
+    fn densify(&mut self) {
+        let Slots::Sparse(map) = &self.slots else {
+            return;
+        };
+        let n = self.len;
+        let (mut ids, mut offsets, mut lengths) = (vec![MISSING; n], vec![0; n], vec![0; n]);
+        for (&i, s) in map {
+            ids[i] = s.id;
+            offsets[i] = s.offset;
+            lengths[i] = s.length;
+        }
+        self.slots = Slots::Dense {
+            ids,
+            offsets,
+            lengths,
+        };
     }
 
     /// Points chunk `i` at a byte range of the source with id `source`.
@@ -121,66 +235,106 @@ impl ChunkManifest {
                 "chunk {i}: offset {offset} + length {length} overflows"
             )));
         }
-        self.source_ids[i] = source;
-        self.offsets[i] = offset;
-        self.lengths[i] = length;
+        self.put(
+            i,
+            Slot {
+                id: source,
+                offset,
+                length,
+            },
+        );
         Ok(())
     }
 
     /// Stores chunk `i`'s encoded bytes inline.
     pub fn set_inline(&mut self, i: usize, bytes: Vec<u8>) -> Result<(), CoreError> {
         self.check(i)?;
-        self.source_ids[i] = INLINE;
-        self.offsets[i] = self.inline.len() as u64;
-        self.lengths[i] = bytes.len() as u64;
+        let slot = Slot {
+            id: INLINE,
+            offset: self.inline.len() as u64,
+            length: bytes.len() as u64,
+        };
         self.inline.push(bytes);
+        self.put(i, slot);
         Ok(())
     }
 
     /// Marks chunk `i` as not stored.
     pub fn set_missing(&mut self, i: usize) -> Result<(), CoreError> {
         self.check(i)?;
-        self.source_ids[i] = MISSING;
-        self.offsets[i] = 0;
-        self.lengths[i] = 0;
+        self.put(
+            i,
+            Slot {
+                id: MISSING,
+                ..Default::default()
+            },
+        );
         Ok(())
     }
 
-    /// Where chunk `i` is; panics if `i` is out of range.
-    pub fn get(&self, i: usize) -> ChunkRef<'_> {
-        match self.source_ids[i] {
+    fn chunk_ref(&self, s: Slot) -> ChunkRef<'_> {
+        match s.id {
             MISSING => ChunkRef::Missing,
-            INLINE => ChunkRef::Inline(&self.inline[self.offsets[i] as usize]),
+            INLINE => ChunkRef::Inline(&self.inline[s.offset as usize]),
             id => ChunkRef::Range {
                 source: &self.sources[id as usize],
-                offset: self.offsets[i],
-                length: self.lengths[i],
+                offset: s.offset,
+                length: s.length,
             },
         }
     }
 
-    /// Iterates over all chunks in C order.
+    /// Where chunk `i` is; panics if `i` is out of range.
+    pub fn get(&self, i: usize) -> ChunkRef<'_> {
+        assert!(i < self.len, "chunk {i} of a manifest of {}", self.len);
+        self.chunk_ref(self.slot(i))
+    }
+
+    /// Iterates over all chunks in C order (stored or not: use [`ChunkManifest::iter_stored`]
+    /// for grids that may be huge).
     pub fn iter(&self) -> impl Iterator<Item = ChunkRef<'_>> + '_ {
-        (0..self.len()).map(|i| self.get(i))
+        (0..self.len).map(|i| self.get(i))
+    }
+
+    /// The stored chunks (by reference or inline) with their positions, in C order.
+    pub fn iter_stored(&self) -> Box<dyn Iterator<Item = (usize, ChunkRef<'_>)> + '_> {
+        match &self.slots {
+            Slots::Dense {
+                ids,
+                offsets,
+                lengths,
+            } => Box::new(ids.iter().enumerate().filter(|(_, id)| **id != MISSING).map(
+                move |(i, &id)| {
+                    let s = Slot {
+                        id,
+                        offset: offsets[i],
+                        length: lengths[i],
+                    };
+                    (i, self.chunk_ref(s))
+                },
+            )),
+            Slots::Sparse(map) => Box::new(map.iter().map(|(&i, &s)| (i, self.chunk_ref(s)))),
+        }
     }
 
     /// Counts of stored-by-reference, inline and missing chunks, and bytes referenced and
     /// inlined.
     pub fn stats(&self) -> ManifestStats {
         let mut s = ManifestStats::default();
-        for (i, &id) in self.source_ids.iter().enumerate() {
-            match id {
-                MISSING => s.missing += 1,
-                INLINE => {
+        for (_, r) in self.iter_stored() {
+            match r {
+                ChunkRef::Inline(b) => {
                     s.inline += 1;
-                    s.inline_bytes += self.lengths[i];
+                    s.inline_bytes += b.len() as u64;
                 }
-                _ => {
+                ChunkRef::Range { length, .. } => {
                     s.referenced += 1;
-                    s.referenced_bytes += self.lengths[i];
+                    s.referenced_bytes += length;
                 }
+                ChunkRef::Missing => {}
             }
         }
+        s.missing = self.len as u64 - s.inline - s.referenced;
         s
     }
 }
@@ -267,8 +421,54 @@ mod tests {
         // The columns cost 20 bytes a chunk.
         let n = 1000;
         let m = ChunkManifest::new_missing(n);
-        let bytes =
-            m.source_ids.capacity() * 4 + m.offsets.capacity() * 8 + m.lengths.capacity() * 8;
+        let Slots::Dense {
+            ids,
+            offsets,
+            lengths,
+        } = &m.slots
+        else {
+            panic!("small grids are dense");
+        };
+        let bytes = ids.capacity() * 4 + offsets.capacity() * 8 + lengths.capacity() * 8;
         assert_eq!(bytes, n * 20);
+    }
+
+    #[test]
+    fn huge_grids_are_sparse_until_half_stored() {
+        let n = 1usize << 60;
+        let mut m = ChunkManifest::new_missing(n);
+        assert!(m.is_sparse());
+        assert_eq!((m.len(), m.stored()), (n, 0));
+        let s = m.intern("file:///x.nc").unwrap();
+        m.set_range(n - 1, s, 8, 4).unwrap();
+        m.set_range(3, s, 0, 4).unwrap();
+        m.set_inline(7, vec![1]).unwrap();
+        assert_eq!(m.get(n - 1), ChunkRef::Range {
+            source: "file:///x.nc",
+            offset: 8,
+            length: 4
+        });
+        assert_eq!(m.get(4), ChunkRef::Missing);
+        let stored: Vec<usize> = m.iter_stored().map(|(i, _)| i).collect();
+        assert_eq!(stored, vec![3, 7, n - 1]);
+        let st = m.stats();
+        assert_eq!((st.referenced, st.inline, st.missing), (2, 1, n as u64 - 3));
+        m.set_missing(3).unwrap();
+        assert_eq!(m.stored(), 2);
+        // A sparse manifest turns dense past half full, keeping its chunks.
+        let n = DENSE_CHUNKS + 10;
+        let mut m = ChunkManifest::new_missing(n);
+        let s = m.intern("a").unwrap();
+        for i in (0..n).rev().step_by(1).take(n / 2 + 1) {
+            m.set_range(i, s, i as u64, 1).unwrap();
+        }
+        assert!(!m.is_sparse());
+        assert_eq!(m.stored(), n / 2 + 1);
+        assert_eq!(m.get(n - 1), ChunkRef::Range {
+            source: "a",
+            offset: (n - 1) as u64,
+            length: 1
+        });
+        assert_eq!(m.get(0), ChunkRef::Missing);
     }
 }

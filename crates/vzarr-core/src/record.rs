@@ -11,13 +11,15 @@ use crate::{
 };
 
 /// Version of the record format; records of another version are refused.
-pub const RECORD_VERSION: u64 = 1;
+pub const RECORD_VERSION: u64 = 2;
 
 fn bad(what: impl Into<String>) -> CoreError {
     CoreError::Metadata(format!("scan record: {}", what.into()))
 }
 
-/// The record of a dataset.
+/// The record of a dataset. Per array: its metadata, its sources, and its stored chunks only
+/// (`refs`: `[position, source, offset, length]`; `inline`: `[position, base64]`), so a record
+/// is as small as what is stored however large the grid.
 pub fn to_record(ds: &VirtualDataset) -> Value {
     let b64 = base64::engine::general_purpose::STANDARD;
     let groups: Map<String, Value> = ds
@@ -30,45 +32,26 @@ pub fn to_record(ds: &VirtualDataset) -> Value {
         .iter()
         .map(|(p, a)| {
             let m = &a.manifest;
-            let n = m.len();
-            let (mut ids, mut offsets, mut lengths, mut inline) = (
-                Vec::with_capacity(n),
-                Vec::with_capacity(n),
-                Vec::with_capacity(n),
-                Vec::new(),
-            );
             let sources: Vec<&str> = m.sources().iter().map(|s| &**s).collect();
-            for r in m.iter() {
+            let ids: std::collections::HashMap<&str, usize> =
+                sources.iter().enumerate().map(|(k, s)| (*s, k)).collect();
+            let mut refs = Vec::new();
+            let mut inline = Vec::new();
+            for (i, r) in m.iter_stored() {
                 match r {
-                    ChunkRef::Missing => {
-                        ids.push(-1i64);
-                        offsets.push(0u64);
-                        lengths.push(0u64);
-                    }
-                    ChunkRef::Inline(bytes) => {
-                        ids.push(-2);
-                        offsets.push(inline.len() as u64);
-                        lengths.push(bytes.len() as u64);
-                        inline.push(Value::String(b64.encode(bytes)));
-                    }
+                    ChunkRef::Missing => {}
+                    ChunkRef::Inline(bytes) => inline.push(json!([i, b64.encode(bytes)])),
                     ChunkRef::Range {
                         source,
                         offset,
                         length,
-                    } => {
-                        let id = sources.iter().position(|s| *s == source).unwrap_or(0);
-                        ids.push(id as i64);
-                        offsets.push(offset);
-                        lengths.push(length);
-                    }
+                    } => refs.push(json!([i, ids[source], offset, length])),
                 }
             }
             let v = json!({
                 "metadata": a.zarr_metadata(),
                 "sources": sources,
-                "ids": ids,
-                "offsets": offsets,
-                "lengths": lengths,
+                "refs": refs,
                 "inline": inline,
             });
             (p.clone(), v)
@@ -82,15 +65,6 @@ pub fn to_record(ds: &VirtualDataset) -> Value {
         "groups": groups,
         "arrays": arrays,
     })
-}
-
-fn u64s(v: &Value, key: &str) -> Result<Vec<u64>, CoreError> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .ok_or_else(|| bad(format!("no {key}")))?
-        .iter()
-        .map(|x| x.as_u64().ok_or_else(|| bad(format!("bad {key}"))))
-        .collect()
 }
 
 /// A dataset from its record.
@@ -122,6 +96,12 @@ pub fn from_record(v: &Value) -> Result<VirtualDataset, CoreError> {
         ds.groups.insert(p.clone(), Group { attributes });
     }
     let b64 = base64::engine::general_purpose::STANDARD;
+    let list = |a: &'_ Value, key: &str| -> Result<Vec<Value>, CoreError> {
+        a.get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .ok_or_else(|| bad(format!("no {key}")))
+    };
     for (p, a) in v
         .get("arrays")
         .and_then(Value::as_object)
@@ -129,61 +109,38 @@ pub fn from_record(v: &Value) -> Result<VirtualDataset, CoreError> {
     {
         let mut array =
             VirtualArray::from_zarr_metadata(a.get("metadata").ok_or_else(|| bad("no metadata"))?)?;
-        let sources: Vec<&str> = a
-            .get("sources")
-            .and_then(Value::as_array)
-            .ok_or_else(|| bad("no sources"))?
-            .iter()
-            .map(|s| s.as_str().ok_or_else(|| bad("bad source")))
-            .collect::<Result<_, _>>()?;
-        let ids: Vec<i64> = a
-            .get("ids")
-            .and_then(Value::as_array)
-            .ok_or_else(|| bad("no ids"))?
-            .iter()
-            .map(|x| x.as_i64().ok_or_else(|| bad("bad id")))
-            .collect::<Result<_, _>>()?;
-        let offsets = u64s(a, "offsets")?;
-        let lengths = u64s(a, "lengths")?;
-        let inline: Vec<Vec<u8>> = a
-            .get("inline")
-            .and_then(Value::as_array)
-            .ok_or_else(|| bad("no inline"))?
+        let sids: Vec<u32> = list(a, "sources")?
             .iter()
             .map(|s| {
                 s.as_str()
-                    .and_then(|s| b64.decode(s).ok())
-                    .ok_or_else(|| bad("bad inline chunk"))
+                    .ok_or_else(|| bad("bad source"))
+                    .and_then(|s| array.manifest.intern(s))
             })
             .collect::<Result<_, _>>()?;
-        let n = array.manifest.len();
-        if ids.len() != n || offsets.len() != n || lengths.len() != n {
-            return Err(bad(format!(
-                "array {p}: {} chunk entries for {n} chunks",
-                ids.len()
-            )));
+        let index = |e: &Value| -> Result<usize, CoreError> {
+            e.get(0)
+                .and_then(Value::as_u64)
+                .and_then(|i| usize::try_from(i).ok())
+                .ok_or_else(|| bad(format!("array {p}: bad chunk position")))
+        };
+        for e in list(a, "refs")? {
+            let num = |k: usize| e.get(k).and_then(Value::as_u64);
+            let (Some(s), Some(offset), Some(length)) = (num(1), num(2), num(3)) else {
+                return Err(bad(format!("array {p}: bad reference {e}")));
+            };
+            let sid = usize::try_from(s)
+                .ok()
+                .and_then(|k| sids.get(k))
+                .ok_or_else(|| bad("source id"))?;
+            array.manifest.set_range(index(&e)?, *sid, offset, length)?;
         }
-        let sids: Vec<u32> = sources
-            .iter()
-            .map(|s| array.manifest.intern(s))
-            .collect::<Result<_, _>>()?;
-        for i in 0..n {
-            match ids[i] {
-                -1 => {}
-                -2 => {
-                    let bytes = inline
-                        .get(offsets[i] as usize)
-                        .ok_or_else(|| bad("inline index"))?;
-                    array.manifest.set_inline(i, bytes.clone())?;
-                }
-                id => {
-                    let sid = usize::try_from(id)
-                        .ok()
-                        .and_then(|k| sids.get(k))
-                        .ok_or_else(|| bad("source id"))?;
-                    array.manifest.set_range(i, *sid, offsets[i], lengths[i])?;
-                }
-            }
+        for e in list(a, "inline")? {
+            let bytes = e
+                .get(1)
+                .and_then(Value::as_str)
+                .and_then(|s| b64.decode(s).ok())
+                .ok_or_else(|| bad("bad inline chunk"))?;
+            array.manifest.set_inline(index(&e)?, bytes)?;
         }
         ds.arrays.insert(p.clone(), array);
     }
@@ -270,9 +227,14 @@ mod tests {
             },
         );
         let mut rec = to_record(&ds);
-        rec["arrays"]["v"]["ids"] = json!([7, -1]);
-        assert!(from_record(&rec).is_err());
-        rec["arrays"]["v"]["ids"] = json!([-1]);
-        assert!(from_record(&rec).is_err());
+        rec["arrays"]["v"]["sources"] = json!(["file:///x.nc"]);
+        rec["arrays"]["v"]["refs"] = json!([[0, 7, 0, 1]]);
+        assert!(from_record(&rec).is_err(), "unknown source");
+        rec["arrays"]["v"]["refs"] = json!([[2, 0, 0, 1]]);
+        assert!(from_record(&rec).is_err(), "position outside the grid");
+        rec["arrays"]["v"]["refs"] = json!([[0, 0, u64::MAX, 2]]);
+        assert!(from_record(&rec).is_err(), "overflow");
+        rec["arrays"]["v"]["refs"] = json!([[1, 0, 10, 2]]);
+        assert!(from_record(&rec).is_ok());
     }
 }

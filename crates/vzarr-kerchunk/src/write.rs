@@ -74,7 +74,7 @@ impl<W: Write> RefsWriter<W> {
     fn array(&mut self, path: &str, array: &VirtualArray) -> io::Result<()> {
         self.document(&meta_key(path), &array.zarr_metadata())?;
         let b64 = base64::engine::general_purpose::STANDARD;
-        for (i, chunk) in array.manifest.iter().enumerate() {
+        for (i, chunk) in array.manifest.iter_stored() {
             match chunk {
                 ChunkRef::Missing => {}
                 ChunkRef::Inline(bytes) => {

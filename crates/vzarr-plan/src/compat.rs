@@ -211,7 +211,17 @@ pub(crate) fn check_identical(
                 detail,
             });
         }
-        for i in 0..a.manifest.len() {
+        // Chunks stored in either file (a chunk missing in both reads as the same fill value,
+        // the metadata being equal).
+        let mut stored: Vec<usize> = a
+            .manifest
+            .iter_stored()
+            .chain(b.manifest.iter_stored())
+            .map(|(i, _)| i)
+            .collect();
+        stored.sort_unstable();
+        stored.dedup();
+        for i in stored {
             let encoded = |arr: &VirtualArray, url: &str| {
                 values::encoded_chunk(arr, i, reader).map_err(|e| read_err(url, e))
             };

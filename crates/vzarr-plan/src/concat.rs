@@ -217,59 +217,66 @@ fn concat_array(
     let mut manifest = ChunkManifest::new_missing(n);
     let esize = first.data_type.size();
     let mut reencoder = EdgeReencoder::new(&first.codecs);
-    for i in 0..n {
-        let mut idx = grid.chunk_index(i as u64);
-        let chunk = along[idx[k] as usize];
-        idx[k] = chunk.local;
-        let src = arrays[chunk.file];
-        let lin = src
-            .grid
-            .linear_index(&idx)
-            .expect("index inside the file's grid") as usize;
-        let r = src.manifest.get(lin);
-        if !chunk.padded || r == ChunkRef::Missing {
-            copy_ref(&mut manifest, i, r)?;
-            continue;
-        }
-        let nominal = src.grid.chunk_shape(&idx);
-        let refused = |source: EdgeChunkError| PlanError::Refused {
-            file: inputs[chunk.file].url.clone(),
-            variable: path.into(),
-            chunk: idx.clone(),
-            source: Box::new(source),
-        };
-        if src.codecs.is_empty() && k == 0 {
-            // Uncompressed, concatenation axis outermost: the valid rows are a prefix.
-            let row = values::chunk_bytes(&nominal[1..], esize).map_err(|_| {
-                refused(EdgeChunkError::TooLarge {
-                    shape: nominal[1..].to_vec(),
-                })
-            })?;
-            let keep = row as u64 * chunk.edge;
-            match r {
-                ChunkRef::Range {
-                    source,
-                    offset,
-                    length,
-                } if keep <= length => {
-                    let sid = manifest.intern(source)?;
-                    manifest.set_range(i, sid, offset, keep)?;
-                }
-                ChunkRef::Inline(b) if keep as usize <= b.len() => {
-                    manifest.set_inline(i, b[..keep as usize].to_vec())?;
-                }
-                _ => return Err(refused(EdgeChunkError::ShortChunk)),
+    // Each file's stored chunks only (a grid may be huge and mostly unwritten): the position
+    // of a file's first chunk along `k` among all files' chunks, plus its own index along `k`.
+    let mut first_along = vec![0usize; arrays.len()];
+    for (pos, c) in along.iter().enumerate().rev() {
+        first_along[c.file] = pos;
+    }
+    for (f, src) in arrays.iter().copied().enumerate() {
+        for (lin, r) in src.manifest.iter_stored() {
+            let mut idx = src.grid.chunk_index(lin as u64);
+            let pos = first_along[f] + idx[k] as usize;
+            let chunk = along[pos];
+            idx[k] = pos as u64;
+            let i = grid
+                .linear_index(&idx)
+                .expect("index inside the combined grid") as usize;
+            idx[k] = chunk.local;
+            if !chunk.padded || r == ChunkRef::Missing {
+                copy_ref(&mut manifest, i, r)?;
+                continue;
             }
-            report.trimmed_chunks += 1;
-            continue;
+            let nominal = src.grid.chunk_shape(&idx);
+            let refused = |source: EdgeChunkError| PlanError::Refused {
+                file: inputs[chunk.file].url.clone(),
+                variable: path.into(),
+                chunk: idx.clone(),
+                source: Box::new(source),
+            };
+            if src.codecs.is_empty() && k == 0 {
+                // Uncompressed, concatenation axis outermost: the valid rows are a prefix.
+                let row = values::chunk_bytes(&nominal[1..], esize).map_err(|_| {
+                    refused(EdgeChunkError::TooLarge {
+                        shape: nominal[1..].to_vec(),
+                    })
+                })?;
+                let keep = row as u64 * chunk.edge;
+                match r {
+                    ChunkRef::Range {
+                        source,
+                        offset,
+                        length,
+                    } if keep <= length => {
+                        let sid = manifest.intern(source)?;
+                        manifest.set_range(i, sid, offset, keep)?;
+                    }
+                    ChunkRef::Inline(b) if keep as usize <= b.len() => {
+                        manifest.set_inline(i, b[..keep as usize].to_vec())?;
+                    }
+                    _ => return Err(refused(EdgeChunkError::ShortChunk)),
+                }
+                report.trimmed_chunks += 1;
+                continue;
+            }
+            // Decode, keep the valid part along k, re-encode inline.
+            let encoded = reencoder
+                .valid_prefix(src, lin, &nominal, k, chunk.edge, reader)
+                .map_err(refused)?;
+            report.materialised_chunks += 1;
+            report.materialised_bytes += encoded.len() as u64;
+            manifest.set_inline(i, encoded)?;
         }
-        // Decode, keep the valid part along k, re-encode inline.
-        let encoded = reencoder
-            .valid_prefix(src, lin, &nominal, k, chunk.edge, reader)
-            .map_err(refused)?;
-        report.materialised_chunks += 1;
-        report.materialised_bytes += encoded.len() as u64;
-        manifest.set_inline(i, encoded)?;
     }
     if !grid.is_regular() {
         report.rectilinear.push(path.to_string());

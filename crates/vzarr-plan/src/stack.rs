@@ -178,8 +178,8 @@ pub(crate) fn stack_new(
         let per = a0.manifest.len();
         let mut manifest = ChunkManifest::new_missing(per * ordered.len());
         for (f, a) in arrays.iter().enumerate() {
-            for c in 0..per {
-                copy_ref(&mut manifest, f * per + c, a.manifest.get(c))?;
+            for (c, r) in a.manifest.iter_stored() {
+                copy_ref(&mut manifest, f * per + c, r)?;
             }
         }
         let mut dimension_names = vec![dim.to_string()];
