@@ -53,7 +53,7 @@
 //! * **Calendars** are case-insensitive; `none`, `utc`, `tai` and unknown names are refused.
 //!   A missing attribute means `standard` ([`Calendar::from_attribute`]).
 
-#![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod calendar;
 mod datetime;

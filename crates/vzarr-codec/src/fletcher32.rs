@@ -1,12 +1,32 @@
-//! Codec fixes for zarrs, registered at run time (run-time plugins take precedence over
-//! zarrs' built-in ones).
+//! The `numcodecs.fletcher32` bytes to bytes codec, registered into zarrs at run time.
 //!
-//! `numcodecs.fletcher32`: zarrs 0.23.14 skips the last byte of odd-length input when it
-//! computes the HDF5 Fletcher-32 checksum (it tests the remaining word count, already 0, for
-//! oddness instead of the byte length), so every odd-length chunk fails its checksum. HDF5
-//! and numcodecs include that byte. This codec computes the checksum as `H5_checksum_fletcher32`
-//! does, stores it little-endian after the data, and on decode also accepts the byte-swapped
-//! form of HDF5 releases before 1.6.3 (as HDF5 does).
+//! Appends HDF5's Fletcher-32 checksum of the input (`H5_checksum_fletcher32`: 16-bit
+//! big-endian words, the odd trailing byte included) as 4 little-endian bytes; decoding checks
+//! and strips it, also accepting the byte-swapped form of HDF5 releases before 1.6.3, as HDF5
+//! does. It replaces zarrs 0.23.14's built-in codec of the same name (run-time plugins take
+//! precedence), which skips the last byte of odd-length input, so that every odd-length
+//! chunk fails its checksum.
+//!
+//! ### Compatible Implementations
+//! HDF5's `fletcher32` filter (id 3), `numcodecs.fletcher32` in zarr-python / numcodecs, and
+//! zarrs' `fletcher32` codec on even-length input.
+//!
+//! ### Specification
+//! - <https://github.com/zarr-developers/zarr-extensions/tree/main/codecs/numcodecs.fletcher32>
+//! - HDF5 filter id 3 (<https://support.hdfgroup.org/documentation/hdf5/latest/group___f_l_e_t_c_h_e_r32.html>)
+//!
+//! ### Codec `name` (Zarr V3)
+//! - `numcodecs.fletcher32`
+//!
+//! ### Codec `configuration` Example
+//! ```rust
+//! # let json = r#"
+//! {"name": "numcodecs.fletcher32", "configuration": {}}
+//! # "#;
+//! # let v: serde_json::Value = serde_json::from_str(json).unwrap();
+//! # let codec = vzarr_core::Codec::from_zarr_json(&v).unwrap();
+//! # assert_eq!(codec, vzarr_core::Codec::Fletcher32);
+//! ```
 
 use std::borrow::Cow;
 use std::sync::{Arc, Once};

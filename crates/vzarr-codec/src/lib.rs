@@ -5,6 +5,8 @@
 //! The `bytes` codec is the identity on chunk bytes kept in the stored byte order, so callers
 //! work with raw chunk bytes in the array's endianness.
 
+#![forbid(unsafe_code)]
+
 mod fletcher32;
 
 pub use fletcher32::{Fletcher32Codec, h5_fletcher32, register_zarrs_fixes};

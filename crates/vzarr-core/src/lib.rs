@@ -3,6 +3,8 @@
 //! No I/O lives here: scanners produce a [`VirtualDataset`], the planner combines many into
 //! one, writers serialise it and readers resolve it.
 
+#![forbid(unsafe_code)]
+
 pub mod attrs;
 mod codec;
 mod dataset;

@@ -303,16 +303,19 @@ impl ChunkManifest {
                 ids,
                 offsets,
                 lengths,
-            } => Box::new(ids.iter().enumerate().filter(|(_, id)| **id != MISSING).map(
-                move |(i, &id)| {
-                    let s = Slot {
-                        id,
-                        offset: offsets[i],
-                        length: lengths[i],
-                    };
-                    (i, self.chunk_ref(s))
-                },
-            )),
+            } => Box::new(
+                ids.iter()
+                    .enumerate()
+                    .filter(|(_, id)| **id != MISSING)
+                    .map(move |(i, &id)| {
+                        let s = Slot {
+                            id,
+                            offset: offsets[i],
+                            length: lengths[i],
+                        };
+                        (i, self.chunk_ref(s))
+                    }),
+            ),
             Slots::Sparse(map) => Box::new(map.iter().map(|(&i, &s)| (i, self.chunk_ref(s)))),
         }
     }
@@ -443,11 +446,14 @@ mod tests {
         m.set_range(n - 1, s, 8, 4).unwrap();
         m.set_range(3, s, 0, 4).unwrap();
         m.set_inline(7, vec![1]).unwrap();
-        assert_eq!(m.get(n - 1), ChunkRef::Range {
-            source: "file:///x.nc",
-            offset: 8,
-            length: 4
-        });
+        assert_eq!(
+            m.get(n - 1),
+            ChunkRef::Range {
+                source: "file:///x.nc",
+                offset: 8,
+                length: 4
+            }
+        );
         assert_eq!(m.get(4), ChunkRef::Missing);
         let stored: Vec<usize> = m.iter_stored().map(|(i, _)| i).collect();
         assert_eq!(stored, vec![3, 7, n - 1]);
@@ -464,11 +470,14 @@ mod tests {
         }
         assert!(!m.is_sparse());
         assert_eq!(m.stored(), n / 2 + 1);
-        assert_eq!(m.get(n - 1), ChunkRef::Range {
-            source: "a",
-            offset: (n - 1) as u64,
-            length: 1
-        });
+        assert_eq!(
+            m.get(n - 1),
+            ChunkRef::Range {
+                source: "a",
+                offset: (n - 1) as u64,
+                length: 1
+            }
+        );
         assert_eq!(m.get(0), ChunkRef::Missing);
     }
 }

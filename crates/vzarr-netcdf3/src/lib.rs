@@ -13,7 +13,7 @@
 //! println!("{} arrays", ds.arrays.len());
 //! ```
 
-#![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod error;
 mod header;

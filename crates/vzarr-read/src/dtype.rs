@@ -1,12 +1,31 @@
-//! The `null_terminated_bytes` data type for zarrs (numpy `S<n>`, fixed-length byte strings,
-//! netCDF `char` arrays), which zarrs 0.23 does not know.
+//! The `null_terminated_bytes` data type for zarrs: fixed-length byte strings (numpy `S<n>`,
+//! HDF5 null-terminated and null-padded fixed strings, netCDF `char` arrays), which zarrs 0.23
+//! does not know.
 //!
 //! Written the way zarrs' own data types are (compare `RawBitsDataType`): a
 //! [`DataTypeTraits`](zarrs::array::DataTypeTraits) implementation, a V3 plugin matching the
-//! name `null_terminated_bytes` with configuration `{"length_bytes": n}`, and `bytes` codec
-//! support (single-byte components: no byte swapping). Fill values are base64 strings (as
-//! zarr-python writes them), shorter values padded with NUL bytes, or arrays of byte values.
-//! Decoded elements are the stored bytes, NUL padding included.
+//! name, and `bytes` codec support (single-byte components: no byte swapping). Fill values are
+//! base64 strings (as zarr-python writes them), shorter values padded with NUL bytes, or arrays
+//! of byte values. Decoded elements are the stored bytes, NUL padding included.
+//!
+//! ### Compatible Implementations
+//! zarr-python 3.4's `NullTerminatedBytes` (numpy `S<n>`, read back as `bytes` values).
+//!
+//! ### Specification
+//! - <https://github.com/zarr-developers/zarr-extensions/tree/main/data-types/null_terminated_bytes>
+//!
+//! ### Data type `name` (Zarr V3)
+//! - `null_terminated_bytes`
+//!
+//! ### Data type `configuration` Example
+//! ```rust
+//! # let json = r#"
+//! {"name": "null_terminated_bytes", "configuration": {"length_bytes": 8}}
+//! # "#;
+//! # let v: serde_json::Value = serde_json::from_str(json).unwrap();
+//! # let dt = vzarr_core::DataType::from_zarr_json(&v).unwrap();
+//! # assert_eq!(dt, vzarr_core::DataType::FixedBytes(8));
+//! ```
 
 use std::borrow::Cow;
 

@@ -3,10 +3,8 @@
 //! go through `parse_header` and `scan`. Nothing may panic, and a counting global allocator
 //! checks that no mutated input makes the scanner ask for a large allocation.
 //!
-//! `cargo test -p vzarr-netcdf3 --test fuzz_corpus -- --ignored write_seed_corpus` rewrites the
+//! `cargo test -p vzarr-netcdf3 --test netcdf3 -- --ignored write_seed_corpus` rewrites the
 //! seed corpus (netCDF-C writes the valid files; the `bad_*` files are patched copies).
-
-mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -295,7 +293,7 @@ fn twenty_thousand_mutations_never_panic_or_explode() {
 #[test]
 #[ignore]
 fn write_seed_corpus() {
-    use common::*;
+    use crate::common::*;
     let dir = corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
     let tmp = tempfile::tempdir().unwrap();

@@ -1,23 +1,8 @@
 //! End-to-end tests of `vzarr verify` and `vzarr cat`: exit status and messages on good,
 //! corrupted, stale and out-of-prefix references, and printed values against the HDF5 library.
 
+use crate::common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures")
-}
-
-fn vzarr(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vzarr"))
-        .args(args)
-        .output()
-        .expect("run vzarr")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 fn build(input: &Path, out: &Path) {
     let o = vzarr(&[

@@ -2,11 +2,9 @@
 //! NetCDF3 formats, scanned by us, read back through our manifests only, and compared value by
 //! value (bitwise) with what netCDF-C reads; attributes, dimension names and fill values too.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use vzarr_core::{ChunkRef, DataType, DimGrid, Endian, VirtualDataset, attrs};
 use vzarr_netcdf3::{

@@ -1,24 +1,14 @@
 //! Catalog-scale builds end to end: bad files skipped and reported, the scan cache, append
 //! equal to a rebuild, sharded scans equal to a one-process build.
 
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures")
-}
 
 fn months() -> Vec<PathBuf> {
     (1..=12)
         .map(|m| fixtures().join(format!("archive/tas_2023{m:02}.nc")))
         .collect()
-}
-
-fn vzarr(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vzarr"))
-        .args(args)
-        .output()
-        .expect("run vzarr")
 }
 
 fn s(p: &Path) -> &str {

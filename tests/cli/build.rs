@@ -2,23 +2,9 @@
 //! determinism, errors on bad input (clear message, non-zero exit, no output), `--strict`,
 //! and `inspect`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn fixtures() -> PathBuf {
-    root().join("fixtures")
-}
-
-fn vzarr(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vzarr"))
-        .args(args)
-        .output()
-        .expect("run vzarr")
-}
+use crate::common::*;
+use std::path::Path;
+use std::process::Output;
 
 fn index() -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(fixtures().join("fixtures.json")).unwrap();

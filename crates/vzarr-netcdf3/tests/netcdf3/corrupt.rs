@@ -1,9 +1,7 @@
 //! Corrupt and hostile inputs: every one must give a typed error naming the file (never a
 //! panic, never a huge allocation), and the scanner must stay exact on the edge of validity.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use vzarr_netcdf3::{MemSource, Nc3Error, ScanOptions, parse_header, scan};
 
 const URL: &str = "mem://test/corrupt.nc";

@@ -1,0 +1,7 @@
+//! End-to-end tests of the `vzarr` binary (one test binary): builds and golden manifests,
+//! catalog-scale batches, reading and verifying through references.
+
+mod batch;
+mod build;
+mod common;
+mod read;
