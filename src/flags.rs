@@ -286,15 +286,15 @@ pub(crate) fn parse() -> Result<Run> {
 /// Options shared by the commands that read through references.
 #[derive(clap::Args, Clone, Debug)]
 pub(crate) struct ReadArgs {
-    /// Also allow reading sources under this prefix: a local directory or a URL prefix such
-    /// as s3://bucket/dir/ (repeatable). The prefixes recorded in the references are allowed
-    /// too; without any, nothing is read.
+    /// Allow reading sources under this prefix: a local directory or a URL prefix such as
+    /// s3://bucket/dir/ (repeatable). Also read from $VZARR_ALLOW_PREFIXES (comma-separated)
+    /// and from the file $XDG_CONFIG_HOME/vzarr/allowed-prefixes (one per line). The prefixes
+    /// the references record only narrow these; with none allowed, nothing is read.
     #[arg(long = "allow-prefix", value_name = "PREFIX")]
     pub(crate) allow_prefix: Vec<String>,
-    /// Do not trust the prefixes recorded in the references; only --allow-prefix counts (for
-    /// references from someone else).
+    /// Also allow the prefixes the references record (only for references you made or trust).
     #[arg(long)]
-    pub(crate) ignore_recorded_prefixes: bool,
+    pub(crate) trust_references: bool,
     /// Read even if a source's size or modification time changed since the build.
     #[arg(long)]
     pub(crate) ignore_stale: bool,
@@ -303,16 +303,46 @@ pub(crate) struct ReadArgs {
     pub(crate) concurrency: usize,
 }
 
+/// Prefixes from `$VZARR_ALLOW_PREFIXES` (comma-separated) and from the config file
+/// `$XDG_CONFIG_HOME/vzarr/allowed-prefixes` (or `~/.config/...`; one per line, `#` comments).
+fn configured_prefixes() -> Result<Vec<String>> {
+    let mut out: Vec<String> = std::env::var("VZARR_ALLOW_PREFIXES")
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
+    let dir = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
+    if let Some(file) = dir.map(|d| d.join("vzarr/allowed-prefixes")) {
+        match std::fs::read_to_string(&file) {
+            Ok(text) => out.extend(
+                text.lines()
+                    .map(|l| l.split('#').next().unwrap_or("").trim())
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_string),
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(anyhow::anyhow!("{}: {e}", file.display())),
+        }
+    }
+    Ok(out)
+}
+
 impl ReadArgs {
-    /// The reader options these flags ask for.
-    pub(crate) fn options(&self) -> vzarr_read::ReadOptions {
-        vzarr_read::ReadOptions {
-            allow_prefixes: self.allow_prefix.clone(),
-            use_recorded_prefixes: !self.ignore_recorded_prefixes,
+    /// The reader options these flags (and the environment and config file) ask for.
+    pub(crate) fn options(&self) -> Result<vzarr_read::ReadOptions> {
+        let mut allow_prefixes = self.allow_prefix.clone();
+        allow_prefixes.extend(configured_prefixes()?);
+        Ok(vzarr_read::ReadOptions {
+            allow_prefixes,
+            trust_recorded_prefixes: self.trust_references,
             ignore_stale: self.ignore_stale,
             concurrency: self.concurrency.max(1),
             ..Default::default()
-        }
+        })
     }
 }
 

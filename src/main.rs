@@ -105,11 +105,18 @@ fn hint(e: &anyhow::Error) -> Option<String> {
             return Some("check the --allow-prefix values".into());
         }
         match cause.downcast_ref::<SourceError>() {
-            Some(SourceError::NotAllowed { .. }) => {
-                return Some(
-                    "pass --allow-prefix PREFIX to allow reading under PREFIX (only if you trust these references)"
-                        .into(),
-                );
+            Some(SourceError::NotAllowed(n)) => {
+                let recorded = &n.recorded;
+                return Some(match n.why {
+                    vzarr_source::Refusal::NotRecorded => {
+                        "the references point outside the prefixes they record: they may have been tampered with".into()
+                    }
+                    _ if !recorded.is_empty() => format!(
+                        "the references record their sources under {}: allow them with --allow-prefix (or VZARR_ALLOW_PREFIXES), or pass --trust-references if you made these references",
+                        recorded.join(", ")
+                    ),
+                    _ => "allow the sources' prefix with --allow-prefix PREFIX (or VZARR_ALLOW_PREFIXES)".into(),
+                });
             }
             Some(SourceError::Stale { .. }) => {
                 return Some("pass --ignore-stale to read anyway".into());

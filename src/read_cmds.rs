@@ -10,7 +10,7 @@ use crate::flags::{CatArgs, VerifyArgs};
 
 /// Runs `vzarr verify`: success only if every compared value matches.
 pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode> {
-    let reader = vzarr_read::open(&args.refs, args.read.options())
+    let reader = vzarr_read::open(&args.refs, args.read.options()?)
         .with_context(|| format!("opening {}", args.refs))?;
     let bar = if std::io::stderr().is_terminal() && !args.json {
         let b = indicatif::ProgressBar::new(0);
@@ -79,7 +79,7 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode> {
 /// Runs `vzarr cat`: prints the selected values.
 pub(crate) fn cat(args: CatArgs) -> Result<()> {
     let sel = vzarr_read::parse_selection(&args.selection)?;
-    let reader = vzarr_read::open(&args.refs, args.read.options())
+    let reader = vzarr_read::open(&args.refs, args.read.options()?)
         .with_context(|| format!("opening {}", args.refs))?;
     let values = reader.read_selection(&sel)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());

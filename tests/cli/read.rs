@@ -31,7 +31,7 @@ fn verify_succeeds_on_good_references() {
     ] {
         let out = dir.path().join(format!("{name}.json"));
         build(&fixtures().join(name), &out);
-        let o = vzarr(&["verify", out.to_str().unwrap()]);
+        let o = vzarr(&["verify", out.to_str().unwrap(), "--trust-references"]);
         let stdout = text(&o.stdout);
         assert!(o.status.success(), "{name}: {stdout}{}", text(&o.stderr));
         assert!(stdout.contains("all values match"), "{stdout}");
@@ -43,6 +43,7 @@ fn verify_succeeds_on_good_references() {
         let o = vzarr(&[
             "verify",
             out.to_str().unwrap(),
+            "--trust-references",
             "--sample",
             "5",
             "--seed",
@@ -80,7 +81,7 @@ fn verify_names_the_variable_chunk_and_source_of_a_difference() {
         .unwrap()
         .set_modified(mtime)
         .unwrap();
-    let o = vzarr(&["verify", out.to_str().unwrap()]);
+    let o = vzarr(&["verify", out.to_str().unwrap(), "--trust-references"]);
     let stdout = text(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("MISMATCH deflate chunk [1, 1]"), "{stdout}");
@@ -101,18 +102,46 @@ fn verify_refuses_stale_sources_and_urls_outside_the_prefixes() {
     refs["refs"]["tas/c/0/0/0"] = serde_json::json!(["file:///etc/passwd", 0, 100]);
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, serde_json::to_vec(&refs).unwrap()).unwrap();
+    let dir_s = dir.path().to_str().unwrap();
     for cmd in ["verify", "cat"] {
-        let mut args = vec![cmd, bad.to_str().unwrap()];
+        for allow in [
+            ["--allow-prefix", dir_s],
+            ["--trust-references", "--ignore-stale"],
+        ] {
+            let mut args = vec![cmd, bad.to_str().unwrap()];
+            if cmd == "cat" {
+                args.push("tas[0]");
+            }
+            args.extend(allow);
+            let o = vzarr(&args);
+            assert!(!o.status.success());
+            let e = text(&o.stderr);
+            assert!(e.contains("refusing to read file:///etc/passwd"), "{e}");
+            assert!(e.contains("(array tas)"), "{e}");
+            assert!(e.contains("not under an allowed prefix"), "{e}");
+            assert!(!e.contains("root:"), "{e}");
+        }
+        // Nothing allowed: the hint names the prefixes the references record.
+        let mut args = vec![cmd, out.to_str().unwrap()];
         if cmd == "cat" {
             args.push("tas[0]");
         }
         let o = vzarr(&args);
         assert!(!o.status.success());
         let e = text(&o.stderr);
-        assert!(e.contains("refusing to read file:///etc/passwd"), "{e}");
-        assert!(e.contains("(array tas)"), "{e}");
-        assert!(e.contains("hint: pass --allow-prefix"), "{e}");
-        assert!(e.contains("not under an allowed prefix"), "{e}");
+        assert!(e.contains("no allowed prefixes"), "{e}");
+        assert!(
+            e.contains("hint: the references record their sources under file://"),
+            "{e}"
+        );
+        assert!(e.contains("--allow-prefix"), "{e}");
+        // The environment variable allows too.
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_vzarr"))
+            .args(&args)
+            .env("VZARR_ALLOW_PREFIXES", format!("/nowhere, {dir_s}"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
     }
 
     // A source whose size changed is reported stale, naming it and what changed.
@@ -122,7 +151,7 @@ fn verify_refuses_stale_sources_and_urls_outside_the_prefixes() {
         .unwrap()
         .set_len(std::fs::metadata(&src).unwrap().len() + 4)
         .unwrap();
-    let o = vzarr(&["verify", out.to_str().unwrap()]);
+    let o = vzarr(&["verify", out.to_str().unwrap(), "--trust-references"]);
     assert!(!o.status.success());
     let e = text(&o.stderr);
     assert!(
@@ -132,7 +161,12 @@ fn verify_refuses_stale_sources_and_urls_outside_the_prefixes() {
     assert!(e.contains("nc3_classic.nc"), "{e}");
     assert!(e.contains("size changed from"), "{e}");
     // --ignore-stale reads anyway (the data is intact).
-    let o = vzarr(&["verify", out.to_str().unwrap(), "--ignore-stale"]);
+    let o = vzarr(&[
+        "verify",
+        out.to_str().unwrap(),
+        "--trust-references",
+        "--ignore-stale",
+    ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
 }
 
@@ -149,7 +183,12 @@ fn cat_prints_values_across_chunk_boundaries() {
         .unwrap()
         .read_slice(ndarray::s![5..15, 3..12])
         .unwrap();
-    let o = vzarr(&["cat", out.to_str().unwrap(), "chunked_edge[5:15, 3:12]"]);
+    let o = vzarr(&[
+        "cat",
+        out.to_str().unwrap(),
+        "chunked_edge[5:15, 3:12]",
+        "--trust-references",
+    ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let expected: String = want
         .rows()
@@ -163,12 +202,18 @@ fn cat_prints_values_across_chunk_boundaries() {
         out.to_str().unwrap(),
         "chunked_edge[-18:-8, 4]",
         "--json",
+        "--trust-references",
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let got: Vec<i32> = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(got, want.column(1).to_vec());
     // A bad selection.
-    let o = vzarr(&["cat", out.to_str().unwrap(), "chunked_edge[99]"]);
+    let o = vzarr(&[
+        "cat",
+        out.to_str().unwrap(),
+        "chunked_edge[99]",
+        "--trust-references",
+    ]);
     assert!(!o.status.success());
     assert!(
         text(&o.stderr).contains("out of bounds"),

@@ -25,7 +25,8 @@ def s3(moto_server):
     for name in ("nc4_climate.nc", "nc3_classic.nc", "layouts_latest.h5"):
         client.upload_file(str(FIXTURES / name), BUCKET, f"fixtures/{name}")
         client.upload_file(str(FIXTURES / name), OTHER, f"fixtures/{name}")
-    return client, env
+    # What the user allows vzarr to read (the references' recorded prefixes only narrow it).
+    return client, dict(env, VZARR_ALLOW_PREFIXES=f"s3://{BUCKET}/")
 
 
 def vzarr_env(env, *args):

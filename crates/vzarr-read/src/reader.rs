@@ -27,12 +27,12 @@ use crate::values::{RawArray, unravel};
 /// How to open references.
 #[derive(Clone, Debug)]
 pub struct ReadOptions {
-    /// URL prefixes (or local directories) sources may be read from, besides the prefixes
-    /// recorded in the references.
+    /// URL prefixes (or local directories) sources may be read from. The prefixes the
+    /// references record narrow these (a source must be under both); they never widen them.
     pub allow_prefixes: Vec<String>,
-    /// Whether the prefixes recorded in the references are trusted (turn off for references
-    /// from an untrusted party, then only `allow_prefixes` apply).
-    pub use_recorded_prefixes: bool,
+    /// Also allow the prefixes the references record (for references the user made or
+    /// trusts; off by default, so a tampered manifest cannot widen what is read).
+    pub trust_recorded_prefixes: bool,
     /// Read even if sources changed since the build.
     pub ignore_stale: bool,
     /// Sources read at once, and ranges of one source fetched at once, at most.
@@ -54,7 +54,7 @@ impl Default for ReadOptions {
     fn default() -> Self {
         ReadOptions {
             allow_prefixes: Vec::new(),
-            use_recorded_prefixes: true,
+            trust_recorded_prefixes: false,
             ignore_stale: false,
             concurrency: 16,
             coalesce_gap: 64 << 10,
@@ -129,15 +129,14 @@ pub fn open_bytes(bytes: &[u8], origin: &str, options: ReadOptions) -> Result<Re
     vzarr_codec::register_zarrs_fixes();
     let refs = parse_refs(bytes, origin, options.limits)?;
     let prov = &refs.dataset.provenance;
-    let recorded: &[String] = if options.use_recorded_prefixes {
-        &prov.allowed_prefixes
-    } else {
-        &[]
-    };
     for p in &options.allow_prefixes {
         Prefix::parse(p, true).map_err(ReadError::Prefix)?;
     }
-    let policy = PrefixPolicy::new(recorded, &options.allow_prefixes).map_err(ReadError::Prefix)?;
+    let mut allowed = options.allow_prefixes.clone();
+    if options.trust_recorded_prefixes {
+        allowed.extend(prov.allowed_prefixes.iter().cloned());
+    }
+    let policy = PrefixPolicy::new(&prov.allowed_prefixes, &allowed).map_err(ReadError::Prefix)?;
     let stats = IoStats::new();
     let tuning = ReadTuning {
         local_gap: options.coalesce_gap,

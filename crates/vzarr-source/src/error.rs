@@ -94,15 +94,8 @@ pub enum SourceError {
         source: Box<object_store::Error>,
     },
     /// A URL outside the prefixes a reader may fetch from; nothing was read.
-    #[error("refusing to read {url}: {}", not_allowed_reason(.allowed, .resolved.as_deref()))]
-    NotAllowed {
-        /// The refused URL.
-        url: String,
-        /// Where the URL leads once symbolic links are resolved, if that differs.
-        resolved: Option<String>,
-        /// The allowed prefixes (empty: none).
-        allowed: Vec<String>,
-    },
+    #[error(transparent)]
+    NotAllowed(Box<NotAllowed>),
     /// A source differs from what was recorded when the references were built.
     #[error("{url}: source changed since the references were built: {}", .changes.join(", "))]
     Stale {
@@ -120,15 +113,52 @@ pub enum SourceError {
     },
 }
 
-fn not_allowed_reason(allowed: &[String], resolved: Option<&str>) -> String {
-    let via = resolved.map_or_else(String::new, |r| format!("it resolves to {r}, "));
-    if allowed.is_empty() {
-        format!("{via}no allowed prefixes")
-    } else {
-        format!(
-            "{via}not under an allowed prefix (allowed: {})",
-            allowed.join(", ")
-        )
+/// Why a URL is refused by a [`crate::PrefixPolicy`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The user allows no prefix at all.
+    NoneAllowed,
+    /// Not under any prefix the user allows.
+    NotAllowed,
+    /// Under a prefix the user allows, but outside every prefix the references record.
+    NotRecorded,
+}
+
+/// A URL refused by a [`crate::PrefixPolicy`], and what the policy allows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("refusing to read {url}: {}", self.reason())]
+#[non_exhaustive]
+pub struct NotAllowed {
+    /// The refused URL.
+    pub url: String,
+    /// Why it is refused.
+    pub why: Refusal,
+    /// Where the URL leads once symbolic links are resolved, if that differs.
+    pub resolved: Option<String>,
+    /// The prefixes the user allows (empty: none).
+    pub allowed: Vec<String>,
+    /// The prefixes the references record (they can only narrow what is allowed).
+    pub recorded: Vec<String>,
+}
+
+impl NotAllowed {
+    fn reason(&self) -> String {
+        let via = self
+            .resolved
+            .as_ref()
+            .map_or_else(String::new, |r| format!("it resolves to {r}, "));
+        match self.why {
+            Refusal::NoneAllowed => format!("{via}no allowed prefixes"),
+            Refusal::NotAllowed => format!(
+                "{via}not under an allowed prefix (allowed: {})",
+                self.allowed.join(", ")
+            ),
+            Refusal::NotRecorded => format!(
+                "{via}outside the prefixes the references record (recorded: {})",
+                self.recorded.join(", ")
+            ),
+        }
     }
 }
 
@@ -157,9 +187,9 @@ impl SourceError {
             | SourceError::Changed { url }
             | SourceError::Client { url, .. }
             | SourceError::Remote { url, .. }
-            | SourceError::NotAllowed { url, .. }
             | SourceError::Stale { url, .. } => Some(url),
             SourceError::BadPath { path } => Some(path),
+            SourceError::NotAllowed(n) => Some(&n.url),
             SourceError::Runtime { .. } => None,
         }
     }

@@ -136,22 +136,27 @@ pub struct AllowPrefixes<T> {
     inner: T,
     policy: PrefixPolicy,
     /// The allowed local directories with their links resolved.
-    resolved_dirs: Vec<std::path::PathBuf>,
+    allowed_dirs: Vec<std::path::PathBuf>,
+    /// The recorded local directories with their links resolved.
+    recorded_dirs: Vec<std::path::PathBuf>,
+}
+
+fn resolved_dirs(prefixes: &[Prefix]) -> Vec<std::path::PathBuf> {
+    prefixes
+        .iter()
+        .filter_map(Prefix::local_path)
+        .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
+        .collect()
 }
 
 impl<T: SourceStore> AllowPrefixes<T> {
     /// `inner` restricted to `policy`.
     pub fn new(inner: T, policy: PrefixPolicy) -> Self {
-        let resolved_dirs = policy
-            .prefixes()
-            .iter()
-            .filter_map(Prefix::local_path)
-            .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
-            .collect();
         AllowPrefixes {
             inner,
+            allowed_dirs: resolved_dirs(policy.allowed()),
+            recorded_dirs: resolved_dirs(policy.recorded()),
             policy,
-            resolved_dirs,
         }
     }
 
@@ -161,20 +166,26 @@ impl<T: SourceStore> AllowPrefixes<T> {
     }
 
     /// Checks `url` without opening it: under an allowed prefix, and for local files, still
-    /// under an allowed directory once its links are resolved. Returns the location.
+    /// under an allowed (and recorded) directory once its links are resolved. Returns the
+    /// location.
     pub fn check(&self, url: &str) -> Result<Location, SourceError> {
-        let (loc, _) = self.policy.check(url)?;
+        let loc = self.policy.check(url)?;
         if loc.scheme == Scheme::File {
-            let path = loc.local_path();
             // A path that does not exist yet cannot lead anywhere; opening it fails later.
-            if let Ok(real) = std::fs::canonicalize(&path)
-                && !self.resolved_dirs.iter().any(|d| real.starts_with(d))
-            {
-                return Err(SourceError::NotAllowed {
-                    url: url.to_string(),
-                    resolved: Some(format!("file://{}", real.display())),
-                    allowed: self.policy.urls(),
-                });
+            if let Ok(real) = std::fs::canonicalize(loc.local_path()) {
+                let why = if !self.allowed_dirs.iter().any(|d| real.starts_with(d)) {
+                    Some(crate::Refusal::NotAllowed)
+                } else if !self.policy.recorded().is_empty()
+                    && !self.recorded_dirs.iter().any(|d| real.starts_with(d))
+                {
+                    Some(crate::Refusal::NotRecorded)
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    let resolved = Some(format!("file://{}", real.display()));
+                    return Err(self.policy.refuse(url, why, resolved));
+                }
             }
         }
         Ok(loc)
@@ -439,7 +450,7 @@ mod tests {
         let secret = write(&root, "secret.txt", b"root:x:0:0");
         std::os::unix::fs::symlink(root.join("secret.txt"), root.join("allowed/link.nc")).unwrap();
         let policy =
-            PrefixPolicy::new(&[format!("file://{}/allowed/", root.display())], &[]).unwrap();
+            PrefixPolicy::new(&[], &[format!("file://{}/allowed/", root.display())]).unwrap();
         let store = AllowPrefixes::new(Stores::default(), policy);
         assert_eq!(
             &store.open(&inside).unwrap().read(0..4).unwrap()[..],
@@ -447,18 +458,18 @@ mod tests {
         );
         let e = store.open(&secret).unwrap_err();
         assert!(
-            matches!(e, SourceError::NotAllowed { resolved: None, .. }),
+            matches!(&e, SourceError::NotAllowed(n) if n.resolved.is_none()),
             "{e}"
         );
         let link = format!("file://{}/allowed/link.nc", root.display());
         let e = store.open(&link).unwrap_err();
         assert!(
-            matches!(&e, SourceError::NotAllowed { resolved: Some(r), .. } if r.ends_with("secret.txt")),
+            matches!(&e, SourceError::NotAllowed(n) if n.resolved.as_deref().is_some_and(|r| r.ends_with("secret.txt"))),
             "{e}"
         );
         assert!(!e.to_string().contains("root:x"), "{e}");
         let e = store.open("file:///etc/passwd").unwrap_err();
-        assert!(matches!(e, SourceError::NotAllowed { .. }), "{e}");
+        assert!(matches!(e, SourceError::NotAllowed(_)), "{e}");
     }
 
     #[test]

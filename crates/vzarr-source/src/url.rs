@@ -8,6 +8,7 @@
 use std::fmt;
 
 use crate::SourceError;
+use crate::error::Refusal;
 
 /// The storage a URL names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -356,60 +357,82 @@ impl Prefix {
     }
 }
 
-/// The prefixes a reader may fetch from.
+/// The prefixes a reader may fetch from: those the user allows, narrowed by those the
+/// references record. Recorded prefixes never widen what the user allows.
 #[derive(Clone, Debug, Default)]
 pub struct PrefixPolicy {
-    prefixes: Vec<Prefix>,
+    allowed: Vec<Prefix>,
+    recorded: Vec<Prefix>,
 }
 
 impl PrefixPolicy {
-    /// A policy from prefixes recorded in the references (absolute URLs) and prefixes given by
-    /// the user (relative local paths allowed).
-    pub fn new(recorded: &[String], given: &[String]) -> Result<Self, SourceError> {
-        let mut prefixes = Vec::new();
-        for p in recorded {
-            prefixes.push(Prefix::parse(p, false)?);
+    /// A policy from prefixes the references record (absolute URLs; they narrow) and
+    /// prefixes the user allows (relative local paths allowed).
+    pub fn new(recorded: &[String], allowed: &[String]) -> Result<Self, SourceError> {
+        let recorded = recorded
+            .iter()
+            .map(|p| Prefix::parse(p, false))
+            .collect::<Result<_, _>>()?;
+        let allowed = allowed
+            .iter()
+            .map(|p| Prefix::parse(p, true))
+            .collect::<Result<_, _>>()?;
+        Ok(PrefixPolicy { allowed, recorded })
+    }
+
+    /// A policy allowing these prefixes, with nothing recorded.
+    pub fn from_prefixes(allowed: Vec<Prefix>) -> Self {
+        PrefixPolicy {
+            allowed,
+            recorded: Vec::new(),
         }
-        for p in given {
-            prefixes.push(Prefix::parse(p, true)?);
+    }
+
+    /// The prefixes the user allows.
+    pub fn allowed(&self) -> &[Prefix] {
+        &self.allowed
+    }
+
+    /// The prefixes the references record.
+    pub fn recorded(&self) -> &[Prefix] {
+        &self.recorded
+    }
+
+    /// The refusal of `url` for `why`.
+    pub(crate) fn refuse(&self, url: &str, why: Refusal, resolved: Option<String>) -> SourceError {
+        SourceError::NotAllowed(Box::new(crate::error::NotAllowed {
+            url: url.to_string(),
+            why,
+            resolved,
+            allowed: self.allowed.iter().map(Prefix::url).collect(),
+            recorded: self.recorded.iter().map(Prefix::url).collect(),
+        }))
+    }
+
+    /// Why `loc` is refused, if it is (lexically: see [`crate::AllowPrefixes`] for the check
+    /// that also resolves symbolic links).
+    pub fn refusal(&self, loc: &Location) -> Option<Refusal> {
+        if self.allowed.is_empty() {
+            return Some(Refusal::NoneAllowed);
         }
-        Ok(PrefixPolicy { prefixes })
+        if !self.allowed.iter().any(|p| p.matches(loc)) {
+            return Some(Refusal::NotAllowed);
+        }
+        if !self.recorded.is_empty() && !self.recorded.iter().any(|p| p.matches(loc)) {
+            return Some(Refusal::NotRecorded);
+        }
+        None
     }
 
-    /// A policy of these prefixes.
-    pub fn from_prefixes(prefixes: Vec<Prefix>) -> Self {
-        PrefixPolicy { prefixes }
-    }
-
-    /// The prefixes.
-    pub fn prefixes(&self) -> &[Prefix] {
-        &self.prefixes
-    }
-
-    /// The prefixes as URLs.
-    pub fn urls(&self) -> Vec<String> {
-        self.prefixes.iter().map(Prefix::url).collect()
-    }
-
-    /// The first prefix `loc` is under, if any.
-    pub fn find(&self, loc: &Location) -> Option<&Prefix> {
-        self.prefixes.iter().find(|p| p.matches(loc))
-    }
-
-    /// Parses `url` and checks it against the prefixes lexically (see
-    /// [`crate::AllowPrefixes`] for the check that also resolves symbolic links).
-    pub fn check(&self, url: &str) -> Result<(Location, &Prefix), SourceError> {
+    /// Parses `url` and checks it against the prefixes lexically.
+    pub fn check(&self, url: &str) -> Result<Location, SourceError> {
         let loc = parse_url(url).map_err(|source| SourceError::BadUrl {
             url: url.to_string(),
             source,
         })?;
-        match self.find(&loc) {
-            Some(p) => Ok((loc, p)),
-            None => Err(SourceError::NotAllowed {
-                url: url.to_string(),
-                resolved: None,
-                allowed: self.urls(),
-            }),
+        match self.refusal(&loc) {
+            None => Ok(loc),
+            Some(why) => Err(self.refuse(url, why, None)),
         }
     }
 }
@@ -492,16 +515,32 @@ mod tests {
 
     #[test]
     fn policy() {
-        let p = PrefixPolicy::new(&["file:///data/".into()], &["s3://bucket/x/".into()]).unwrap();
+        let allowed = ["file:///data/".to_string(), "s3://bucket/x/".to_string()];
+        let p = PrefixPolicy::new(&[], &allowed).unwrap();
         assert!(p.check("file:///data/a.nc").is_ok());
         assert!(p.check("s3://bucket/x/a.nc").is_ok());
         let e = p.check("s3://bucket2/x/a.nc").unwrap_err().to_string();
         assert!(e.contains("not under an allowed prefix"), "{e}");
         let e = p.check("/etc/passwd").unwrap_err();
-        assert!(matches!(e, SourceError::NotAllowed { .. }), "{e}");
-        let none = PrefixPolicy::new(&[], &[]).unwrap();
+        assert!(matches!(e, SourceError::NotAllowed(_)), "{e}");
+        let none = PrefixPolicy::new(&["file:///data/".into()], &[]).unwrap();
         let e = none.check("file:///data/a.nc").unwrap_err().to_string();
         assert!(e.contains("no allowed prefixes"), "{e}");
+        // Recorded prefixes narrow what the user allows, never widen it.
+        let p = PrefixPolicy::new(
+            &["file:///data/archive/".into(), "file:///".into()],
+            &allowed,
+        )
+        .unwrap();
+        assert!(p.check("file:///data/archive/a.nc").is_ok());
+        let e = p.check("file:///etc/passwd").unwrap_err().to_string();
+        assert!(e.contains("not under an allowed prefix"), "{e}");
+        let p = PrefixPolicy::new(&["file:///data/archive/".into()], &allowed).unwrap();
+        let e = p.check("file:///data/other.nc").unwrap_err().to_string();
+        assert!(
+            e.contains("outside the prefixes the references record"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -89,7 +89,7 @@ fn reads_and_verifies_through_an_s3_server() {
         let local = read_json(&out);
         // The upload's modification time is not the file's: stale until told otherwise.
         let stale = to_s3(&local, &fixtures(), "fixtures", false);
-        let reader = open_bytes(&stale, ReadOptions::default()).unwrap();
+        let reader = open_bytes(&stale, trusting()).unwrap();
         let e = verify(&reader, &VerifyOptions::default())
             .unwrap_err()
             .to_string();
@@ -97,7 +97,7 @@ fn reads_and_verifies_through_an_s3_server() {
         assert!(e.contains("modification time changed"), "{e}");
         // Size only: verified value by value against the object read directly.
         let remote = to_s3(&local, &fixtures(), "fixtures", true);
-        let reader = open_bytes(&remote, ReadOptions::default()).unwrap();
+        let reader = open_bytes(&remote, trusting()).unwrap();
         let r = verify(&reader, &VerifyOptions::default()).unwrap();
         assert!(r.ok(), "{name}: {}\n{:#?}", r.summary(), r.mismatches);
         assert!(
@@ -123,8 +123,8 @@ fn reads_and_verifies_through_an_s3_server() {
     let mut v = to_s3(&read_json(&out), &fixtures(), "fixtures", true);
     let r = v["refs"]["tas/c/0/0/0"].clone();
     v["refs"]["tas/c/0/0/0"] = json!([format!("s3://{OTHER}/fixtures/nc3_classic.nc"), r[1], r[2]]);
-    match open_bytes(&v, ReadOptions::default()) {
-        Err(e) if matches!(e.source_error(), Some(SourceError::NotAllowed { .. })) => {
+    match open_bytes(&v, trusting()) {
+        Err(e) if matches!(e.source_error(), Some(SourceError::NotAllowed(_))) => {
             let e = e.to_string();
             assert!(
                 e.contains(&format!("s3://{OTHER}/fixtures/nc3_classic.nc")),
@@ -151,11 +151,7 @@ fn reads_and_verifies_through_an_s3_server() {
         &[],
         &[(refs_file, BUCKET.into(), "refs/archive.json".into())],
     );
-    let reader = vzarr_read::open(
-        &format!("s3://{BUCKET}/refs/archive.json"),
-        ReadOptions::default(),
-    )
-    .unwrap();
+    let reader = vzarr_read::open(&format!("s3://{BUCKET}/refs/archive.json"), trusting()).unwrap();
     let r = verify(&reader, &VerifyOptions::default()).unwrap();
     assert!(r.ok(), "{}\n{:#?}", r.summary(), r.mismatches);
     let before = reader.stats();
@@ -181,7 +177,7 @@ fn reads_and_verifies_through_an_s3_server() {
         &[],
         &[(grown, BUCKET.into(), "fixtures/nc3_classic.nc".into())],
     );
-    let reader = open_bytes(&v_without_tamper(&out), ReadOptions::default()).unwrap();
+    let reader = open_bytes(&v_without_tamper(&out), trusting()).unwrap();
     let e = verify(&reader, &VerifyOptions::default()).unwrap_err();
     assert!(
         matches!(

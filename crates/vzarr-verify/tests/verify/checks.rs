@@ -232,7 +232,7 @@ fn changed_sources_are_reported_stale() {
     // Ignoring staleness reads anyway (the bytes are the same).
     let opts = ReadOptions {
         ignore_stale: true,
-        ..Default::default()
+        ..trusting()
     };
     let reader = vzarr_read::open(out.to_str().unwrap(), opts).unwrap();
     assert!(verify(&reader, &VerifyOptions::default()).unwrap().ok());
@@ -249,7 +249,7 @@ fn refused(out: &std::path::Path, opts: ReadOptions) -> String {
         Err(e)
             if matches!(
                 e.source_error(),
-                Some(SourceError::NotAllowed { .. } | SourceError::BadUrl { .. })
+                Some(SourceError::NotAllowed(_) | SourceError::BadUrl { .. })
             ) =>
         {
             e.to_string()
@@ -278,27 +278,34 @@ fn urls_outside_the_allowed_prefixes_are_refused_before_fetching() {
         p
     };
     let parent = sub.display().to_string();
-    for (url, want) in [
-        (
-            "file:///etc/passwd".to_string(),
-            "not under an allowed prefix",
-        ),
-        ("/etc/passwd".to_string(), "not under an allowed prefix"),
-        (
-            format!("file://{parent}/../../../etc/passwd"),
-            "resolves to file:///etc/passwd",
-        ),
-        (format!("file://{parent}/%2e%2e/x.nc"), "`..`"),
-        (format!("{parent}/./nc3_classic.nc"), "`.` or `..`"),
-        (
-            "s3://another-bucket/nc3_classic.nc".to_string(),
-            "not under an allowed prefix",
-        ),
-        ("relative/nc3_classic.nc".to_string(), "relative"),
-    ] {
-        let e = refused(&with_url(&url), ReadOptions::default());
-        assert!(e.contains(want), "{url}: {e}");
-        assert!(e.contains("(array tas)"), "{url}: {e}");
+    // The user allows the archive directory; the references record it too.
+    let allowing = || ReadOptions {
+        allow_prefixes: vec![parent.clone()],
+        ..Default::default()
+    };
+    for opts in [allowing(), trusting()] {
+        for (url, want) in [
+            (
+                "file:///etc/passwd".to_string(),
+                "not under an allowed prefix",
+            ),
+            ("/etc/passwd".to_string(), "not under an allowed prefix"),
+            (
+                format!("file://{parent}/../../../etc/passwd"),
+                "resolves to file:///etc/passwd",
+            ),
+            (format!("file://{parent}/%2e%2e/x.nc"), "`..`"),
+            (format!("{parent}/./nc3_classic.nc"), "`.` or `..`"),
+            (
+                "s3://another-bucket/nc3_classic.nc".to_string(),
+                "not under an allowed prefix",
+            ),
+            ("relative/nc3_classic.nc".to_string(), "relative"),
+        ] {
+            let e = refused(&with_url(&url), opts.clone());
+            assert!(e.contains(want), "{url}: {e}");
+            assert!(e.contains("(array tas)"), "{url}: {e}");
+        }
     }
     // Another bucket with a recorded S3 prefix: no request is made (there is no server).
     let mut v = good.clone();
@@ -307,46 +314,45 @@ fn urls_outside_the_allowed_prefixes_are_refused_before_fetching() {
     v["refs"][key] = json!(["s3://other-bucket/data/nc3_classic.nc", off, len]);
     let p = dir.path().join("bucket.json");
     write_json(&p, &v);
-    let e = refused(&p, ReadOptions::default());
+    let e = refused(&p, trusting());
     assert!(e.contains("s3://other-bucket/data/nc3_classic.nc"), "{e}");
     assert!(e.contains("s3://archive-bucket/data"), "{e}");
     // A prefix of a sibling directory does not match.
     let mut v = good.clone();
     v["vzarr"]["allowed_prefixes"] = json!([format!("file://{parent}-other/")]);
     write_json(&p, &v);
-    refused(&p, ReadOptions::default());
+    refused(&p, trusting());
 
-    // No recorded prefixes and none given: local reads are refused too.
+    // Nothing allowed: refused, whatever the references record.
+    let e = refused(&out, ReadOptions::default());
+    assert!(e.contains("no allowed prefixes"), "{e}");
+    // No recorded prefixes: what the user allows counts (relative prefixes made absolute).
     let mut v = good.clone();
     v.as_object_mut().unwrap().remove("vzarr");
     let bare = dir.path().join("bare.json");
     write_json(&bare, &v);
-    let e = refused(&bare, ReadOptions::default());
+    let e = refused(&bare, trusting());
     assert!(e.contains("no allowed prefixes"), "{e}");
-    // ... unless the user allows the directory (relative prefixes are made absolute).
-    let opts = ReadOptions {
-        allow_prefixes: vec![parent.clone()],
-        ..Default::default()
-    };
-    let reader = vzarr_read::open(bare.to_str().unwrap(), opts).unwrap();
+    let reader = vzarr_read::open(bare.to_str().unwrap(), allowing()).unwrap();
     assert!(verify(&reader, &VerifyOptions::default()).unwrap().ok());
 
-    // Recorded prefixes can be distrusted: then only given prefixes count.
+    // A tampered manifest that records `/` does not widen what the user allows.
     let mut v = good.clone();
     v["vzarr"]["allowed_prefixes"] = json!(["file:///"]);
     v["refs"][key] = json!(["file:///etc/passwd", 0, 10]);
     write_json(&p, &v);
-    assert!(
-        vzarr_read::open(p.to_str().unwrap(), ReadOptions::default()).is_ok(),
-        "trusted `/`"
-    );
-    let opts = ReadOptions {
-        use_recorded_prefixes: false,
-        allow_prefixes: vec![parent],
-        ..Default::default()
-    };
-    let e = refused(&p, opts);
+    let e = refused(&p, allowing());
     assert!(e.contains("file:///etc/passwd"), "{e}");
+    assert!(e.contains("not under an allowed prefix"), "{e}");
+    // A source under what the user allows but outside what the references record.
+    let mut v = good.clone();
+    v["vzarr"]["allowed_prefixes"] = json!([format!("file://{parent}/sub/")]);
+    write_json(&p, &v);
+    let e = refused(&p, allowing());
+    assert!(
+        e.contains("outside the prefixes the references record"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -66,9 +66,17 @@ pub(crate) fn write_json(p: &Path, v: &serde_json::Value) {
     std::fs::write(p, serde_json::to_vec(v).unwrap()).unwrap();
 }
 
-/// Opens references with default options.
+/// Options that trust the recorded prefixes (the tests' own references).
+pub(crate) fn trusting() -> vzarr_read::ReadOptions {
+    vzarr_read::ReadOptions {
+        trust_recorded_prefixes: true,
+        ..Default::default()
+    }
+}
+
+/// Opens references the test made (their recorded prefixes trusted).
 pub(crate) fn open(p: &Path) -> vzarr_read::Reader {
-    vzarr_read::open(p.to_str().unwrap(), vzarr_read::ReadOptions::default())
+    vzarr_read::open(p.to_str().unwrap(), trusting())
         .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
