@@ -173,7 +173,8 @@ impl BytesToBytesCodecTraits for Fletcher32Codec {
 
 static REGISTER: Once = Once::new();
 
-/// Registers the fixed codecs with zarrs (once per process). Affects every zarrs codec chain
+/// Registers the fixed codecs with zarrs (once per process): `numcodecs.fletcher32` with
+/// HDF5's checksum and `numcodecs.zlib` with a bounded decoder ([`crate::BoundedZlibCodec`]). Affects every zarrs codec chain
 /// built afterwards in this process; [`crate::ByteCodecs::new`] calls it.
 pub fn register_zarrs_fixes() {
     REGISTER.call_once(|| {
@@ -189,6 +190,18 @@ pub fn register_zarrs_fixes() {
                     ));
                 }
                 Ok(Codec::BytesToBytes(Arc::new(Fletcher32Codec)))
+            },
+        ));
+        codec_api::register_codec_v3(codec_api::CodecRuntimePluginV3::new(
+            |name| name == "numcodecs.zlib" || name == "zlib",
+            |metadata| {
+                let conf: zarrs::metadata_ext::codec::zlib::ZlibCodecConfiguration = metadata
+                    .to_typed_configuration()
+                    .map_err(|e| PluginCreateError::Other(e.to_string()))?;
+                let inner = zarrs::array::codec::ZlibCodec::new_with_configuration(&conf)?;
+                Ok(Codec::BytesToBytes(Arc::new(
+                    crate::zlib::BoundedZlibCodec::new(inner),
+                )))
             },
         ));
     });

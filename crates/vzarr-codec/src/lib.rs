@@ -8,8 +8,10 @@
 #![forbid(unsafe_code)]
 
 mod fletcher32;
+mod zlib;
 
 pub use fletcher32::{Fletcher32Codec, h5_fletcher32, register_zarrs_fixes};
+pub use zlib::{BoundedZlibCodec, UNBOUNDED_DECODE_LIMIT, inflate_bounded};
 
 use std::borrow::Cow;
 use std::sync::Arc;

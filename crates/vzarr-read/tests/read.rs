@@ -155,3 +155,71 @@ fn strings_and_big_endian_values() {
         .unwrap();
     assert_eq!(got.iter().copied().collect::<Vec<_>>(), want);
 }
+
+/// An in-memory dataset of one float32 array of 4 elements in one zlib chunk stored inline.
+fn one_zlib_chunk(chunk: Vec<u8>) -> Vec<u8> {
+    one_chunk(chunk, vec![vzarr_core::Codec::Zlib { level: 1 }])
+}
+
+/// An in-memory dataset of one float32 array of 4 elements in one chunk stored inline.
+fn one_chunk(chunk: Vec<u8>, codecs: Vec<vzarr_core::Codec>) -> Vec<u8> {
+    use vzarr_core::{ChunkGrid, ChunkManifest, Endian, FillValue, VirtualArray};
+    let mut ds = vzarr_core::VirtualDataset::new();
+    let mut manifest = ChunkManifest::new_missing(1);
+    manifest.set_inline(0, chunk).unwrap();
+    ds.arrays.insert(
+        "v".into(),
+        VirtualArray {
+            data_type: DataType::Float32,
+            endian: Endian::Little,
+            fill_value: FillValue::zero(DataType::Float32),
+            codecs,
+            dimension_names: vec!["x".into()],
+            attributes: Default::default(),
+            grid: ChunkGrid::regular(&[4], &[4]).unwrap(),
+            manifest,
+        },
+    );
+    vzarr_kerchunk::to_bytes(&ds).unwrap()
+}
+
+fn zlib(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(9));
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+#[test]
+fn decompression_bombs_and_short_chunks_are_errors() {
+    let read = |chunk: Vec<u8>| {
+        let refs = one_zlib_chunk(chunk);
+        let r =
+            vzarr_read::open_bytes(&refs, "mem.json", vzarr_read::ReadOptions::default()).unwrap();
+        r.array("v").unwrap().read_all_raw()
+    };
+    let good: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    assert_eq!(read(zlib(&good)).unwrap().bytes, good);
+    // 64 MiB of zeros in a few KiB: refused at the chunk's 16 bytes, not inflated.
+    let e = read(zlib(&vec![0u8; 64 << 20])).unwrap_err().to_string();
+    assert!(e.contains("inflates past the 16 bytes"), "{e}");
+    // A chunk that decodes short is an error, not values padded with anything.
+    let e = read(zlib(&good[..8])).unwrap_err().to_string();
+    assert!(e.contains("array v"), "{e}");
+    // The same for an uncompressed chunk shorter than its shape (and longer).
+    for raw in [&good[..8], &[good.as_slice(), &[0u8; 4]].concat()[..]] {
+        let refs = one_chunk(raw.to_vec(), vec![]);
+        let r =
+            vzarr_read::open_bytes(&refs, "mem.json", vzarr_read::ReadOptions::default()).unwrap();
+        let e = r
+            .array("v")
+            .unwrap()
+            .read_all_raw()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("array v"), "{e}");
+    }
+}
