@@ -71,6 +71,9 @@ pub struct ChunkManifest {
     index: HashMap<Arc<str>, u32>,
     slots: Slots,
     inline: Vec<Vec<u8>>,
+    /// Bytes of referenced chunks that a scanner already had in hand (not part of the
+    /// manifest: never written, never compared).
+    fetched: HashMap<usize, bytes::Bytes>,
 }
 
 impl PartialEq for ChunkManifest {
@@ -176,6 +179,7 @@ impl ChunkManifest {
     }
 
     fn put(&mut self, i: usize, slot: Slot) {
+        self.fetched.remove(&i);
         match &mut self.slots {
             Slots::Dense {
                 ids,
@@ -320,6 +324,23 @@ impl ChunkManifest {
         }
     }
 
+    /// Keeps bytes a scanner already read for the referenced chunk `i` (its whole range), so
+    /// that the planner need not fetch them again. Ignored for chunks that are not references
+    /// or whose length differs.
+    pub fn keep_fetched(&mut self, i: usize, bytes: bytes::Bytes) {
+        if i < self.len
+            && let ChunkRef::Range { length, .. } = self.get(i)
+            && length == bytes.len() as u64
+        {
+            self.fetched.insert(i, bytes);
+        }
+    }
+
+    /// The bytes kept for chunk `i` by [`ChunkManifest::keep_fetched`], if any.
+    pub fn fetched(&self, i: usize) -> Option<&bytes::Bytes> {
+        self.fetched.get(&i)
+    }
+
     /// Counts of stored-by-reference, inline and missing chunks, and bytes referenced and
     /// inlined.
     pub fn stats(&self) -> ManifestStats {
@@ -434,6 +455,31 @@ mod tests {
         };
         let bytes = ids.capacity() * 4 + offsets.capacity() * 8 + lengths.capacity() * 8;
         assert_eq!(bytes, n * 20);
+    }
+
+    #[test]
+    fn fetched_bytes_are_kept_beside_references_only() {
+        let mut m = ChunkManifest::new_missing(3);
+        let s = m.intern("a").unwrap();
+        m.set_range(0, s, 10, 3).unwrap();
+        m.set_inline(1, vec![1]).unwrap();
+        m.keep_fetched(0, bytes::Bytes::from_static(b"xyz"));
+        m.keep_fetched(1, bytes::Bytes::from_static(b"q"));
+        m.keep_fetched(2, bytes::Bytes::from_static(b"q"));
+        assert_eq!(m.fetched(0).unwrap().as_ref(), b"xyz");
+        assert!(m.fetched(1).is_none() && m.fetched(2).is_none());
+        // Wrong length: not kept.
+        let mut m2 = m.clone();
+        m2.keep_fetched(0, bytes::Bytes::from_static(b"xy"));
+        assert_eq!(m2.fetched(0).unwrap().as_ref(), b"xyz");
+        // Equality ignores it; re-pointing the chunk drops it.
+        let mut plain = ChunkManifest::new_missing(3);
+        let s2 = plain.intern("a").unwrap();
+        plain.set_range(0, s2, 10, 3).unwrap();
+        plain.set_inline(1, vec![1]).unwrap();
+        assert_eq!(plain, m);
+        m.set_range(0, s, 20, 3).unwrap();
+        assert!(m.fetched(0).is_none());
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub(crate) fn encoded_chunk(
             offset,
             length,
         } => {
+            if let Some(b) = array.manifest.fetched(i) {
+                return Ok(Some(b.to_vec()));
+            }
             let end = offset
                 .checked_add(length)
                 .ok_or(ReadError::RangeOverflow { chunk: i })?;
@@ -87,6 +90,9 @@ fn encoded_chunks(
         match array.manifest.get(i) {
             ChunkRef::Missing => {}
             ChunkRef::Inline(b) => *slot = Some(b.to_vec()),
+            ChunkRef::Range { .. } if array.manifest.fetched(i).is_some() => {
+                *slot = array.manifest.fetched(i).map(|b| b.to_vec());
+            }
             ChunkRef::Range {
                 source,
                 offset,

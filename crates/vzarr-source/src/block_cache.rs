@@ -75,6 +75,47 @@ impl<S: ByteSource> BlockCache<S> {
         Ok(())
     }
 
+    /// Puts bytes already fetched (the first `head.len()` bytes of the source) into the
+    /// cache: the whole blocks they cover, and the partial last block when it ends the file.
+    pub fn seed_head(&self, head: &bytes::Bytes) {
+        let size = self.size();
+        let len = (head.len() as u64).min(size);
+        let whole = if len == size {
+            len.div_ceil(self.block)
+        } else {
+            len / self.block
+        };
+        if whole == 0 {
+            return;
+        }
+        let mut st = self.lock();
+        self.insert_run(&mut st, 0..whole, head);
+    }
+
+    /// The bytes of `range` if every block of it is cached, without fetching anything.
+    pub fn cached(&self, range: &Range<u64>) -> Option<Bytes> {
+        if range.end > self.size() || range.end < range.start || self.bypasses(range) {
+            return None;
+        }
+        let span = self.blocks_of(range);
+        let st = self.lock();
+        if span.is_empty() {
+            return Some(Bytes::new());
+        }
+        let mut out = BytesMut::with_capacity((range.end - range.start) as usize);
+        for b in span {
+            let bytes = st.blocks.get(&b)?;
+            let base = b * self.block;
+            let lo = range.start.max(base) - base;
+            let hi = (range.end.min(base + self.block) - base).min(bytes.len() as u64);
+            if lo >= hi {
+                return None;
+            }
+            out.extend_from_slice(&bytes[lo as usize..hi as usize]);
+        }
+        (out.len() as u64 == range.end - range.start).then(|| out.freeze())
+    }
+
     /// The source below.
     pub fn inner(&self) -> &S {
         &self.inner
@@ -316,6 +357,25 @@ mod tests {
         assert_eq!(&c.read(9990..10_000).unwrap()[..], &d[9990..]);
         assert!(c.read(9990..10_001).is_err());
         assert_eq!(&c.read(10_000..10_000).unwrap()[..], b"");
+    }
+
+    #[test]
+    fn seeded_heads_and_peeks() {
+        let d = data(5000);
+        let mem = MemSource::new("mem://x", d.clone());
+        let c = BlockCache::new(&mem, 1024, 1 << 20);
+        // A head of 2500 bytes: blocks 0 and 1 are whole; block 2 is not cached.
+        c.seed_head(&Bytes::copy_from_slice(&d[..2500]));
+        assert_eq!(c.cached(&(10..2000)).unwrap(), &d[10..2000]);
+        assert!(c.cached(&(2000..2100)).is_none());
+        assert_eq!(&c.read(100..2048).unwrap()[..], &d[100..2048]);
+        assert_eq!(mem.reads(), 0);
+        // A head that is the whole (short) file caches its partial last block.
+        let short = MemSource::new("mem://y", d[..1500].to_vec());
+        let c = BlockCache::new(&short, 1024, 1 << 20);
+        c.seed_head(&Bytes::copy_from_slice(&d[..1500]));
+        assert_eq!(c.cached(&(1400..1500)).unwrap(), &d[1400..1500]);
+        assert_eq!(short.reads(), 0);
     }
 
     #[test]
