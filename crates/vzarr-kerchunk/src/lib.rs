@@ -24,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 mod read;
+mod stream;
 mod write;
 
 pub use read::{

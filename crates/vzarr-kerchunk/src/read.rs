@@ -10,6 +10,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::stream;
+
 use base64::Engine as _;
 use bytes::Bytes;
 use serde_json::{Map, Value};
@@ -44,23 +46,29 @@ pub enum ParseError {
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub struct ParseLimits {
-    /// Most chunks (stored or not) one array, and all arrays together, may have; the manifest
-    /// costs about 20 bytes a chunk.
+    /// Most chunks (stored or not) one array, and all arrays together, may have.
     pub max_chunks: u64,
+    /// Most chunk entries (references and inline chunks) the references may hold; each
+    /// costs about 20 bytes in memory.
+    pub max_references: u64,
 }
 
 impl Default for ParseLimits {
     fn default() -> Self {
         ParseLimits {
             max_chunks: 1 << 27,
+            max_references: 1 << 27,
         }
     }
 }
 
 impl ParseLimits {
-    /// Limits of at most `max_chunks` chunks in all.
+    /// Limits of at most `max_chunks` chunks (and as many references) in all.
     pub fn with_max_chunks(max_chunks: u64) -> Self {
-        ParseLimits { max_chunks }
+        ParseLimits {
+            max_chunks,
+            max_references: max_chunks,
+        }
     }
 }
 
@@ -276,57 +284,58 @@ pub fn parse_refs(
         origin: origin.to_string(),
         reason,
     };
-    let text = std::str::from_utf8(bytes).map_err(|e| {
+    std::str::from_utf8(bytes).map_err(|e| {
         malformed(format!(
             "not UTF-8 (invalid byte at offset {})",
             e.valid_up_to()
         ))
     })?;
-    let top: Value = serde_json::from_str(text).map_err(|e| malformed(format!("not JSON: {e}")))?;
-    let Value::Object(top) = top else {
+    // Pass 1 keeps the small parts only; chunk values are skipped (never held as a tree).
+    let head = stream::head(bytes).map_err(|e| malformed(format!("not JSON: {e}")))?;
+    if !head.is_object {
         return Err(malformed("the top level is not a JSON object".into()));
-    };
-    let (refs, provenance, has_provenance, templates) =
-        if top.contains_key("refs") || top.contains_key("version") {
-            match top.get("version") {
-                Some(v) if v.as_u64() == Some(1) => {}
-                Some(v) => return Err(malformed(format!("unsupported version {v} (expected 1)"))),
-                None => return Err(malformed("\"refs\" without \"version\": 1".into())),
-            }
-            let Some(Value::Object(refs)) = top.get("refs") else {
-                return Err(malformed("\"refs\" is missing or not an object".into()));
+    }
+    let v1 = head.is_v1();
+    let (meta, provenance, has_provenance, templates) = if v1 {
+        match &head.version {
+            Some(v) if v.as_u64() == Some(1) => {}
+            Some(v) => return Err(malformed(format!("unsupported version {v} (expected 1)"))),
+            None => return Err(malformed("\"refs\" without \"version\": 1".into())),
+        }
+        if head.refs != Some(true) {
+            return Err(malformed("\"refs\" is missing or not an object".into()));
+        }
+        if let Some(gen_) = &head.gen_
+            && gen_.as_array().is_none_or(|g| !g.is_empty())
+        {
+            return Err(malformed(
+                "generated keys (\"gen\") are not supported".into(),
+            ));
+        }
+        let mut templates = BTreeMap::new();
+        if let Some(t) = &head.templates {
+            let Value::Object(t) = t else {
+                return Err(malformed("\"templates\" is not an object".into()));
             };
-            if let Some(gen_) = top.get("gen")
-                && gen_.as_array().is_none_or(|g| !g.is_empty())
-            {
-                return Err(malformed(
-                    "generated keys (\"gen\") are not supported".into(),
-                ));
+            for (k, v) in t {
+                let v = v
+                    .as_str()
+                    .ok_or_else(|| malformed(format!("template {k:?} is not a string")))?;
+                templates.insert(k.clone(), v.to_string());
             }
-            let mut templates = BTreeMap::new();
-            if let Some(t) = top.get("templates") {
-                let Value::Object(t) = t else {
-                    return Err(malformed("\"templates\" is not an object".into()));
-                };
-                for (k, v) in t {
-                    let v = v
-                        .as_str()
-                        .ok_or_else(|| malformed(format!("template {k:?} is not a string")))?;
-                    templates.insert(k.clone(), v.to_string());
-                }
+        }
+        let (prov, has) = match head.vzarr {
+            None => (Provenance::default(), false),
+            Some(v) => {
+                let prov: Provenance = serde_json::from_value(v)
+                    .map_err(|e| malformed(format!("\"vzarr\" provenance block: {e}")))?;
+                (prov, true)
             }
-            let (prov, has) = match top.get("vzarr") {
-                None => (Provenance::default(), false),
-                Some(v) => {
-                    let prov: Provenance = serde_json::from_value(v.clone())
-                        .map_err(|e| malformed(format!("\"vzarr\" provenance block: {e}")))?;
-                    (prov, true)
-                }
-            };
-            (refs.clone(), prov, has, templates)
-        } else {
-            (top, Provenance::default(), false, BTreeMap::new())
         };
+        (head.refs_meta, prov, has, templates)
+    } else {
+        (head.top_meta, Provenance::default(), false, BTreeMap::new())
+    };
 
     let bad_key = |key: &str, reason: String| ParseError::BadKey {
         origin: origin.to_string(),
@@ -334,24 +343,17 @@ pub fn parse_refs(
         reason,
     };
 
-    // Pass 1: metadata documents.
+    // Metadata documents.
     let mut ds = VirtualDataset::new();
     ds.groups.clear();
     let mut documents = HashMap::new();
     let mut total_chunks: u64 = 0;
-    for (key, value) in &refs {
+    for (key, value) in &meta {
         let path = if key == "zarr.json" {
             ""
         } else if let Some(p) = key.strip_suffix("/zarr.json") {
             p
         } else {
-            let leaf = key.rsplit('/').next().unwrap_or(key);
-            if matches!(leaf, ".zarray" | ".zgroup" | ".zattrs" | ".zmetadata") {
-                return Err(bad_key(
-                    key,
-                    "Zarr v2 metadata: only Zarr v3 references are supported".into(),
-                ));
-            }
             continue;
         };
         check_node_path(path).map_err(|e| bad_key(key, e))?;
@@ -411,11 +413,27 @@ pub fn parse_refs(
         }
     }
 
-    // Pass 2: chunk keys.
+    // Pass 2: chunk keys, one at a time, straight into the manifests.
     let b64 = base64::engine::general_purpose::STANDARD;
-    for (key, value) in &refs {
-        if key == "zarr.json" || key.ends_with("/zarr.json") {
-            continue;
+    let mut references: u64 = 0;
+    let mut chunk = |key: String, value: Value| -> Result<(), ParseError> {
+        let key = key.as_str();
+        let leaf = key.rsplit('/').next().unwrap_or(key);
+        if matches!(leaf, ".zarray" | ".zgroup" | ".zattrs" | ".zmetadata") {
+            return Err(bad_key(
+                key,
+                "Zarr v2 metadata: only Zarr v3 references are supported".into(),
+            ));
+        }
+        references += 1;
+        if references > limits.max_references {
+            return Err(bad_key(
+                key,
+                format!(
+                    "the references hold more than {} chunks in all",
+                    limits.max_references
+                ),
+            ));
         }
         let arrays = &ds.arrays;
         let Some((path, rest)) = split_chunk_key(key, |p| arrays.contains_key(p)) else {
@@ -530,6 +548,12 @@ pub fn parse_refs(
                 ));
             }
         }
+        Ok(())
+    };
+    match stream::for_each_chunk(bytes, v1, &mut chunk) {
+        Ok(()) => {}
+        Err(stream::PassError::Caller(e)) => return Err(e),
+        Err(stream::PassError::Json(e)) => return Err(malformed(format!("not JSON: {e}"))),
     }
 
     // Implicit parent groups (Zarr v3 readers do not need them; the model does).
