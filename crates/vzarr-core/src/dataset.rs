@@ -7,8 +7,7 @@ use serde_json::{Map, Value, json};
 use crate::codec::bytes_codec_json;
 use crate::{ChunkGrid, ChunkManifest, Codec, CoreError, DataType, Endian, FillValue};
 
-/// Most chunks an array parsed from metadata may have (20 bytes each in a manifest).
-pub const MAX_CHUNKS: u64 = 1 << 31;
+use crate::limits::{MAX_CHUNKS, MAX_RANK};
 
 /// User attributes of a group or array, in the order they were read.
 pub type Attributes = Map<String, Value>;
@@ -117,6 +116,12 @@ impl VirtualArray {
             .collect::<Result<_, _>>()?;
         let data_type =
             DataType::from_zarr_json(doc.get("data_type").ok_or_else(|| bad("no data_type"))?)?;
+        if shape.len() > MAX_RANK {
+            return Err(bad(&format!(
+                "{} dimensions, more than the {MAX_RANK} an array may have",
+                shape.len()
+            )));
+        }
         let grid = ChunkGrid::from_zarr_json(
             doc.get("chunk_grid").ok_or_else(|| bad("no chunk_grid"))?,
             &shape,

@@ -11,18 +11,20 @@ mod dataset;
 mod dtype;
 mod fill;
 mod grid;
+pub mod limits;
 mod manifest;
 pub mod record;
 pub mod summary;
 
 pub use codec::{BloscShuffle, Codec, bytes_codec_json};
 pub use dataset::{
-    Attributes, ConcatInfo, ConcatPiece, Group, MAX_CHUNKS, Provenance, Retimed, SkippedVariable,
-    SourceRecord, VirtualArray, VirtualDataset, group_metadata, prefixes_of,
+    Attributes, ConcatInfo, ConcatPiece, Group, Provenance, Retimed, SkippedVariable, SourceRecord,
+    VirtualArray, VirtualDataset, group_metadata, prefixes_of,
 };
 pub use dtype::{DataType, Endian};
 pub use fill::{FillValue, f64_to_half, half_to_f64};
 pub use grid::{ChunkGrid, DimGrid, MAX_EDGES, rle_decode, rle_encode};
+pub use limits::{MAX_ARRAY_REFERENCES, MAX_CHUNKS, MAX_RANK, MAX_REFERENCES};
 pub use manifest::{ChunkManifest, ChunkRef, DENSE_CHUNKS, ManifestStats};
 
 /// Errors of the core model: invalid grids, manifests or metadata.

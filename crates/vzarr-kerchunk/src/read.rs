@@ -56,8 +56,8 @@ pub struct ParseLimits {
 impl Default for ParseLimits {
     fn default() -> Self {
         ParseLimits {
-            max_chunks: 1 << 27,
-            max_references: 1 << 27,
+            max_chunks: vzarr_core::MAX_CHUNKS,
+            max_references: vzarr_core::MAX_REFERENCES,
         }
     }
 }
@@ -150,8 +150,12 @@ fn count_chunks(doc: &Value, limit: u64) -> Result<Option<u64>, String> {
         return Ok(None);
     };
     let Some(shape) = shape else { return Ok(None) };
-    if shape.len() > 64 {
-        return Err(format!("{} dimensions (at most 64)", shape.len()));
+    if shape.len() > vzarr_core::MAX_RANK {
+        return Err(format!(
+            "{} dimensions (at most {})",
+            shape.len(),
+            vzarr_core::MAX_RANK
+        ));
     }
     let Some(grid) = doc.get("chunk_grid") else {
         return Ok(None);

@@ -157,6 +157,34 @@ pub enum Nc3Error {
         axis: usize,
     },
 
+    /// A variable with more dimensions than netCDF allows.
+    #[error("{url}: variable '{var}' has {rank} dimensions; netCDF allows at most {max}")]
+    TooManyDims {
+        /// Source URL.
+        url: String,
+        /// Variable name.
+        var: String,
+        /// Its number of dimensions.
+        rank: u64,
+        /// The limit.
+        max: u64,
+    },
+
+    /// A variable needs more chunk references than a dataset may hold.
+    #[error(
+        "{url}: variable '{var}': {count} chunks, more than the {max} references an array may hold"
+    )]
+    TooManyChunks {
+        /// Source URL.
+        url: String,
+        /// Variable name.
+        var: String,
+        /// Chunks it would need.
+        count: u64,
+        /// The limit.
+        max: u64,
+    },
+
     /// A size computed from the header overflows 64 bits.
     #[error("{url}: {what}: size overflows 64 bits")]
     SizeOverflow {

@@ -17,6 +17,9 @@ pub const FIRST_READ_BYTES: u64 = 64 * 1024;
 /// far into a large remote file).
 pub const MAX_HEADER_BYTES: u64 = 256 * 1024 * 1024;
 
+/// Most dimensions of a variable (netCDF-C's `NC_MAX_VAR_DIMS`).
+pub const MAX_VAR_DIMS: u64 = 1024;
+
 const NC_DIMENSION: u32 = 0x0A;
 const NC_VARIABLE: u32 = 0x0B;
 const NC_ATTRIBUTE: u32 = 0x0C;
@@ -775,6 +778,14 @@ impl Reader<'_> {
         let what = format!("variable '{name}'");
         let at = self.offset();
         let rank = self.count(&format!("number of dimensions of {what}"))?;
+        if rank > MAX_VAR_DIMS {
+            return Err(Nc3Error::TooManyDims {
+                url: self.url(),
+                var: name,
+                rank,
+                max: MAX_VAR_DIMS,
+            });
+        }
         let idsize = self.count_size();
         let need = rank.saturating_mul(idsize);
         self.check_fits(rank, need, &format!("number of dimensions of {what}"), at)?;

@@ -21,8 +21,8 @@ mod scan;
 
 pub use error::Nc3Error;
 pub use header::{
-    AttrValue, Attribute, Dimension, FIRST_READ_BYTES, Header, MAX_HEADER_BYTES, NcType, Variable,
-    parse_header, sniff,
+    AttrValue, Attribute, Dimension, FIRST_READ_BYTES, Header, MAX_HEADER_BYTES, MAX_VAR_DIMS,
+    NcType, Variable, parse_header, sniff,
 };
 pub use scan::{ScanOptions, attr_json, dataset_from_header, default_fill_le, scan};
 #[doc(no_inline)]

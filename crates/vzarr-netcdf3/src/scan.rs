@@ -1,6 +1,7 @@
 //! From a parsed header to a [`VirtualDataset`]: one virtual array per variable.
 
 use serde_json::Value;
+use vzarr_core::limits::{MAX_ARRAY_REFERENCES, MAX_RECORD_CHUNKS};
 use vzarr_core::{
     Attributes, ChunkGrid, ChunkManifest, CoreError, DimGrid, Endian, FillValue, SkippedVariable,
     VirtualArray, VirtualDataset, attrs,
@@ -150,11 +151,27 @@ fn build_array(
                 .and_then(|x| x.checked_add(var.begin));
             check(&|| format!("record {last}"), off, var.slab_bytes)?;
         }
-        let mut dims = vec![DimGrid::fixed(1, numrecs).map_err(core("record axis"))?];
+        // One chunk per record; the only record variable's records lie back to back, so
+        // above MAX_RECORD_CHUNKS records they are grouped into chunks of several records.
+        let per = if header.record_size == var.slab_bytes && numrecs > MAX_RECORD_CHUNKS {
+            numrecs.div_ceil(MAX_RECORD_CHUNKS)
+        } else {
+            1
+        };
+        let chunks = numrecs.div_ceil(per);
+        if chunks > MAX_ARRAY_REFERENCES {
+            return Err(Nc3Error::TooManyChunks {
+                url: url.to_string(),
+                var: var.name.clone(),
+                count: chunks,
+                max: MAX_ARRAY_REFERENCES,
+            });
+        }
+        let mut dims = vec![DimGrid::fixed(per, numrecs).map_err(core("record axis"))?];
         for &ext in var.shape.iter().skip(1) {
             dims.push(DimGrid::fixed(ext.max(1), ext).map_err(core("chunk grid"))?);
         }
-        (dims, Layout::Records)
+        (dims, Layout::Records { per })
     } else {
         check(&|| "data".into(), Some(var.begin), var.slab_bytes)?;
         let rows = var.shape.first().copied().unwrap_or(0);
@@ -209,11 +226,16 @@ fn build_array(
         for i in 0..n {
             let (offset, length) = match layout {
                 Layout::Single => (Some(var.begin), var.slab_bytes),
-                Layout::Records => (
-                    i.checked_mul(header.record_size)
-                        .and_then(|x| x.checked_add(var.begin)),
-                    var.slab_bytes,
-                ),
+                Layout::Records { per } => {
+                    let first = i.saturating_mul(per);
+                    let count = per.min(numrecs_of(var).saturating_sub(first));
+                    (
+                        first
+                            .checked_mul(header.record_size)
+                            .and_then(|x| x.checked_add(var.begin)),
+                        count.saturating_mul(var.slab_bytes),
+                    )
+                }
                 Layout::Rows { row_bytes } => {
                     let axis0 = grid.dims().first();
                     let start = axis0.map_or(0, |d| d.chunk_start(i));
@@ -263,10 +285,15 @@ fn build_array(
 enum Layout {
     /// One chunk: the whole variable.
     Single,
-    /// Chunk `i` is record `i`.
-    Records,
+    /// Chunk `i` holds records `i * per ..` (the last one fewer).
+    Records { per: u64 },
     /// Chunks of whole rows along axis 0, `row_bytes` each row.
     Rows { row_bytes: u64 },
+}
+
+/// Records of a record variable (its first axis).
+fn numrecs_of(var: &Variable) -> u64 {
+    var.shape.first().copied().unwrap_or(0)
 }
 
 /// Attributes as JSON in file order; `_FillValue` (when `fill` is given) in the form xarray's

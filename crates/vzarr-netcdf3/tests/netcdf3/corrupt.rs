@@ -131,6 +131,48 @@ fn truncated_data_names_file_variable_and_reason() {
 }
 
 #[test]
+fn billions_of_records_in_a_sparse_file() {
+    // numrecs 2^31 - 1 over a sparse file long enough to hold them all.
+    let numrecs: u64 = 0x7fff_ffff;
+    let scan_sparse = |nvars: usize| {
+        let mut s = Spec::new(5);
+        s.dims = vec![(b"t".to_vec(), 0), (b"x".to_vec(), 2)];
+        s.vars = (0..nvars)
+            .map(|k| SVar::new(&format!("r{k}"), 4, &[0, 1]))
+            .collect();
+        s.numrecs = Some(numrecs);
+        let (b, begins) = s.build();
+        let record: u64 = 8 * nvars as u64;
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), &b[..begins[0] as usize]).unwrap();
+        f.as_file().set_len(begins[0] + numrecs * record).unwrap();
+        let src = vzarr_source::LocalFile::open(f.path()).unwrap();
+        scan(&src, &ScanOptions::default())
+    };
+    // The only record variable: its records lie back to back and are grouped into at most
+    // 2^20 chunks of 2048 records.
+    let ds = scan_sparse(1).unwrap();
+    let a = &ds.arrays["r0"];
+    assert_eq!(a.shape(), vec![numrecs, 2]);
+    assert_eq!(a.grid.dims()[0].chunk_len(0), 2048);
+    assert!(a.manifest.len() <= 1 << 20, "{}", a.manifest.len());
+    assert_eq!(a.manifest.stored(), a.manifest.len());
+    let last = a.manifest.len() - 1;
+    let vzarr_core::ChunkRef::Range { length, .. } = a.manifest.get(last) else {
+        panic!("last chunk not referenced");
+    };
+    assert_eq!(
+        length,
+        (numrecs - last as u64 * 2048) * 8,
+        "the last chunk is short"
+    );
+    // Interleaved records cannot be grouped: refused, nothing allocated per record.
+    let e = scan_sparse(2).unwrap_err();
+    assert!(matches!(e, Nc3Error::TooManyChunks { .. }), "{e}");
+    assert!(e.to_string().contains("r0"), "{e}");
+}
+
+#[test]
 fn absurd_counts_are_refused_before_allocating() {
     for version in [1u8, 2, 5] {
         let cs = if version == 5 { 8 } else { 4 };
@@ -167,7 +209,6 @@ fn absurd_counts_are_refused_before_allocating() {
             ("attribute value count", gatt_nelems),
             ("variable count", var_count),
             ("variable name length", var_name_len),
-            ("variable rank", var_ndims),
         ] {
             let e = header_err(&patch(at));
             assert!(
@@ -176,6 +217,12 @@ fn absurd_counts_are_refused_before_allocating() {
             );
             assert!(e.to_string().contains("absurd count"), "{e}");
         }
+        // A rank above netCDF-C's NC_MAX_VAR_DIMS (1024), however many bytes remain.
+        let e = header_err(&patch(var_ndims));
+        assert!(
+            matches!(e, Nc3Error::TooManyDims { rank, max: 1024, .. } if rank == huge),
+            "v{version} variable rank: {e}"
+        );
         if version == 5 {
             // All-ones 64-bit counts do not overflow the checks either.
             let mut b = good.clone();
