@@ -228,6 +228,10 @@ pub struct SourceRecord {
     /// Entity tag of an object-store source, where known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etag: Option<String>,
+    /// A hash of the source's first bytes (`xxh3:` and 16 hex digits over the first 64 KiB),
+    /// which tells a file rewritten in place with the same size and modification time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
 }
 
 /// One file's place along the concatenation axis.

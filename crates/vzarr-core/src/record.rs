@@ -198,6 +198,7 @@ mod tests {
             size: 9,
             mtime_ns: Some(5),
             etag: None,
+            fingerprint: None,
         });
         let rec = to_record(&ds);
         let back = from_record(&rec).unwrap();

@@ -96,6 +96,7 @@ mod tests {
             size: 10,
             mtime_ns: Some(5),
             etag: None,
+            fingerprint: None,
         };
         let o = ScanOptions::default();
         let k = cache_key(&s, &o);

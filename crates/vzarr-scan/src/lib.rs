@@ -131,6 +131,8 @@ pub(crate) fn scan_opened(
             }));
         }
     };
-    ds.provenance = Provenance::single(src.record().clone());
+    let mut record = src.record().clone();
+    record.fingerprint = Some(vzarr_source::fingerprint(src)?);
+    ds.provenance = Provenance::single(record);
     Ok(ds)
 }

@@ -87,6 +87,7 @@ fn file_record(url: String, meta: &std::fs::Metadata) -> Result<SourceRecord, So
         size: meta.len(),
         mtime_ns,
         etag: None,
+        fingerprint: None,
     })
 }
 

@@ -28,6 +28,7 @@ impl MemSource {
                 size: data.len() as u64,
                 mtime_ns: None,
                 etag: None,
+                fingerprint: None,
             },
             data,
             reads: AtomicU64::new(0),

@@ -31,6 +31,7 @@ pub(crate) fn meta_record(url: String, meta: &ObjectMeta) -> SourceRecord {
         size: meta.size,
         mtime_ns: meta.last_modified.timestamp_nanos_opt().map(i128::from),
         etag: meta.e_tag.clone(),
+        fingerprint: None,
     }
 }
 

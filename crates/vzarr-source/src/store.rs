@@ -217,6 +217,22 @@ impl<T: SourceStore> CheckRecords<T> {
     }
 }
 
+/// Bytes at the start of a source that its fingerprint covers.
+pub const FINGERPRINT_BYTES: u64 = 64 << 10;
+
+/// The fingerprint of a source: `xxh3:` and the 16 hex digits of the XXH3-64 hash of its
+/// first [`FINGERPRINT_BYTES`] bytes (all of it when shorter).
+pub fn fingerprint(src: &dyn ByteSource) -> Result<String, SourceError> {
+    let head = src.read(0..src.size().min(FINGERPRINT_BYTES))?;
+    Ok(fingerprint_of(&head))
+}
+
+/// The fingerprint of bytes that are a source's first [`FINGERPRINT_BYTES`] bytes.
+pub fn fingerprint_of(head: &[u8]) -> String {
+    let n = head.len().min(FINGERPRINT_BYTES as usize);
+    format!("xxh3:{:016x}", twox_hash::XxHash3_64::oneshot(&head[..n]))
+}
+
 /// What differs between a source's record then and now, in words (empty if nothing).
 pub fn record_changes(then: &SourceRecord, now: &SourceRecord) -> Vec<String> {
     let mut changes = Vec::new();
@@ -258,7 +274,21 @@ impl<T: SourceStore> SourceStore for CheckRecords<T> {
             }
             Err(e) => return Err(e),
         };
-        let changes = record_changes(then, src.record());
+        let mut changes = record_changes(then, src.record());
+        // Same size and time but rewritten in place: the fingerprint tells (an ETag already
+        // does on object storage).
+        if changes.is_empty()
+            && let Some(want) = &then.fingerprint
+            && (then.etag.is_none() || src.record().etag.is_none())
+        {
+            let now = fingerprint(src.as_ref())?;
+            if now != *want {
+                changes.push(format!(
+                    "content changed (fingerprint of the first {} KiB {want}, now {now})",
+                    FINGERPRINT_BYTES >> 10
+                ));
+            }
+        }
         if changes.is_empty() {
             Ok(src)
         } else {
@@ -493,8 +523,34 @@ mod tests {
         );
         let gone = SourceRecord {
             url: format!("{a}.gone"),
-            ..now
+            ..now.clone()
         };
+        // Rewritten in place with the same size and time: the fingerprint tells.
+        let mut printed = now.clone();
+        printed.fingerprint =
+            Some(fingerprint(Stores::default().open(&a).unwrap().as_ref()).unwrap());
+        CheckRecords::new(Stores::default(), [printed.clone()])
+            .open(&a)
+            .unwrap();
+        let t = std::fs::metadata(a.strip_prefix("file://").unwrap())
+            .unwrap()
+            .modified()
+            .unwrap();
+        std::fs::write(a.strip_prefix("file://").unwrap(), b"abd").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(a.strip_prefix("file://").unwrap())
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+        let e = CheckRecords::new(Stores::default(), [printed])
+            .open(&a)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("content changed (fingerprint of the first 64 KiB"),
+            "{e}"
+        );
         let e = CheckRecords::new(Stores::default(), [gone.clone()])
             .open(&gone.url)
             .unwrap_err()

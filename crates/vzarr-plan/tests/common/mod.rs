@@ -100,6 +100,7 @@ pub(crate) fn month_file(
         size: 1 << 20,
         mtime_ns: Some(1),
         etag: None,
+        fingerprint: None,
     });
     ds
 }
