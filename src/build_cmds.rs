@@ -79,10 +79,11 @@ pub(crate) fn combine(
     report: &ReportArgs,
 ) -> Result<ExitCode> {
     let started = Instant::now();
-    let (datasets, failures, warnings) = vzarr_build::shard::read_partials(partials)?;
+    let (datasets, mut failures, warnings) = vzarr_build::shard::read_partials(partials)?;
     print::warnings(&warnings);
     let files = datasets.len() + failures.len();
-    let (ds, plan) = vzarr_build::combine(datasets, opts)?;
+    let (ds, plan, left_out) = vzarr_build::combine(datasets, opts)?;
+    failures.extend(left_out);
     if let Some(r) = &plan {
         print::plan_report(r);
     }

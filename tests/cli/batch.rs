@@ -115,6 +115,58 @@ fn mixed_catalog_skips_bad_files_and_reports_them() {
 }
 
 #[test]
+fn files_the_planner_cannot_combine_are_skipped_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.json");
+    let report = dir.path().join("bad.txt");
+    // April with its static `lat` coordinate changed: it cannot be combined with the others.
+    let m = months();
+    let odd = dir.path().join("tas_202304.nc");
+    std::fs::copy(&m[3], &odd).unwrap();
+    let refs_of = |p: &Path| {
+        let r = dir.path().join("one.json");
+        ok(&vzarr(&["build", s(p), "-o", s(&r)]));
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&r).unwrap()).unwrap();
+        v
+    };
+    let lat = refs_of(&odd)["refs"]["lat/c/0"].clone();
+    let at = (lat[1].as_u64().unwrap() + lat[2].as_u64().unwrap() / 2) as usize;
+    let mut bytes = std::fs::read(&odd).unwrap();
+    bytes[at] ^= 0x40;
+    std::fs::write(&odd, &bytes).unwrap();
+    let mut args: Vec<&str> = vec!["build", s(&m[0]), s(&m[1]), s(&m[2]), s(&odd)];
+    args.extend([
+        "--concat-dim",
+        "time",
+        "-o",
+        s(&out),
+        "--report",
+        s(&report),
+    ]);
+    // By default the build fails and writes nothing.
+    let o = vzarr(&args);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!out.exists());
+    // Skipping: the odd file is left out and reported, the three months are combined.
+    args.extend(["--on-error", "skip"]);
+    let o = vzarr(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.starts_with(s(&odd)), "{text}");
+    assert!(text.contains("lat"), "{text}");
+    let refs: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let pieces = refs["vzarr"]["concat"]["pieces"].as_array().unwrap();
+    assert_eq!(pieces.len(), 3);
+    assert_eq!(pieces[2]["start"].as_u64(), Some(31 + 28));
+}
+
+#[test]
 fn cache_hits_are_counted_and_changes_rescanned() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");

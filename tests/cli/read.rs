@@ -85,7 +85,10 @@ fn verify_names_the_variable_chunk_and_source_of_a_difference() {
     let o = vzarr(&["verify", out.to_str().unwrap(), "--trust-references"]);
     assert_eq!(o.status.code(), Some(1));
     let e = text(&o.stderr);
-    assert!(e.contains("content changed (fingerprint of the first 64 KiB"), "{e}");
+    assert!(
+        e.contains("content changed (fingerprint of the first 64 KiB"),
+        "{e}"
+    );
     // Read anyway: the value comparison names the chunk.
     let o = vzarr(&[
         "verify",

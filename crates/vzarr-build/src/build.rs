@@ -68,7 +68,7 @@ pub fn scan_sources(
                     i,
                     Failure {
                         source: o.source.display(),
-                        reason: e.to_string(),
+                        reason: error_chain(&e),
                     },
                 ));
             }
@@ -97,31 +97,80 @@ pub fn scan_sources(
 /// Combines scanned datasets (in input order) into one: a single dataset as it is, several
 /// with the planner, which reads what it needs (coordinates, static variables, edge chunks)
 /// through the byte layer. Several without a way to combine them is an error that suggests
-/// one.
+/// one. With [`OnError::Skip`], a file the planner cannot combine with the others (a variable
+/// that differs, a coordinate that overlaps, a chunk it cannot read) is left out, reported in
+/// the returned failures, and the rest is planned again.
 pub fn combine(
-    datasets: Vec<VirtualDataset>,
+    mut datasets: Vec<VirtualDataset>,
     opts: &BuildOptions,
-) -> Result<(VirtualDataset, Option<PlanReport>), BuildError> {
+) -> Result<(VirtualDataset, Option<PlanReport>, Vec<Failure>), BuildError> {
     let Some(concat) = opts.concat.clone() else {
         let n = datasets.len();
         return match n {
             0 => Err(BuildError::NothingScanned),
-            1 => Ok((datasets.into_iter().next().expect("one dataset"), None)),
+            1 => Ok((
+                datasets.into_iter().next().expect("one dataset"),
+                None,
+                vec![],
+            )),
             _ => Err(BuildError::HowToCombine {
                 count: n,
                 suggestion: vzarr_plan::suggest_concat_dim(&datasets),
             }),
         };
     };
-    if datasets.is_empty() {
-        return Err(BuildError::NothingScanned);
-    }
     let plan_opts = PlanOptions::new(concat)
         .with_allow_gaps(opts.allow_gaps)
         .with_time_units(opts.time_units.clone());
     let sources = Memo::new(Stores::default());
-    let (ds, report) = vzarr_plan::plan(datasets, &plan_opts, &sources)?;
-    Ok((ds, Some(report)))
+    let mut failures = Vec::new();
+    loop {
+        if datasets.is_empty() {
+            return Err(BuildError::NothingScanned);
+        }
+        let skip = opts.on_error == OnError::Skip && datasets.len() > 1;
+        let attempt = if skip {
+            vzarr_plan::plan(datasets.clone(), &plan_opts, &sources)
+        } else {
+            vzarr_plan::plan(std::mem::take(&mut datasets), &plan_opts, &sources)
+        };
+        let e = match attempt {
+            Ok((ds, report)) => return Ok((ds, Some(report), failures)),
+            Err(e) => e,
+        };
+        let odd = e.file().map(str::to_string);
+        let pos = odd.as_deref().and_then(|url| {
+            datasets
+                .iter()
+                .position(|d| d.provenance.sources.iter().any(|s| s.url == url))
+        });
+        match (skip, pos) {
+            (true, Some(k)) => {
+                let url = odd.unwrap_or_default();
+                failures.push(Failure {
+                    source: url.strip_prefix("file://").unwrap_or(&url).to_string(),
+                    reason: error_chain(&e),
+                });
+                datasets.remove(k);
+            }
+            _ => return Err(e.into()),
+        }
+    }
+}
+
+/// An error and its causes on one line, each cause once.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
 }
 
 /// Scans and combines `sources`.
@@ -136,9 +185,12 @@ pub fn build(
     }
     let scanned = scan_sources(sources, opts, progress)?;
     let mut summary = scanned.summary;
-    let (dataset, plan) = combine(scanned.datasets.into_iter().map(|(_, d)| d).collect(), opts)?;
+    let (dataset, plan, left_out) =
+        combine(scanned.datasets.into_iter().map(|(_, d)| d).collect(), opts)?;
     fill_totals(&mut summary, &dataset, started);
-    let failures = scanned.failures.into_iter().map(|(_, f)| f).collect();
+    let mut failures: Vec<Failure> = scanned.failures.into_iter().map(|(_, f)| f).collect();
+    summary.failed += left_out.len();
+    failures.extend(left_out);
     Ok(BuildOutcome {
         dataset,
         plan,

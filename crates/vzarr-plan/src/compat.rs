@@ -155,6 +155,7 @@ pub(crate) fn check_same_variables(ordered: &[&Input]) -> Result<Vec<SkippedVari
                     variable: path.clone(),
                     present: other.url.clone(),
                     absent: first.url.clone(),
+                    odd: other.url.clone(),
                 });
             }
         }
@@ -167,6 +168,7 @@ pub(crate) fn check_same_variables(ordered: &[&Input]) -> Result<Vec<SkippedVari
                     variable: s.path.clone(),
                     present: arr.url.clone(),
                     absent: format!("{} (left out there: {})", input.url, s.reason),
+                    odd: input.url.clone(),
                 });
             }
             skipped.entry(s.path.clone()).or_insert_with(|| s.clone());

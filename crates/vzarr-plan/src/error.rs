@@ -63,6 +63,8 @@ pub enum PlanError {
         present: String,
         /// File that lacks it (with the reason when the scanner left it out there).
         absent: String,
+        /// The file that differs from the first file (the one to leave out).
+        odd: String,
     },
     /// Two files disagree on something that must agree.
     #[error(
@@ -204,6 +206,27 @@ pub struct FilePair {
     pub first: String,
     /// The second file (URL).
     pub second: String,
+}
+
+impl PlanError {
+    /// The file this error is attributable to, when leaving that file out could let the
+    /// others be combined: the file that differs from the first one, or the one that failed.
+    pub fn file(&self) -> Option<&str> {
+        match self {
+            PlanError::NoConcatDim { file, .. }
+            | PlanError::DimLength { file, .. }
+            | PlanError::NotCfTime { file, .. }
+            | PlanError::TimeAxisNotFirst { file, .. }
+            | PlanError::Read { file, .. }
+            | PlanError::Time { file, .. }
+            | PlanError::Refused { file, .. }
+            | PlanError::NewDimExists { file, .. } => Some(file),
+            PlanError::MissingVariable { odd, .. } => Some(odd),
+            PlanError::Mismatch { files, .. } => Some(&files.second),
+            PlanError::Overlap(b) => Some(&b.files.second),
+            _ => None,
+        }
+    }
 }
 
 impl FilePair {

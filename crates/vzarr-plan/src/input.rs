@@ -56,6 +56,7 @@ pub(crate) fn same_path<'a>(
                     variable: path.into(),
                     present: ordered[0].url.clone(),
                     absent: i.url.clone(),
+                    odd: i.url.clone(),
                 })
         })
         .collect()

@@ -77,6 +77,7 @@ pub(crate) fn coordinate_values(
             variable: dim.into(),
             present: inputs[present].url.clone(),
             absent: inputs[pos].url.clone(),
+            odd: inputs[pos].url.clone(),
         });
     }
     let coords: Vec<&VirtualArray> = coords.into_iter().flatten().collect();
