@@ -64,6 +64,9 @@ pub(crate) struct SourceArgs {
     /// Fail, writing nothing, when any variable or attribute has to be left out.
     #[arg(long)]
     pub(crate) strict: bool,
+    /// A source whose scan takes longer than SECONDS fails (0: no limit).
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub(crate) file_timeout: u64,
     #[command(flatten)]
     pub(crate) scan: ScanArgs,
 }
@@ -435,6 +438,7 @@ fn build_options(s: &SourceArgs, c: Option<&CombineArgs>) -> Result<BuildOptions
         concat: c.and_then(CombineArgs::concat),
         allow_gaps: c.is_some_and(|c| c.allow_gaps),
         time_units: c.and_then(|c| c.time_units.clone()),
+        time_limit: (s.file_timeout > 0).then(|| std::time::Duration::from_secs(s.file_timeout)),
     })
 }
 

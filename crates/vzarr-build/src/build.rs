@@ -51,6 +51,7 @@ pub fn scan_sources(
         scan: opts.scan.clone(),
         cache: opts.cache.clone(),
         keep_going: opts.on_error == OnError::Skip,
+        time_limit: opts.time_limit,
     };
     let outcomes: Vec<Outcome> = scan_all(sources, &batch, progress)?;
     let summary = BatchSummary::of_outcomes(&outcomes, started);

@@ -35,4 +35,6 @@ pub struct BuildOptions {
     pub allow_gaps: bool,
     /// Units to re-encode CF time into.
     pub time_units: Option<String>,
+    /// A source whose scan runs longer is left out as a failure (`None`: no limit).
+    pub time_limit: Option<std::time::Duration>,
 }

@@ -25,6 +25,9 @@ pub struct BatchOptions {
     pub cache: Option<ScanCache>,
     /// Go on past sources that fail (else stop scanning new sources after the first failure).
     pub keep_going: bool,
+    /// A scan running longer is recorded as a failure (its thread is left to finish on its
+    /// own); `None`: no limit.
+    pub time_limit: Option<std::time::Duration>,
 }
 
 /// What happened to one source.
@@ -75,6 +78,48 @@ fn scan_with_cache(
     Ok((ds, false))
 }
 
+/// Scans one source with the batch's cache, turning a panic into a failure and, with a time
+/// limit, a scan that runs past it into a failure too.
+fn guarded(source: &SourceRef, opts: &BatchOptions) -> Result<(VirtualDataset, bool), ScanError> {
+    let run = {
+        let (source, scan, cache) = (source.clone(), opts.scan.clone(), opts.cache.clone());
+        move || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                scan_with_cache(&source, &scan, cache.as_ref())
+            }))
+            .unwrap_or_else(|p| {
+                let message = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                Err(ScanError::Panicked {
+                    url: source.url(),
+                    message,
+                })
+            })
+        }
+    };
+    let Some(limit) = opts.time_limit else {
+        return run();
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("vzarr-scan-file".into())
+        .spawn(move || {
+            let _ = tx.send(run());
+        });
+    if let Err(e) = spawned {
+        return Err(ScanError::Threads(e));
+    }
+    rx.recv_timeout(limit).unwrap_or_else(|_| {
+        Err(ScanError::TimedOut {
+            url: source.url(),
+            seconds: limit.as_secs_f64(),
+        })
+    })
+}
+
 /// Scans `sources` with up to `opts.jobs` threads, in order; `progress` is called after each
 /// source with whether it succeeded.
 pub fn scan_all(
@@ -94,7 +139,7 @@ pub fn scan_all(
                         cached: false,
                     };
                 }
-                let r = scan_with_cache(s, &opts.scan, opts.cache.as_ref());
+                let r = guarded(s, opts);
                 if r.is_err() && !opts.keep_going {
                     stop.store(true, Ordering::Relaxed);
                 }
@@ -112,7 +157,7 @@ pub fn scan_all(
         .num_threads(opts.jobs)
         .thread_name(|i| format!("vzarr-scan-{i}"))
         .build()
-        .map_err(ScanError::Threads)?;
+        .map_err(|e| ScanError::Threads(std::io::Error::other(e)))?;
     Ok(pool.install(work))
 }
 

@@ -90,9 +90,25 @@ pub enum ScanError {
         #[source]
         source: Box<ScanError>,
     },
-    /// The thread pool could not be started.
+    /// The scanning threads could not be started.
     #[error("cannot start the scanning threads: {0}")]
-    Threads(#[source] rayon::ThreadPoolBuildError),
+    Threads(#[source] std::io::Error),
+    /// The scan panicked (a bug; the batch goes on).
+    #[error("{url}: the scan failed unexpectedly: {message}")]
+    Panicked {
+        /// The source URL.
+        url: String,
+        /// The panic's message.
+        message: String,
+    },
+    /// The scan ran past the time limit of one file.
+    #[error("{url}: the scan ran past the limit of {seconds} s per file")]
+    TimedOut {
+        /// The source URL.
+        url: String,
+        /// The limit.
+        seconds: f64,
+    },
 }
 
 /// Scans one source of any supported format, local or remote; the result's provenance

@@ -25,6 +25,21 @@ impl LocalFile {
     pub fn open(path: &Path) -> Result<Self, SourceError> {
         let abs = absolute(path)?;
         let url = file_url(&abs)?;
+        // Checked before opening: opening a FIFO or a device could block or read forever.
+        let meta = std::fs::metadata(&abs).map_err(|e| SourceError::io(&url, e))?;
+        if !meta.is_file() {
+            return Err(SourceError::Io {
+                url,
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    if meta.is_dir() {
+                        "is a directory"
+                    } else {
+                        "not a regular file"
+                    },
+                ),
+            });
+        }
         let file = File::open(&abs).map_err(|e| SourceError::io(&url, e))?;
         let meta = file.metadata().map_err(|e| SourceError::io(&url, e))?;
         let record = file_record(url, &meta)?;
@@ -71,10 +86,15 @@ impl ByteSource for LocalFile {
 
 /// The record of a regular file's metadata; an error for a directory.
 fn file_record(url: String, meta: &std::fs::Metadata) -> Result<SourceRecord, SourceError> {
-    if meta.is_dir() {
+    if !meta.is_file() {
+        let what = if meta.is_dir() {
+            "is a directory"
+        } else {
+            "not a regular file"
+        };
         return Err(SourceError::Io {
             url,
-            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "is a directory"),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, what),
         });
     }
     let mtime_ns = meta
@@ -170,6 +190,17 @@ mod tests {
         assert!(e.is_not_found());
         assert!(e.url().unwrap().ends_with("/nope.nc"));
         assert!(LocalFile::open(dir.path()).is_err());
+        // A FIFO is refused without blocking on it.
+        let fifo = dir.path().join("pipe.nc");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let e = LocalFile::open(&fifo).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
         let e = local_record(&dir.path().join("nope.nc")).unwrap_err();
         assert!(e.is_not_found() && e.to_string().contains("nope.nc"), "{e}");
         assert!(local_record(dir.path()).is_err());
