@@ -186,6 +186,9 @@ pub(crate) enum Command {
     Verify(VerifyArgs),
     /// Print values through the references, e.g. `vzarr cat OUT.json 'tas[0:3,10,:]'`.
     Cat(CatArgs),
+    /// Serve reads of sources through libhdf5 and netCDF-C for `vzarr verify` (internal).
+    #[command(name = "__verify-worker", hide = true)]
+    VerifyWorker,
 }
 
 /// A command with its flags validated into the library's options.
@@ -222,6 +225,8 @@ pub(crate) enum Run {
     Verify(VerifyArgs),
     /// `vzarr cat`.
     Cat(CatArgs),
+    /// The worker process of `vzarr verify`.
+    VerifyWorker,
 }
 
 /// Parses the command line and validates it into a [`Run`].
@@ -283,6 +288,7 @@ pub(crate) fn parse() -> Result<Run> {
         }
         Command::Verify(args) => Run::Verify(args),
         Command::Cat(args) => Run::Cat(args),
+        Command::VerifyWorker => Run::VerifyWorker,
     })
 }
 
@@ -370,6 +376,10 @@ pub(crate) struct VerifyArgs {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Sources are read through libhdf5 and netCDF-C in a separate process; a read taking
+    /// longer than SECONDS stops it and counts as a failed chunk.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub(crate) read_timeout: u64,
     #[command(flatten)]
     pub(crate) read: ReadArgs,
 }

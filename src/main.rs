@@ -52,6 +52,9 @@ fn run(command: Run) -> Result<ExitCode> {
         Run::Inspect { source, scan, json } => build_cmds::inspect(&source, &scan, json),
         Run::Verify(args) => read_cmds::verify(args),
         Run::Cat(args) => read_cmds::cat(args).map(|()| ExitCode::SUCCESS),
+        Run::VerifyWorker => vzarr_verify::worker::serve()
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(Into::into),
     }
 }
 

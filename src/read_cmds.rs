@@ -38,6 +38,11 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode> {
         arrays: args.arrays.clone(),
         max_reported: args.max_reported,
         progress,
+        worker: Some(vzarr_verify::WorkerCommand {
+            program: std::env::current_exe().context("locating the vzarr binary")?,
+            args: vec!["__verify-worker".into()],
+            timeout: std::time::Duration::from_secs(args.read_timeout.max(1)),
+        }),
     };
     let report = vzarr_verify::verify(&reader, &opts);
     if let Some(b) = &bar {

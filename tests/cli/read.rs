@@ -235,3 +235,43 @@ fn cat_prints_values_across_chunk_boundaries() {
         text(&o.stderr)
     );
 }
+
+#[test]
+fn a_source_rewritten_with_a_corrupt_header_is_reported_not_fatal() {
+    // Same size and modification time, header overwritten: the fingerprint reports it stale;
+    // read anyway, netCDF-C (in verify's reader process) fails on every chunk and verify
+    // reports each, exiting 1, never crashing.
+    let dir = tempfile::tempdir().unwrap();
+    let src = copy_fixture("nc3_classic.nc", dir.path());
+    let out = dir.path().join("f.json");
+    build(&src, &out);
+    let mtime = std::fs::metadata(&src).unwrap().modified().unwrap();
+    let mut bytes = std::fs::read(&src).unwrap();
+    bytes[8..64].fill(0xff);
+    std::fs::write(&src, &bytes).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&src)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let o = vzarr(&["verify", out.to_str().unwrap(), "--trust-references"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("content changed"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = vzarr(&[
+        "verify",
+        out.to_str().unwrap(),
+        "--trust-references",
+        "--ignore-stale",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    assert!(
+        stdout.contains("reading the source directly failed"),
+        "{stdout}"
+    );
+}

@@ -36,9 +36,25 @@ pub(crate) struct SourceValues {
     pub(crate) bytes: Vec<u8>,
 }
 
+/// Opens an HDF5 file with libhdf5.
+pub(crate) fn open_hdf5(path: &std::path::Path) -> Result<hdf5::File, String> {
+    hdf5::sync::sync(|| hdf5::File::open(path)).map_err(|e| format!("HDF5 cannot open it: {e}"))
+}
+
+/// Opens a NetCDF file with netCDF-C.
+pub(crate) fn open_netcdf(path: &std::path::Path) -> Result<netcdf::File, String> {
+    netcdf::open(path).map_err(|e| format!("netCDF cannot open it: {e}"))
+}
+
 enum Opened {
     Hdf5 {
         file: hdf5::File,
+        _tmp: Option<tempfile::TempPath>,
+    },
+    /// Read by the worker process (libhdf5 or netCDF-C out of process).
+    InWorker {
+        kind: crate::worker::Kind,
+        path: std::path::PathBuf,
         _tmp: Option<tempfile::TempPath>,
     },
     Nc3Local {
@@ -53,6 +69,7 @@ enum Opened {
 /// Open sources, a few at a time.
 pub(crate) struct DirectReaders {
     sources: Arc<dyn SourceStore>,
+    worker: Option<crate::worker::Worker>,
     open: VecDeque<(String, Opened)>,
     /// Bytes downloaded or read from sources directly.
     pub(crate) bytes: u64,
@@ -115,7 +132,7 @@ unsafe fn hdf5_dtype(ftype: hid_t) -> Result<(DataType, bool), String> {
     }
 }
 
-fn hdf5_read(
+pub(crate) fn hdf5_read(
     file: &hdf5::File,
     var: &str,
     start: &[u64],
@@ -228,7 +245,7 @@ fn nc_dtype(t: &netcdf::types::NcVariableType) -> Result<DataType, String> {
     })
 }
 
-fn nc_read(
+pub(crate) fn nc_read(
     file: &netcdf::File,
     var: &str,
     start: &[u64],
@@ -369,10 +386,14 @@ fn nc3_remote_read(
 impl DirectReaders {
     /// Readers that open sources through `sources` (the reader's allowed prefixes and
     /// recorded records).
-    pub(crate) fn new(sources: Arc<dyn SourceStore>) -> Self {
+    pub(crate) fn new(
+        sources: Arc<dyn SourceStore>,
+        worker: Option<crate::worker::WorkerCommand>,
+    ) -> Self {
         crate::h5filters::register();
         DirectReaders {
             sources,
+            worker: worker.map(crate::worker::Worker::new),
             open: VecDeque::new(),
             bytes: 0,
         }
@@ -403,19 +424,28 @@ impl DirectReaders {
         let src = self.sources.open(url).map_err(|e| e.to_string())?;
         let loc = locate(url).map_err(|e| e.to_string())?;
         let format = sniff(src.as_ref()).map_err(|e| e.to_string())?;
+        use crate::worker::Kind;
         if loc.scheme == Scheme::File {
             let path = loc.local_path();
-            return match format {
-                Format::NetCdf3 { .. } => {
-                    let file =
-                        netcdf::open(&path).map_err(|e| format!("netCDF cannot open it: {e}"))?;
-                    Ok(Opened::Nc3Local { file })
-                }
-                _ => {
-                    let file = hdf5::sync::sync(|| hdf5::File::open(&path))
-                        .map_err(|e| format!("HDF5 cannot open it: {e}"))?;
-                    Ok(Opened::Hdf5 { file, _tmp: None })
-                }
+            let kind = match format {
+                Format::NetCdf3 { .. } => Kind::Netcdf,
+                _ => Kind::Hdf5,
+            };
+            if self.worker.is_some() {
+                return Ok(Opened::InWorker {
+                    kind,
+                    path,
+                    _tmp: None,
+                });
+            }
+            return match kind {
+                Kind::Netcdf => Ok(Opened::Nc3Local {
+                    file: open_netcdf(&path)?,
+                }),
+                Kind::Hdf5 => Ok(Opened::Hdf5 {
+                    file: open_hdf5(&path)?,
+                    _tmp: None,
+                }),
             };
         }
         match format {
@@ -430,8 +460,14 @@ impl DirectReaders {
             _ => {
                 let tmp = self.download(src.as_ref())?;
                 let path = tmp.to_path_buf();
-                let file = hdf5::sync::sync(|| hdf5::File::open(&path))
-                    .map_err(|e| format!("HDF5 cannot open the downloaded copy: {e}"))?;
+                if self.worker.is_some() {
+                    return Ok(Opened::InWorker {
+                        kind: Kind::Hdf5,
+                        path,
+                        _tmp: Some(tmp),
+                    });
+                }
+                let file = open_hdf5(&path).map_err(|e| format!("the downloaded copy: {e}"))?;
                 Ok(Opened::Hdf5 {
                     file,
                     _tmp: Some(tmp),
@@ -462,7 +498,14 @@ impl DirectReaders {
         start: &[u64],
         count: &[u64],
     ) -> Result<SourceValues, String> {
-        let out = match self.get(url)? {
+        self.get(url)?;
+        let (worker, open) = (&mut self.worker, &mut self.open);
+        let opened = &mut open.back_mut().ok_or("no source open")?.1;
+        let out = match opened {
+            Opened::InWorker { kind, path, .. } => match worker {
+                Some(w) => w.read(*kind, path, var, start, count),
+                None => Err("no reader process".into()),
+            },
             Opened::Hdf5 { file, .. } => hdf5_read(file, var, start, count),
             Opened::Nc3Local { file } => nc_read(file, var, start, count),
             Opened::Nc3Remote { header, src } => {

@@ -18,8 +18,10 @@
 mod direct;
 mod h5filters;
 mod verify;
+pub mod worker;
 
 pub use verify::{Mismatch, Skipped, VerifyOptions, VerifyProgress, VerifyReport, verify};
+pub use worker::WorkerCommand;
 
 /// Why a verification could not run (differing values are not errors: they are in the
 /// [`VerifyReport`]).

@@ -44,6 +44,9 @@ pub struct VerifyOptions {
     pub max_reported: usize,
     /// Called after every chunk.
     pub progress: Option<Arc<dyn Fn(VerifyProgress) + Send + Sync>>,
+    /// Read sources through libhdf5 and netCDF-C in this worker process instead of in this
+    /// process (a crash or hang of those libraries is then one failed chunk).
+    pub worker: Option<crate::WorkerCommand>,
 }
 
 impl Default for VerifyOptions {
@@ -54,6 +57,7 @@ impl Default for VerifyOptions {
             arrays: Vec::new(),
             max_reported: 10,
             progress: None,
+            worker: None,
         }
     }
 }
@@ -443,7 +447,7 @@ pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, Ver
         i = j;
     }
 
-    let mut direct = DirectReaders::new(reader.direct_sources().clone());
+    let mut direct = DirectReaders::new(reader.direct_sources().clone(), opts.worker.clone());
     report.chunks_total = total;
     let mut skipped_arrays: HashSet<String> = HashSet::new();
     let readers = paths
