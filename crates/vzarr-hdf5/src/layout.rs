@@ -234,6 +234,7 @@ fn chunk_values(
             filter_mask: m.filter_mask,
             source: Box::new(source),
         })?;
+    // Allocated once the chunk has decoded to its full size, not on the word of its shape.
     let mut buf = enc.fill.repeat(nelem);
     copy_valid(&decoded, &mut buf, &cshape, &valid, esize);
     Ok(buf)

@@ -172,37 +172,3 @@ fn generated_files_match_the_oracle() {
     assert!(failed.is_empty(), "differences in {failed:?}");
     assert!(total.libhdf5_misnumbered > 0, "{total:?}");
 }
-
-#[test]
-#[ignore]
-fn dump_generated() {
-    let dir = Path::new("/tmp/vzarr-gen");
-    std::fs::create_dir_all(dir).unwrap();
-    for p in gen_files::all(dir) {
-        let ds = compare::native(&p, None, Bytes::Local).unwrap();
-        println!("== {}", p.display());
-        for (k, g) in &ds.groups {
-            println!(
-                "group {k:?}: {}",
-                serde_json::Value::Object(g.attributes.clone())
-            );
-        }
-        for (k, a) in &ds.arrays {
-            println!(
-                "array {k}: {:?} {:?} fill {:?} codecs {:?} dims {:?} shape {:?} stats {:?} attrs {}",
-                a.data_type,
-                a.endian,
-                a.fill_value,
-                a.codecs,
-                a.dimension_names,
-                a.shape(),
-                a.manifest.stats(),
-                serde_json::Value::Object(a.attributes.clone())
-            );
-        }
-        for s in &ds.skipped {
-            println!("skipped {} : {}", s.path, s.reason);
-        }
-        println!("unlimited {:?}", ds.unlimited_dims);
-    }
-}
