@@ -23,6 +23,7 @@ use crate::raw::{
 
 mod chunks;
 mod dims;
+mod links;
 
 /// Every file of this module, written into `dir`.
 pub(crate) fn all(dir: &Path) -> Vec<PathBuf> {
@@ -32,6 +33,7 @@ pub(crate) fn all(dir: &Path) -> Vec<PathBuf> {
         out.push(chunks::masked(dir, ver));
         out.push(dims::dims(dir, ver));
         out.push(chunks::shrunk(dir, ver));
+        out.push(links::links(dir, ver));
     }
     out.push(chunks::contiguous(dir));
     out.push(dims::netcdf4(dir, false));

@@ -225,3 +225,49 @@ fn object_storage_options_take_one_round_trip_per_fixture() {
     }
     println!("round trips per fixture: {report:?}");
 }
+
+/// A chunk whose address in the chunk index (a v1 B-tree node, no checksum) is moved past
+/// the end of the file: an error naming the dataset, in both scanners.
+#[test]
+fn a_chunk_past_the_end_of_the_file_is_an_error_naming_the_dataset() {
+    let path = fixtures_dir().join("layouts_v1.h5");
+    let mut data = std::fs::read(&path).unwrap();
+    let file = File::open_path(&path).unwrap();
+    let oh = file
+        .object_header(file.resolve_path("/btree_v1").unwrap())
+        .unwrap();
+    let ds = file.dataset(&oh).unwrap();
+    let mut first = None;
+    file.visit_chunks::<vzarr_hdf5_format::Error>(&ds, |c| {
+        first.get_or_insert(c.address);
+        Ok(())
+    })
+    .unwrap();
+    let rel = first.unwrap() - file.superblock().base_address;
+    let tree = data.windows(4).position(|w| w == b"TREE").unwrap();
+    let at = tree
+        + data[tree..]
+            .windows(8)
+            .position(|w| w == rel.to_le_bytes())
+            .unwrap();
+    let beyond = data.len() as u64 + 1000;
+    data[at..at + 8].copy_from_slice(&beyond.to_le_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("moved.h5");
+    std::fs::write(&p, &data).unwrap();
+    let oracle = compare::oracle(&p, None).unwrap_err();
+    let src: std::sync::Arc<dyn vzarr_source::ByteSource> =
+        std::sync::Arc::new(vzarr_source::LocalFile::open(&p).unwrap());
+    let e = vzarr_hdf5::scan(src, &vzarr_hdf5::ScanOptions::local()).unwrap_err();
+    println!("oracle: {oracle}\nnative: {}", e.report());
+    assert_eq!(e.object(), Some("btree_v1"), "{}", e.report());
+    assert!(
+        e.report().contains("past the end of the file"),
+        "{}",
+        e.report()
+    );
+    assert!(
+        oracle.contains("btree_v1") && oracle.contains("past the end of the file"),
+        "{oracle}"
+    );
+}
