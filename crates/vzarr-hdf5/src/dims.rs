@@ -40,13 +40,13 @@ fn last_component(path: &str) -> &str {
 
 /// The name of the dimension scale attached to each axis of a dataset, from its
 /// `DIMENSION_LIST` attribute (the first object reference of each axis, resolved to the
-/// object's path through `names`, built on first use). `Ok(None)` when there is no such
-/// attribute.
+/// object's path through `names`, built on first use; a file whose objects cannot all be
+/// named is not walked again). `Ok(None)` when there is no such attribute.
 fn dimension_list(
     file: &File,
     attrs: &[Attribute],
     rank: usize,
-    names: &mut Option<ObjectNames>,
+    names: &mut Option<Result<ObjectNames, String>>,
 ) -> Result<Option<Vec<Option<String>>>, String> {
     let Some(attr) = attrs.iter().find(|a| a.name == "DIMENSION_LIST") else {
         return Ok(None);
@@ -67,10 +67,11 @@ fn dimension_list(
             out.push(None);
             continue;
         };
-        if names.is_none() {
-            *names = Some(ObjectNames::of_file(file)?);
-        }
-        let path = names.as_ref().and_then(|n| n.0.get(&r.object));
+        let names = names
+            .get_or_insert_with(|| ObjectNames::of_file(file))
+            .as_ref()
+            .map_err(Clone::clone)?;
+        let path = names.0.get(&r.object);
         // An object not reachable by a hard link from the root has no name.
         out.push(path.map(|p| last_component(p).to_string()));
     }

@@ -41,8 +41,9 @@ pub(crate) struct Ctx<'a> {
     /// Phony dimensions per group: (group, length) -> names.
     pub(crate) phony: HashMap<(String, u64), Vec<String>>,
     pub(crate) phony_count: usize,
-    /// Object paths by address, built when the first reference is resolved.
-    pub(crate) names: Option<ObjectNames>,
+    /// Object paths by address (or why they cannot all be named), built when the first
+    /// reference is resolved.
+    pub(crate) names: Option<Result<ObjectNames, String>>,
 }
 
 impl Ctx<'_> {
