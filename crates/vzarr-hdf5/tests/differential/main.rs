@@ -176,9 +176,9 @@ fn generated_files_match_the_oracle() {
 /// Counts the calls (each a batch of ranges: one round trip on object storage) that reach
 /// the source below the scanner's block cache.
 #[derive(Debug)]
-struct Calls {
-    inner: vzarr_source::MemSource,
-    calls: std::sync::atomic::AtomicU64,
+pub(crate) struct Calls {
+    pub(crate) inner: vzarr_source::MemSource,
+    pub(crate) calls: std::sync::atomic::AtomicU64,
 }
 
 impl vzarr_source::ByteSource for Calls {

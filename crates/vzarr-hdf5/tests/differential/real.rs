@@ -30,6 +30,17 @@ fn files_below(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Calls to the source below the block cache when `path` is scanned with the object-storage
+/// options.
+fn round_trips(path: &Path) -> u64 {
+    let src = std::sync::Arc::new(crate::Calls {
+        inner: vzarr_source::MemSource::new("s3://bucket/file", std::fs::read(path).unwrap()),
+        calls: Default::default(),
+    });
+    let _ = vzarr_hdf5::scan(src.clone(), &vzarr_hdf5::ScanOptions::object_storage());
+    src.calls.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 #[test]
 fn real_files_match_the_oracle() {
     let Some(dir) = std::env::var_os("VZARR_REAL_HDF5_DIR") else {
@@ -41,6 +52,7 @@ fn real_files_match_the_oracle() {
     let mut total = Stats::default();
     let mut both_fail = Vec::new();
     let mut failed = Vec::new();
+    let mut trips = Vec::new();
     for p in &files {
         let mut st = Stats::default();
         let mut diffs = compare(p, None, Bytes::Local, &mut st);
@@ -61,8 +73,21 @@ fn real_files_match_the_oracle() {
                 p.display()
             ));
         }
+        if st.both_fail == 0 {
+            trips.push(round_trips(p));
+        }
         st.files = 1;
         total.add(&st);
+    }
+    trips.sort_unstable();
+    if let (Some(max), false) = (trips.last(), trips.is_empty()) {
+        println!(
+            "round trips per file with the object-storage options: median {}, max {max}, {} of \
+             {} files in one",
+            trips[trips.len() / 2],
+            trips.iter().filter(|&&t| t == 1).count(),
+            trips.len()
+        );
     }
     println!("files neither scanner opens ({}):", both_fail.len());
     for f in &both_fail {
