@@ -82,17 +82,41 @@ impl ByteCodecs {
         Ok(bytes.into_owned())
     }
 
+    /// Number of codecs in the chain.
+    pub fn len(&self) -> usize {
+        self.codecs.len()
+    }
+
     /// Decodes a chunk whose raw size is `raw_len` bytes.
     pub fn decode(&self, encoded: &[u8], raw_len: usize) -> Result<Vec<u8>, CodecError> {
+        self.decode_skipping(encoded, raw_len, 0)
+    }
+
+    /// Decodes a chunk that was encoded with some codecs of the chain skipped: bit `i` of
+    /// `skip_mask` set means codec `i` (in encoding order) was not applied, as an HDF5 chunk's
+    /// filter mask says of the filters of its pipeline. Bits past the chain are ignored.
+    pub fn decode_skipping(
+        &self,
+        encoded: &[u8],
+        raw_len: usize,
+        skip_mask: u32,
+    ) -> Result<Vec<u8>, CodecError> {
         let options = CodecOptions::default();
+        let applied: Vec<&Arc<dyn BytesToBytesCodecTraits>> = self
+            .codecs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i >= 32 || skip_mask & (1 << i) == 0)
+            .map(|(_, c)| c)
+            .collect();
         // The decoded representation at each stage, from the raw bytes forward.
         let mut reps = vec![BytesRepresentation::FixedSize(raw_len as u64)];
-        for c in &self.codecs {
+        for c in &applied {
             let next = c.encoded_representation(reps.last().expect("non-empty"));
             reps.push(next);
         }
         let mut bytes: Cow<'_, [u8]> = Cow::Borrowed(encoded);
-        for (c, rep) in self.codecs.iter().zip(&reps).rev() {
+        for (c, rep) in applied.iter().zip(&reps).rev() {
             bytes = c
                 .decode(bytes, rep, &options)
                 .map_err(|e| CodecError::Failed(format!("decoding: {e}")))?;
@@ -167,6 +191,28 @@ mod tests {
         let mut enc = c.encode(&sample()).unwrap();
         enc[10] ^= 1;
         assert!(c.decode(&enc, sample().len()).is_err());
+    }
+
+    #[test]
+    fn decode_skipping_undoes_only_the_applied_codecs() {
+        let chain = [
+            Codec::Shuffle { element_size: 4 },
+            Codec::Zlib { level: 4 },
+            Codec::Fletcher32,
+        ];
+        let all = ByteCodecs::new(&chain).unwrap();
+        assert_eq!(all.len(), 3);
+        let raw = sample();
+        // Encoded with zlib skipped (mask 0b010): shuffle, then fletcher32.
+        let partial = ByteCodecs::new(&[chain[0].clone(), chain[2].clone()]).unwrap();
+        let enc = partial.encode(&raw).unwrap();
+        assert_eq!(all.decode_skipping(&enc, raw.len(), 0b010).unwrap(), raw);
+        // Every filter skipped: the stored bytes are the raw bytes.
+        assert_eq!(all.decode_skipping(&raw, raw.len(), 0b111).unwrap(), raw);
+        // Bits past the chain are ignored; a wrong mask fails instead of giving bytes.
+        let full = all.encode(&raw).unwrap();
+        assert_eq!(all.decode_skipping(&full, raw.len(), !0b111).unwrap(), raw);
+        assert!(all.decode_skipping(&enc, raw.len(), 0).is_err());
     }
 
     #[test]

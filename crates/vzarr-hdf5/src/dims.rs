@@ -1,0 +1,134 @@
+//! Dimension names: from the dimension scales a dataset's `DIMENSION_LIST` attaches to its
+//! axes (netCDF-4 dimensions), else phony dimensions (`phony_dim_N`) shared within a group by
+//! length, as netCDF-C names them and as the libhdf5 scanner numbers them.
+
+use std::collections::HashMap;
+
+use vzarr_hdf5_format::{Attribute, DataspaceKind, File};
+
+use crate::walk::Ctx;
+
+/// The `NAME` of a netCDF dimension that is not a variable.
+pub(crate) const DIMENSION_ONLY: &str = "This is a netCDF dimension but not a netCDF variable";
+
+/// The path of every object of a file by its address, from one walk of the file (the first
+/// path in a depth-first walk in name order, as `H5Ovisit` finds it).
+#[derive(Debug, Default)]
+pub(crate) struct ObjectNames(HashMap<u64, String>);
+
+impl ObjectNames {
+    /// Walks every object reachable from the root group by hard links.
+    fn of_file(file: &File) -> Result<Self, String> {
+        let paths = file
+            .object_paths()
+            .map_err(|_| "cannot visit the file's objects".to_string())?;
+        if !paths.errors.is_empty() {
+            return Err("cannot visit the file's objects".into());
+        }
+        Ok(ObjectNames(paths.by_address))
+    }
+}
+
+/// The last component of an object path; the root group is `.` (the name `H5Ovisit` gives
+/// it).
+fn last_component(path: &str) -> &str {
+    if path == "/" {
+        return ".";
+    }
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The name of the dimension scale attached to each axis of a dataset, from its
+/// `DIMENSION_LIST` attribute (the first object reference of each axis, resolved to the
+/// object's path through `names`, built on first use; a file whose objects cannot all be
+/// named is not walked again). `Ok(None)` when there is no such attribute.
+fn dimension_list(
+    file: &File,
+    attrs: &[Attribute],
+    rank: usize,
+    names: &mut Option<Result<ObjectNames, String>>,
+) -> Result<Option<Vec<Option<String>>>, String> {
+    let Some(attr) = attrs.iter().find(|a| a.name == "DIMENSION_LIST") else {
+        return Ok(None);
+    };
+    let npoints = match attr.dataspace.kind {
+        DataspaceKind::Null => 0,
+        _ => attr.dataspace.num_elements().unwrap_or(u64::MAX),
+    };
+    if npoints != rank as u64 {
+        return Err("DIMENSION_LIST does not match the dataset rank".into());
+    }
+    let lists = file
+        .references(&attr.datatype, &attr.value)
+        .map_err(|_| "object references unreadable".to_string())?;
+    let mut out = Vec::with_capacity(rank);
+    for list in lists {
+        let Some(Some(r)) = list.first() else {
+            out.push(None);
+            continue;
+        };
+        let names = names
+            .get_or_insert_with(|| ObjectNames::of_file(file))
+            .as_ref()
+            .map_err(Clone::clone)?;
+        let path = names.0.get(&r.object);
+        // An object not reachable by a hard link from the root has no name.
+        out.push(path.map(|p| last_component(p).to_string()));
+    }
+    Ok(Some(out))
+}
+
+/// The dimension names of a dataset at `path` in the group `group_path`: its own name for a
+/// 1-D dimension scale, else the names of the scales attached to its axes, and phony
+/// dimensions for axes without one (shared within a group by length, as netCDF-C does, never
+/// twice in one array).
+pub(crate) fn dimension_names(
+    ctx: &mut Ctx,
+    attrs: &[Attribute],
+    group_path: &str,
+    path: &str,
+    shape: &[u64],
+    is_scale: bool,
+) -> Vec<String> {
+    let own = path.rsplit('/').next().unwrap_or(path).to_string();
+    if is_scale && shape.len() == 1 {
+        return vec![own];
+    }
+    let list = dimension_list(ctx.file, attrs, shape.len(), &mut ctx.names).unwrap_or(None);
+    let mut names: Vec<Option<String>> = match list {
+        Some(l) => l,
+        None => vec![None; shape.len()],
+    };
+    let mut used: Vec<String> = names.iter().flatten().cloned().collect();
+    for (axis, name) in names.iter_mut().enumerate() {
+        if name.is_some() {
+            continue;
+        }
+        let key = (group_path.to_string(), shape[axis]);
+        let existing = ctx
+            .phony
+            .get(&key)
+            .and_then(|v| v.iter().find(|c| !used.contains(c)).cloned());
+        let chosen = existing.unwrap_or_else(|| {
+            let n = format!("phony_dim_{}", ctx.phony_count);
+            ctx.phony_count += 1;
+            ctx.phony.entry(key).or_default().push(n.clone());
+            n
+        });
+        used.push(chosen.clone());
+        *name = Some(chosen);
+    }
+    names.into_iter().map(Option::unwrap_or_default).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_last_components() {
+        assert_eq!(last_component("/grid/lat"), "lat");
+        assert_eq!(last_component("/lon"), "lon");
+        assert_eq!(last_component("/"), ".");
+    }
+}

@@ -1,0 +1,409 @@
+//! Storage layouts: a dataset's chunk grid and the byte range of every chunk in the file.
+//!
+//! - **Chunked**: one reference per stored chunk, from one pass over the chunk index
+//!   ([`File::visit_chunks`], which allocates nothing per chunk; neither does the mapping
+//!   here: the C-order position is computed in place). A chunk stored with some filters
+//!   skipped (a non-zero filter mask) cannot share the array's codec chain: it is decoded
+//!   undoing only the filters it went through, its part outside the array is set to the fill
+//!   value, and it is stored re-encoded with the full chain, inline (what the libhdf5
+//!   scanner gets by reading the chunk through the library).
+//! - **Contiguous**: one range, or virtual chunks along the first axis when asked to split
+//!   large uncompressed datasets.
+//! - **Compact**: the data lives in the object header; it is copied inline.
+//!
+//! Every range is checked against the file size: a range past the end means a truncated or
+//! corrupt file, an error rather than a reference that fails later.
+
+use vzarr_codec::ByteCodecs;
+use vzarr_core::{ChunkGrid, ChunkManifest, Codec, CoreError, DimGrid};
+use vzarr_hdf5_format::Dataset;
+
+use crate::Hdf5Error;
+use crate::walk::Ctx;
+
+/// A dataset's chunk grid and the references of its chunks.
+pub(crate) struct Chunks {
+    pub(crate) grid: ChunkGrid,
+    pub(crate) manifest: ChunkManifest,
+}
+
+/// What it takes to re-encode a chunk of a dataset.
+pub(crate) struct ChunkEncoding<'a> {
+    /// One fill element in the stored byte order.
+    pub(crate) fill: Vec<u8>,
+    /// The dataset's codecs, one per filter of its pipeline.
+    pub(crate) codecs: &'a [Codec],
+}
+
+fn model_error(ctx: &Ctx, path: &str, source: CoreError) -> Hdf5Error {
+    Hdf5Error::Model {
+        url: ctx.url.clone(),
+        object: path.to_string(),
+        source: Box::new(source),
+    }
+}
+
+/// An empty manifest for `grid` and the source id of the file in it.
+fn new_manifest(
+    ctx: &Ctx,
+    grid: &ChunkGrid,
+    path: &str,
+) -> Result<(ChunkManifest, u32), Hdf5Error> {
+    let n = grid.n_chunks().map_err(|e| model_error(ctx, path, e))?;
+    let n = usize::try_from(n).map_err(|_| ctx.object_error(path, "too many chunks"))?;
+    let mut m = ChunkManifest::new_missing(n);
+    let sid = m.intern(&ctx.url).map_err(|e| model_error(ctx, path, e))?;
+    Ok((m, sid))
+}
+
+/// The reason for a byte range past the end of the file.
+fn past_end(what: &str, addr: u64, len: u64, file_size: u64) -> String {
+    format!(
+        "{what} at byte {addr} with {len} bytes ends past the end of the file ({file_size} \
+         bytes): the file is truncated or corrupt"
+    )
+}
+
+/// A chunk stored with some filters skipped.
+struct MaskedChunk {
+    /// Its grid index.
+    index: Vec<u64>,
+    /// The filters skipped (bit i: filter i).
+    filter_mask: u32,
+    /// Where it is stored.
+    address: u64,
+    /// Its stored size.
+    size: u64,
+}
+
+/// Why a visit of the chunk index stopped.
+enum Stop {
+    /// The index is unreadable.
+    Index(vzarr_hdf5_format::Error),
+    /// The mapping refused a chunk.
+    Scan(Hdf5Error),
+}
+
+impl From<vzarr_hdf5_format::Error> for Stop {
+    fn from(e: vzarr_hdf5_format::Error) -> Self {
+        Stop::Index(e)
+    }
+}
+
+/// The chunks of a chunked dataset with chunk shape `chunk`; `Ok(Err(reason))` when the
+/// dataset cannot be virtualised (left out with the reason), `Err` when the file is
+/// unreadable.
+pub(crate) fn chunk_refs(
+    ctx: &Ctx,
+    ds: &Dataset,
+    chunk: &[u64],
+    shape: &[u64],
+    enc: &ChunkEncoding,
+    path: &str,
+) -> Result<Result<Chunks, String>, Hdf5Error> {
+    if chunk.len() != shape.len() || chunk.contains(&0) {
+        return Err(ctx.object_error(path, "chunk shape unreadable"));
+    }
+    let grid = ChunkGrid::regular(shape, chunk).map_err(|e| model_error(ctx, path, e))?;
+    let (mut manifest, sid) = new_manifest(ctx, &grid, path)?;
+    let mut masked: Vec<MaskedChunk> = Vec::new();
+    let file_size = ctx.file_size;
+    // Chunks per axis, computed once: the callback runs for every chunk (millions), so it
+    // computes the C-order position in place, without allocating.
+    let counts = grid.grid_shape();
+    let visit = ctx.file.visit_chunks::<Stop>(ds, |c| {
+        let mut lin: u64 = 0;
+        for (&i, &n) in c.scaled.iter().zip(&counts) {
+            if i >= n {
+                return Ok(()); // A chunk past the current extent (the dataset shrank): never read.
+            }
+            // Cannot overflow: the grid's chunk count fits the manifest.
+            lin = lin * n + i;
+        }
+        if c.address
+            .checked_add(c.size)
+            .is_none_or(|end| end > file_size)
+        {
+            let what = format!("chunk {:?}", c.scaled);
+            return Err(Stop::Scan(
+                ctx.object_error(path, past_end(&what, c.address, c.size, file_size)),
+            ));
+        }
+        if c.filter_mask != 0 {
+            masked.push(MaskedChunk {
+                index: c.scaled.to_vec(),
+                filter_mask: c.filter_mask,
+                address: c.address,
+                size: c.size,
+            });
+            return Ok(());
+        }
+        manifest
+            .set_range(lin as usize, sid, c.address, c.size)
+            .map_err(|e| Stop::Scan(model_error(ctx, path, e)))
+    });
+    match visit {
+        Ok(()) => {}
+        Err(Stop::Scan(e)) => return Err(e),
+        Err(Stop::Index(source)) => {
+            return Err(Hdf5Error::Structure {
+                url: ctx.url.clone(),
+                object: path.to_string(),
+                what: "chunk index",
+                source: Box::new(source),
+            });
+        }
+    }
+    if !masked.is_empty() {
+        // Chunks stored with some filters skipped cannot share the array's codec chain:
+        // decode them and store them re-encoded with the full chain.
+        let codecs = match ByteCodecs::new(enc.codecs) {
+            Ok(c) => c,
+            Err(e) => {
+                let MaskedChunk {
+                    index, filter_mask, ..
+                } = &masked[0];
+                return Ok(Err(format!(
+                    "{} chunk(s) were stored with some filters skipped (first: chunk {index:?}, \
+                     filter mask {filter_mask:#x}) and cannot be re-encoded: {e}",
+                    masked.len()
+                )));
+            }
+        };
+        for m in &masked {
+            let raw = chunk_values(ctx, &grid, m, enc, &codecs, path)?;
+            let encoded = codecs.encode(&raw).map_err(|source| Hdf5Error::Chunk {
+                url: ctx.url.clone(),
+                object: path.to_string(),
+                chunk: m.index.clone(),
+                filter_mask: m.filter_mask,
+                source: Box::new(source),
+            })?;
+            let lin = grid
+                .linear_index(&m.index)
+                .ok_or_else(|| ctx.object_error(path, "chunk index outside the grid"))?;
+            manifest
+                .set_inline(lin as usize, encoded)
+                .map_err(|e| model_error(ctx, path, e))?;
+        }
+    }
+    Ok(Ok(Chunks { grid, manifest }))
+}
+
+/// The raw bytes (stored byte order, full chunk shape, fill value past the array's edge) of
+/// a chunk stored with the filters of its mask skipped.
+fn chunk_values(
+    ctx: &Ctx,
+    grid: &ChunkGrid,
+    m: &MaskedChunk,
+    enc: &ChunkEncoding,
+    codecs: &ByteCodecs,
+    path: &str,
+) -> Result<Vec<u8>, Hdf5Error> {
+    let cshape = grid.chunk_shape(&m.index);
+    let valid = grid.chunk_valid_shape(&m.index);
+    let esize = enc.fill.len().max(1);
+    let nelem = cshape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(usize::try_from(d).ok()?))
+        .filter(|&n| n.saturating_mul(esize) <= 1 << 31)
+        .ok_or_else(|| {
+            ctx.object_error(
+                path,
+                format!(
+                    "chunk {:?} (filter mask {:#x}): chunk too large to re-encode",
+                    m.index, m.filter_mask
+                ),
+            )
+        })?;
+    let stored = ctx
+        .storage
+        .read_range(m.address..m.address + m.size)
+        .map_err(|source| Hdf5Error::ChunkBytes {
+            url: ctx.url.clone(),
+            object: path.to_string(),
+            chunk: m.index.clone(),
+            source: Box::new(source),
+        })?;
+    let decoded = codecs
+        .decode_skipping(&stored, nelem * esize, m.filter_mask)
+        .map_err(|source| Hdf5Error::Chunk {
+            url: ctx.url.clone(),
+            object: path.to_string(),
+            chunk: m.index.clone(),
+            filter_mask: m.filter_mask,
+            source: Box::new(source),
+        })?;
+    // Allocated once the chunk has decoded to its full size, not on the word of its shape.
+    let mut buf = enc.fill.repeat(nelem);
+    copy_valid(&decoded, &mut buf, &cshape, &valid, esize);
+    Ok(buf)
+}
+
+/// Copies the leading corner `valid` of the C-order array `src` of shape `shape` (elements
+/// of `esize` bytes) into the same positions of `dst`.
+fn copy_valid(src: &[u8], dst: &mut [u8], shape: &[u64], valid: &[u64], esize: usize) {
+    let Some((&row_valid, outer)) = valid.split_last() else {
+        dst.copy_from_slice(src);
+        return;
+    };
+    if valid.contains(&0) {
+        return;
+    }
+    let row_len = shape[shape.len() - 1] as usize * esize;
+    let copy = row_valid as usize * esize;
+    // Index over the outer axes' valid extents, C order.
+    let mut idx = vec![0u64; outer.len()];
+    loop {
+        let row = idx
+            .iter()
+            .zip(shape)
+            .fold(0usize, |a, (&i, &n)| a * n as usize + i as usize);
+        let at = row * row_len;
+        dst[at..at + copy].copy_from_slice(&src[at..at + copy]);
+        let mut axis = outer.len();
+        loop {
+            if axis == 0 {
+                return;
+            }
+            axis -= 1;
+            idx[axis] += 1;
+            if idx[axis] < outer[axis] {
+                break;
+            }
+            idx[axis] = 0;
+        }
+    }
+}
+
+/// The chunks of a contiguous dataset stored at `address` (`None`: never written): one, or
+/// virtual chunks along axis 0 of at most `split_contiguous_bytes` each.
+pub(crate) fn contiguous_refs(
+    ctx: &Ctx,
+    address: Option<u64>,
+    shape: &[u64],
+    esize: usize,
+    path: &str,
+) -> Result<Chunks, Hdf5Error> {
+    let nelem = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    let nbytes = nelem
+        .and_then(|n| n.checked_mul(esize as u64))
+        .ok_or_else(|| ctx.object_error(path, "dataset size overflows"))?;
+    let row_bytes = shape
+        .iter()
+        .skip(1)
+        .try_fold(esize as u64, |a, &d| a.checked_mul(d))
+        .unwrap_or(0);
+    let grid = match (ctx.opts.split_contiguous_bytes, shape.first()) {
+        (Some(target), Some(&n0)) if nbytes > target && row_bytes > 0 && n0 > 1 => {
+            let rows = (target / row_bytes).clamp(1, n0);
+            let mut edges = vec![rows; (n0 / rows) as usize];
+            if n0 % rows != 0 {
+                edges.push(n0 % rows);
+            }
+            let mut dims =
+                vec![DimGrid::from_edges(edges, n0).map_err(|e| model_error(ctx, path, e))?];
+            for &d in &shape[1..] {
+                dims.push(DimGrid::fixed(d.max(1), d).map_err(|e| model_error(ctx, path, e))?);
+            }
+            ChunkGrid::new(dims)
+        }
+        _ => {
+            let cs: Vec<u64> = shape.iter().map(|&d| d.max(1)).collect();
+            ChunkGrid::regular(shape, &cs).map_err(|e| model_error(ctx, path, e))?
+        }
+    };
+    let (mut manifest, sid) = new_manifest(ctx, &grid, path)?;
+    // Never written (no address): every chunk reads as the fill value.
+    let Some(addr) = address.filter(|_| nbytes != 0) else {
+        return Ok(Chunks { grid, manifest });
+    };
+    if addr
+        .checked_add(nbytes)
+        .is_none_or(|end| end > ctx.file_size)
+    {
+        return Err(ctx.object_error(
+            path,
+            past_end("contiguous data", addr, nbytes, ctx.file_size),
+        ));
+    }
+    if shape.is_empty() {
+        manifest
+            .set_range(0, sid, addr, nbytes)
+            .map_err(|e| model_error(ctx, path, e))?;
+        return Ok(Chunks { grid, manifest });
+    }
+    let axis0 = &grid.dims()[0];
+    for i in 0..axis0.n_chunks() {
+        let start = axis0.chunk_start(i);
+        let rows = axis0.chunk_valid_len(i);
+        manifest
+            .set_range(i as usize, sid, addr + start * row_bytes, rows * row_bytes)
+            .map_err(|e| model_error(ctx, path, e))?;
+    }
+    Ok(Chunks { grid, manifest })
+}
+
+/// The one chunk of a compact dataset whose raw data (in the object header) is `data`,
+/// copied inline.
+pub(crate) fn compact_refs(
+    ctx: &Ctx,
+    data: &[u8],
+    shape: &[u64],
+    esize: usize,
+    path: &str,
+) -> Result<Chunks, Hdf5Error> {
+    let cs: Vec<u64> = shape.iter().map(|&d| d.max(1)).collect();
+    let grid = ChunkGrid::regular(shape, &cs).map_err(|e| model_error(ctx, path, e))?;
+    let (mut manifest, _) = new_manifest(ctx, &grid, path)?;
+    let nelem: u64 = shape.iter().product();
+    if nelem == 0 {
+        return Ok(Chunks { grid, manifest });
+    }
+    // Compact data lives in the object header, at most 64 KiB.
+    let nbytes = usize::try_from(nelem * esize as u64)
+        .ok()
+        .filter(|&n| n <= 1 << 16)
+        .ok_or_else(|| ctx.object_error(path, "compact dataset larger than 64 KiB"))?;
+    // The library refuses a compact dataset whose data is not exactly its elements.
+    if data.len() != nbytes {
+        return Err(ctx.object_error(
+            path,
+            format!(
+                "compact data unreadable: {} bytes stored for {nbytes} bytes of elements",
+                data.len()
+            ),
+        ));
+    }
+    manifest
+        .set_inline(0, data.to_vec())
+        .map_err(|e| model_error(ctx, path, e))?;
+    Ok(Chunks { grid, manifest })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copy_valid;
+
+    #[test]
+    fn copies_the_valid_corner_only() {
+        // A 3x4 chunk of 1-byte elements, valid 2x3.
+        let src: Vec<u8> = (1..=12).collect();
+        let mut dst = vec![0u8; 12];
+        copy_valid(&src, &mut dst, &[3, 4], &[2, 3], 1);
+        assert_eq!(dst, vec![1, 2, 3, 0, 5, 6, 7, 0, 0, 0, 0, 0]);
+        // 1-D, 2-byte elements.
+        let src: Vec<u8> = (1..=8).collect();
+        let mut dst = vec![9u8; 8];
+        copy_valid(&src, &mut dst, &[4], &[3], 2);
+        assert_eq!(dst, vec![1, 2, 3, 4, 5, 6, 9, 9]);
+        // 3-D, nothing valid on one axis.
+        let mut dst = vec![7u8; 8];
+        copy_valid(&[0; 8], &mut dst, &[2, 2, 2], &[2, 0, 2], 1);
+        assert_eq!(dst, vec![7; 8]);
+        let src: Vec<u8> = (0..8).collect();
+        let mut dst = vec![0u8; 8];
+        copy_valid(&src, &mut dst, &[2, 2, 2], &[2, 1, 2], 1);
+        assert_eq!(dst, vec![0, 1, 0, 0, 4, 5, 0, 0]);
+    }
+}

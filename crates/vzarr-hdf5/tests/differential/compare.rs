@@ -1,0 +1,350 @@
+//! Scanning one file with both scanners and telling every difference: which group or array,
+//! which field, both values.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use vzarr_core::{Attributes, ChunkRef, VirtualArray, VirtualDataset};
+use vzarr_source::{ByteSource, LocalFile};
+
+/// Counts of what was compared.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Stats {
+    /// Files scanned by both scanners and compared.
+    pub files: usize,
+    /// Scans compared (a file may be scanned with several options).
+    pub scans: usize,
+    pub groups: usize,
+    pub arrays: usize,
+    /// Manifest entries compared (stored, inline and missing).
+    pub chunks: u64,
+    /// Of which stored by reference.
+    pub referenced: u64,
+    /// Of which inline (compact data, re-encoded masked chunks).
+    pub inline: u64,
+    pub attributes: usize,
+    pub skipped: usize,
+    /// Files both scanners refuse (compared as both failing).
+    pub both_fail: usize,
+    /// Arrays whose chunk positions libhdf5 gets wrong (see `libhdf5_misnumbered`), compared
+    /// as sets of references.
+    pub libhdf5_misnumbered: usize,
+    /// Files libhdf5 cannot read (see `libhdf5_cannot_open`), scanned natively only.
+    pub libhdf5_refuses: usize,
+    /// Differences found.
+    pub differences: usize,
+}
+
+impl Stats {
+    pub(crate) fn add(&mut self, o: &Stats) {
+        self.files += o.files;
+        self.scans += o.scans;
+        self.groups += o.groups;
+        self.arrays += o.arrays;
+        self.chunks += o.chunks;
+        self.referenced += o.referenced;
+        self.inline += o.inline;
+        self.attributes += o.attributes;
+        self.skipped += o.skipped;
+        self.both_fail += o.both_fail;
+        self.libhdf5_misnumbered += o.libhdf5_misnumbered;
+        self.libhdf5_refuses += o.libhdf5_refuses;
+        self.differences += o.differences;
+    }
+}
+
+/// How the native scanner reads the file's bytes in one comparison.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Bytes {
+    /// [`vzarr_hdf5::ScanOptions::local`].
+    Local,
+    /// No head, 512-byte blocks, 4 KiB of cache: every structure takes the miss and
+    /// prefetch paths of the block cache.
+    TinyCache,
+}
+
+/// The libhdf5 scanner's result, or its error as text.
+pub(crate) fn oracle(path: &Path, split: Option<u64>) -> Result<VirtualDataset, String> {
+    let o = vzarr_hdf5_oracle::ScanOptions {
+        split_contiguous_bytes: split,
+    };
+    vzarr_hdf5_oracle::scan_file(path, &o).map_err(|e| e.to_string())
+}
+
+/// The native scanner's result, or its error as text.
+pub(crate) fn native(
+    path: &Path,
+    split: Option<u64>,
+    bytes: Bytes,
+) -> Result<VirtualDataset, String> {
+    let src: Arc<dyn ByteSource> = Arc::new(LocalFile::open(path).map_err(|e| e.to_string())?);
+    let mut o = vzarr_hdf5::ScanOptions::local().with_split_contiguous_bytes(split);
+    if let Bytes::TinyCache = bytes {
+        o.head_bytes = 0;
+        o.block_size = 512;
+        o.cache_capacity = 4096;
+    }
+    vzarr_hdf5::scan(src, &o).map_err(|e| e.report())
+}
+
+fn short(v: &impl std::fmt::Debug) -> String {
+    let s = format!("{v:?}");
+    if s.len() > 300 {
+        format!("{}... ({} chars)", &s[..300], s.len())
+    } else {
+        s
+    }
+}
+
+fn diff_attributes(what: &str, a: &Attributes, b: &Attributes, out: &mut Vec<String>) {
+    let ka: Vec<&String> = a.keys().collect();
+    let kb: Vec<&String> = b.keys().collect();
+    if ka != kb {
+        out.push(format!(
+            "{what}: attribute names (in order): oracle {ka:?}, native {kb:?}"
+        ));
+    }
+    for (k, va) in a {
+        if let Some(vb) = b.get(k)
+            && va != vb
+        {
+            out.push(format!(
+                "{what}: attribute {k:?}: oracle {}, native {}",
+                short(va),
+                short(vb)
+            ));
+        }
+    }
+}
+
+fn chunk_text(r: &ChunkRef) -> String {
+    match r {
+        ChunkRef::Missing => "missing".into(),
+        ChunkRef::Inline(b) => format!("inline {} bytes {:?}", b.len(), &b[..b.len().min(16)]),
+        ChunkRef::Range {
+            source,
+            offset,
+            length,
+        } => format!("{source} [{offset}, +{length}]"),
+    }
+}
+
+fn diff_array(
+    path: &str,
+    a: &VirtualArray,
+    b: &VirtualArray,
+    as_sets: bool,
+    out: &mut Vec<String>,
+) {
+    let w = format!("array {path}");
+    let mut field = |name: &str, x: String, y: String| {
+        if x != y {
+            out.push(format!("{w}: {name}: oracle {x}, native {y}"));
+        }
+    };
+    field("data type", short(&a.data_type), short(&b.data_type));
+    field("endian", short(&a.endian), short(&b.endian));
+    field("fill value", short(&a.fill_value), short(&b.fill_value));
+    field("codecs", short(&a.codecs), short(&b.codecs));
+    field(
+        "dimension names",
+        short(&a.dimension_names),
+        short(&b.dimension_names),
+    );
+    field("chunk grid", short(&a.grid), short(&b.grid));
+    diff_attributes(&w, &a.attributes, &b.attributes, out);
+    let (ma, mb) = (&a.manifest, &b.manifest);
+    if ma.len() != mb.len() {
+        out.push(format!(
+            "{w}: manifest: oracle {} chunks, native {}",
+            ma.len(),
+            mb.len()
+        ));
+        return;
+    }
+    if as_sets {
+        // libhdf5 puts some chunks at wrong positions (some past the extent, dropped): every
+        // reference it gives must be in the native manifest; the native positions are
+        // checked against the values libhdf5 reads (`crate::raw::check_chunk_positions`).
+        let sb: BTreeSet<String> = mb.iter().map(|r| chunk_text(&r)).collect();
+        let missing: Vec<String> = ma
+            .iter()
+            .filter(|r| !matches!(r, ChunkRef::Missing))
+            .map(|r| chunk_text(&r))
+            .filter(|t| !sb.contains(t))
+            .collect();
+        if !missing.is_empty() {
+            out.push(format!(
+                "{w}: references of the oracle not in the native manifest: {missing:?}"
+            ));
+        }
+        return;
+    }
+    let mut shown = 0;
+    let mut count = 0;
+    for i in 0..ma.len() {
+        let (x, y) = (ma.get(i), mb.get(i));
+        if x != y {
+            count += 1;
+            if shown < 5 {
+                shown += 1;
+                out.push(format!(
+                    "{w}: chunk {:?}: oracle {}, native {}",
+                    a.grid.chunk_index(i as u64),
+                    chunk_text(&x),
+                    chunk_text(&y)
+                ));
+            }
+        }
+    }
+    if count > shown {
+        out.push(format!("{w}: ... {} more chunks differ", count - shown));
+    }
+}
+
+/// Every difference between two scans of one file, readable.
+pub(crate) fn differences(
+    a: &VirtualDataset,
+    b: &VirtualDataset,
+    misnumbered: &BTreeSet<String>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let ga: Vec<&String> = a.groups.keys().collect();
+    let gb: Vec<&String> = b.groups.keys().collect();
+    if ga != gb {
+        out.push(format!("groups: oracle {ga:?}, native {gb:?}"));
+    }
+    for (k, g) in &a.groups {
+        if let Some(h) = b.groups.get(k) {
+            diff_attributes(
+                &format!("group {k:?}"),
+                &g.attributes,
+                &h.attributes,
+                &mut out,
+            );
+        }
+    }
+    let aa: Vec<&String> = a.arrays.keys().collect();
+    let ab: Vec<&String> = b.arrays.keys().collect();
+    if aa != ab {
+        out.push(format!("arrays: oracle {aa:?}, native {ab:?}"));
+    }
+    for (k, x) in &a.arrays {
+        if let Some(y) = b.arrays.get(k) {
+            diff_array(k, x, y, misnumbered.contains(k), &mut out);
+        }
+    }
+    if a.skipped != b.skipped {
+        let n = a.skipped.len().max(b.skipped.len());
+        for i in 0..n {
+            let (x, y) = (a.skipped.get(i), b.skipped.get(i));
+            if x != y {
+                out.push(format!("skipped[{i}]: oracle {x:?}, native {y:?}"));
+            }
+        }
+    }
+    if a.unlimited_dims != b.unlimited_dims {
+        out.push(format!(
+            "unlimited dims: oracle {:?}, native {:?}",
+            a.unlimited_dims, b.unlimited_dims
+        ));
+    }
+    if a.provenance != b.provenance {
+        out.push("provenance differs".into());
+    }
+    out
+}
+
+/// Counts what two equal scans hold.
+pub(crate) fn count(ds: &VirtualDataset, st: &mut Stats) {
+    st.scans += 1;
+    st.groups += ds.groups.len();
+    st.arrays += ds.arrays.len();
+    st.skipped += ds.skipped.len();
+    st.attributes += ds
+        .groups
+        .values()
+        .map(|g| g.attributes.len())
+        .sum::<usize>();
+    for a in ds.arrays.values() {
+        st.attributes += a.attributes.len();
+        let s = a.manifest.stats();
+        st.chunks += a.manifest.len() as u64;
+        st.referenced += s.referenced;
+        st.inline += s.inline;
+    }
+}
+
+/// Compares the two scans of `path` (with `split`, native bytes read as `bytes`); returns the
+/// differences, already printed, and adds to `st`. Both failing counts as agreement.
+pub(crate) fn compare(
+    path: &Path,
+    split: Option<u64>,
+    bytes: Bytes,
+    st: &mut Stats,
+) -> Vec<String> {
+    let misnumbered = crate::libhdf5_misnumbered(path);
+    // The native scan goes first: a file with a hard-link cycle would send the libhdf5
+    // scanner into unbounded recursion (see `oracle_would_recurse`).
+    let b = native(path, split, bytes);
+    if let Ok(ds) = &b
+        && crate::oracle_would_recurse(ds)
+    {
+        println!(
+            "note: {}: hard-link cycle; the libhdf5 scanner would recurse without end, \
+             compared with the native scan only",
+            path.display()
+        );
+        return Vec::new();
+    }
+    let a = oracle(path, split);
+    let diffs = match (&a, &b) {
+        (Ok(x), Ok(y)) => {
+            let mut d = differences(x, y, &misnumbered);
+            if d.is_empty() {
+                count(x, st);
+                for p in misnumbered.iter().filter(|p| y.arrays.contains_key(*p)) {
+                    st.libhdf5_misnumbered += 1;
+                    let checked = crate::raw::check_chunk_positions(path, p, &y.arrays[p]);
+                    assert!(checked > 0, "{}: {p}: no chunk checked", path.display());
+                }
+                if misnumbered.is_empty() {
+                    let kx = vzarr_kerchunk::to_bytes(x).map_err(|e| e.to_string());
+                    let ky = vzarr_kerchunk::to_bytes(y).map_err(|e| e.to_string());
+                    if kx != ky {
+                        d.push("kerchunk bytes differ".into());
+                    }
+                }
+            }
+            d
+        }
+        (Err(_), Err(_)) => {
+            st.both_fail += 1;
+            Vec::new()
+        }
+        (Ok(_), Err(e)) => vec![format!("native fails, oracle scans: {e}")],
+        (Err(e), Ok(y)) if crate::libhdf5_cannot_open(path, e) => {
+            println!(
+                "note: {}: libhdf5 cannot open a dataset with an unlimited dimension in a file \
+                 with lengths of fewer than 8 bytes; native scan only",
+                path.display()
+            );
+            st.libhdf5_refuses += 1;
+            count(y, st);
+            Vec::new()
+        }
+        (Err(e), Ok(_)) => vec![format!("oracle fails ({e}), native scans")],
+    };
+    if !diffs.is_empty() {
+        println!(
+            "DIFFERENCES in {} (split {split:?}, {bytes:?}):",
+            path.display()
+        );
+        for d in &diffs {
+            println!("  {d}");
+        }
+    }
+    st.differences += diffs.len();
+    diffs
+}
