@@ -295,7 +295,16 @@ pub(crate) fn contiguous_refs(
         .try_fold(esize as u64, |a, &d| a.checked_mul(d))
         .unwrap_or(0);
     let grid = match (ctx.opts.split_contiguous_bytes, shape.first()) {
-        (Some(target), Some(&n0)) if nbytes > target && row_bytes > 0 && n0 > 1 => {
+        // Only written data is split (a never-written dataset has no bytes to point at), and
+        // into no more chunks than an array may reference.
+        (Some(target), Some(&n0))
+            if nbytes > target
+                && row_bytes > 0
+                && n0 > 1
+                && address.is_some()
+                && n0 / (target / row_bytes).clamp(1, n0)
+                    <= vzarr_core::limits::MAX_ARRAY_REFERENCES =>
+        {
             let rows = (target / row_bytes).clamp(1, n0);
             let mut edges = vec![rows; (n0 / rows) as usize];
             if n0 % rows != 0 {

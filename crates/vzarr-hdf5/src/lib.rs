@@ -65,7 +65,7 @@ mod walk;
 
 pub use error::Hdf5Error;
 pub use storage::SourceStorage;
-pub use walk::scan;
+pub use walk::{scan, scan_with_head};
 
 /// Options of a scan: what to virtualise and how to read the bytes.
 ///

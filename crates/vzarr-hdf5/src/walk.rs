@@ -7,6 +7,8 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use vzarr_core::{Group, SkippedVariable, VirtualArray, VirtualDataset};
 use vzarr_hdf5_format::{
     Attribute, DataspaceKind, File, Layout, LinkTarget, ObjectHeader, ObjectKind, UNLIMITED,
@@ -81,15 +83,28 @@ impl Ctx<'_> {
 /// Scans an HDF5 or NetCDF4 source into a virtual dataset whose chunks point into it (at
 /// [`ByteSource::url`]). The provenance is left empty for the caller to fill.
 pub fn scan(src: Arc<dyn ByteSource>, opts: &ScanOptions) -> Result<VirtualDataset, Hdf5Error> {
+    scan_with_head(src, &Bytes::new(), opts)
+}
+
+/// [`scan`] of a source whose first bytes (`head`) were already fetched, e.g. by the request
+/// that opened it.
+pub fn scan_with_head(
+    src: Arc<dyn ByteSource>,
+    head: &Bytes,
+    opts: &ScanOptions,
+) -> Result<VirtualDataset, Hdf5Error> {
     let url = src.url().to_string();
     let file_size = src.size();
     let storage = SourceStorage::new(src, opts.block_size, opts.cache_capacity);
-    storage
-        .read_head(opts.head_bytes)
-        .map_err(|source| Hdf5Error::Source {
-            url: url.clone(),
-            source: Box::new(source),
-        })?;
+    storage.cache().seed_head(head);
+    if (head.len() as u64) < opts.head_bytes.min(file_size) {
+        storage
+            .read_head(opts.head_bytes)
+            .map_err(|source| Hdf5Error::Source {
+                url: url.clone(),
+                source: Box::new(source),
+            })?;
+    }
     let file = File::open(Arc::new(storage.clone())).map_err(|source| Hdf5Error::Open {
         url: url.clone(),
         source: Box::new(source),
@@ -112,7 +127,36 @@ pub fn scan(src: Arc<dyn ByteSource>, opts: &ScanOptions) -> Result<VirtualDatas
         object: "/".into(),
         source: Box::new(source),
     })?;
+    keep_small_arrays(&mut ctx.out, &storage);
     Ok(ctx.out)
+}
+
+/// Arrays whose references add up to at most this many bytes (coordinates, mostly) keep the
+/// bytes the scan already holds, so that the planner need not fetch them again.
+const KEEP_FETCHED_BYTES: u64 = 64 << 10;
+
+/// Keeps, beside the references of small arrays, the chunk bytes that are in the cache.
+fn keep_small_arrays(out: &mut VirtualDataset, storage: &SourceStorage) {
+    for a in out.arrays.values_mut() {
+        if a.manifest.stats().referenced_bytes > KEEP_FETCHED_BYTES {
+            continue;
+        }
+        let ranges: Vec<(usize, std::ops::Range<u64>)> = a
+            .manifest
+            .iter_stored()
+            .filter_map(|(i, r)| match r {
+                vzarr_core::ChunkRef::Range { offset, length, .. } => {
+                    Some((i, offset..offset.checked_add(length)?))
+                }
+                _ => None,
+            })
+            .collect();
+        for (i, r) in ranges {
+            if let Some(b) = storage.cache().cached(&r) {
+                a.manifest.keep_fetched(i, b);
+            }
+        }
+    }
 }
 
 fn join(parent: &str, name: &str) -> String {

@@ -175,9 +175,13 @@ fn build_array(
     } else {
         check(&|| "data".into(), Some(var.begin), var.slab_bytes)?;
         let rows = var.shape.first().copied().unwrap_or(0);
-        let split = opts
-            .split_contiguous_bytes
-            .filter(|&target| var.slab_bytes > target && rows > 1);
+        // Into no more chunks than an array may reference.
+        let split = opts.split_contiguous_bytes.filter(|&target| {
+            var.slab_bytes > target
+                && rows > 1
+                && rows / (target / (var.slab_bytes / rows).max(1)).clamp(1, rows)
+                    <= MAX_ARRAY_REFERENCES
+        });
         match split {
             Some(target) => {
                 // Whole rows of the outermost axis; the last chunk holds the remaining rows.

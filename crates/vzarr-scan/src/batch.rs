@@ -5,14 +5,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::*;
-use std::sync::Arc;
-
 use vzarr_core::{SourceRecord, VirtualDataset};
-use vzarr_source::{ByteSource, Stores};
 
 use crate::cache::{ScanCache, cache_key};
 use crate::inputs::SourceRef;
-use crate::{ScanError, ScanOptions, scan_opened};
+use crate::{Opened, ScanError, ScanOptions, open_for_scan, scan_opened};
 
 /// Options of [`scan_all`].
 #[derive(Clone, Debug, Default)]
@@ -42,13 +39,14 @@ pub struct Outcome {
     pub cached: bool,
 }
 
-/// The record of a source as it is now, and the source opened where that took opening it.
-fn record_of(source: &SourceRef) -> Result<(SourceRecord, Option<Arc<dyn ByteSource>>), ScanError> {
+/// The record of a source as it is now, and the source opened where that took opening it
+/// (an object: one ranged GET gives both).
+fn record_of(source: &SourceRef) -> Result<(SourceRecord, Option<Opened>), ScanError> {
     match source.local_path() {
         Some(p) => Ok((vzarr_source::local_record(&p)?, None)),
         None => {
-            let src = Stores::default().open_location(source.location())?;
-            Ok((src.record().clone(), Some(src)))
+            let opened = open_for_scan(source)?;
+            Ok((opened.src.record().clone(), Some(opened)))
         }
     }
 }
@@ -63,10 +61,11 @@ fn scan_with_cache(
     if let Some(ds) = cache.and_then(|c| c.get(&key)) {
         return Ok((ds, true));
     }
-    let ds = match opened {
-        Some(src) => scan_opened(source, src.as_ref(), opts)?,
-        None => crate::scan_source(source, opts)?,
+    let opened = match opened {
+        Some(o) => o,
+        None => open_for_scan(source)?,
     };
+    let ds = scan_opened(source, opened, opts)?;
     // The record the scan made must be the one the key was made of; a file that changed
     // while it was scanned is not cached.
     if let Some(c) = cache {

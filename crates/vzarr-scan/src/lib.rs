@@ -9,8 +9,13 @@ pub mod batch;
 pub mod cache;
 pub mod inputs;
 
+use std::sync::Arc;
+
 use vzarr_core::{Provenance, VirtualDataset};
-use vzarr_source::{ByteSource, Format, SniffError, SourceError, Stores, sniff};
+use vzarr_source::{
+    BlockCache, ByteSource, Bytes, Clients, Coalesced, Format, MAX_COALESCED_READ, ObjectSource,
+    REMOTE_COALESCE_GAP, SniffError, SourceError, Stores, sniff,
+};
 
 use crate::inputs::SourceRef;
 
@@ -43,18 +48,10 @@ pub enum ScanError {
     Format(#[from] SniffError),
     /// The HDF5 scanner failed.
     #[error(transparent)]
-    Hdf5(#[from] vzarr_hdf5_oracle::Hdf5Error),
+    Hdf5(#[from] vzarr_hdf5::Hdf5Error),
     /// The NetCDF3 scanner failed.
     #[error(transparent)]
     NetCdf3(#[from] vzarr_netcdf3::Nc3Error),
-    /// An HDF5/NetCDF4 source on object storage (the HDF5 library reads local files only).
-    #[error(
-        "{url}: HDF5/NetCDF4 sources on object storage are not yet supported (the HDF5 library reads local files only); copy the file locally or mount the bucket"
-    )]
-    RemoteHdf5 {
-        /// The source URL.
-        url: String,
-    },
     /// A local path (input, catalog or cache directory) could not be read.
     #[error("{path}: {source}")]
     Io {
@@ -111,34 +108,61 @@ pub enum ScanError {
     },
 }
 
-/// Scans one source of any supported format, local or remote; the result's provenance
-/// records the source as opened (size, modification time, ETag).
-pub fn scan_source(source: &SourceRef, opts: &ScanOptions) -> Result<VirtualDataset, ScanError> {
-    let src = Stores::default().open_location(source.location())?;
-    scan_opened(source, src.as_ref(), opts)
+/// Bytes read from the start of an object on object storage by the request that opens it:
+/// the size, modification time and ETag come with them, and the metadata of most NetCDF and
+/// HDF5 files lies within them.
+pub const REMOTE_HEAD_BYTES: u64 = 1 << 20;
+
+/// A source opened for scanning, with the bytes of its head already fetched.
+pub(crate) struct Opened {
+    pub(crate) src: Arc<dyn ByteSource>,
+    pub(crate) head: Bytes,
 }
 
-/// Scans a source already opened as `src`.
+/// Opens a source for scanning: a local file as it is; an object in one ranged GET of its
+/// first [`REMOTE_HEAD_BYTES`] (no HEAD request), behind a block cache seeded with them.
+pub(crate) fn open_for_scan(source: &SourceRef) -> Result<Opened, ScanError> {
+    let loc = source.location();
+    if source.local_path().is_some() {
+        return Ok(Opened {
+            src: Stores::default().open_location(loc)?,
+            head: Bytes::new(),
+        });
+    }
+    let (obj, head) = ObjectSource::open_with_head(Clients::global(), loc, REMOTE_HEAD_BYTES)?;
+    let coalesced = Coalesced::new(obj, REMOTE_COALESCE_GAP, MAX_COALESCED_READ);
+    let cache = BlockCache::new(coalesced, 256 << 10, 64 << 20);
+    cache.seed_head(&head);
+    Ok(Opened {
+        src: Arc::new(cache),
+        head,
+    })
+}
+
+/// Scans one source of any supported format, local or remote; the result's provenance
+/// records the source as opened (size, modification time, ETag, fingerprint).
+pub fn scan_source(source: &SourceRef, opts: &ScanOptions) -> Result<VirtualDataset, ScanError> {
+    scan_opened(source, open_for_scan(source)?, opts)
+}
+
+/// Scans a source already opened.
 pub(crate) fn scan_opened(
     source: &SourceRef,
-    src: &dyn ByteSource,
+    opened: Opened,
     opts: &ScanOptions,
 ) -> Result<VirtualDataset, ScanError> {
-    let mut ds = match sniff(src)? {
+    let src = opened.src;
+    let mut ds = match sniff(src.as_ref())? {
         Format::Hdf5 { .. } => {
-            let Some(path) = source.local_path() else {
-                return Err(ScanError::RemoteHdf5 { url: source.url() });
-            };
-            let o = vzarr_hdf5_oracle::ScanOptions {
-                split_contiguous_bytes: opts.split_contiguous_bytes,
-            };
-            vzarr_hdf5_oracle::scan_file(&path, &o)?
+            let o = vzarr_hdf5::ScanOptions::for_url(src.url())
+                .with_split_contiguous_bytes(opts.split_contiguous_bytes);
+            vzarr_hdf5::scan_with_head(src.clone(), &opened.head, &o)?
         }
         Format::NetCdf3 { .. } => {
             let o = vzarr_netcdf3::ScanOptions {
                 split_contiguous_bytes: opts.split_contiguous_bytes,
             };
-            vzarr_netcdf3::scan(src, &o)?
+            vzarr_netcdf3::scan(src.as_ref(), &o)?
         }
         _ => {
             return Err(ScanError::Format(SniffError::Unrecognised {
@@ -148,7 +172,7 @@ pub(crate) fn scan_opened(
         }
     };
     let mut record = src.record().clone();
-    record.fingerprint = Some(vzarr_source::fingerprint(src)?);
+    record.fingerprint = Some(vzarr_source::fingerprint(src.as_ref())?);
     ds.provenance = Provenance::single(record);
     Ok(ds)
 }
