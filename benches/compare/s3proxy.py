@@ -37,6 +37,8 @@ It binds 127.0.0.1 only and forwards to a loopback upstream only. It stops on SI
 SIGINT, or by itself after --max-seconds, and then writes the counters to --stats-file
 (when given). The port it listens on (a free one unless --port is given) is printed on
 stdout as ``listening 127.0.0.1:PORT`` and written to --port-file.
+
+test_s3proxy.py (next to this file, stdlib only) tests the framing and the counters.
 """
 
 from __future__ import annotations
