@@ -17,6 +17,11 @@ Writes four archives under WORKDIR and a description of each (WORKDIR/archives.j
                    time coordinate is a record variable too
   d_nc4_daily_month  archive (a) with one chunk per month along time: after concatenation
                    the time axis has 31, 28, 31, 30, ... chunk edges (rectilinear)
+  m_nc4_monthly24  24 monthly NetCDF4 files (2021-2022), daily tas float32 on a 96x192
+                   grid, time chunk 1, shuffle + deflate level 1, the CF layout of (a) (time
+                   with bounds, lat/lon with bounds); the same size in --quick. The monthly
+                   archive of the object-storage cases (bench.py s3m); generated only when
+                   asked for by name
 
 Every value comes from a seeded generator, so a second run writes the same data. An archive
 is regenerated only when its parameters (or this generator's version) change: a stamp file
@@ -54,7 +59,13 @@ def params(quick: bool) -> dict[str, dict]:
         "c_nc3_records": {"kind": "nc3", "months": 20 if quick else 200, "start": [1990, 1],
                           "nlat": 73, "nlon": 144, "vars": ["air", "uwnd", "vwnd"]},
         "d_nc4_daily_month": {**nc4, "time_chunk": "month"},
+        "m_nc4_monthly24": {**nc4, "months": 24, "start": [2021, 1], "nlat": 96, "nlon": 192,
+                            "vars": ["tas"], "time_chunk": "1"},
     }
+
+
+# Archives generate() writes when not given names: the local cases of bench.py.
+DEFAULT = ("a_nc4_daily_t1", "b_hdf5_chunks", "c_nc3_records", "d_nc4_daily_month")
 
 
 def months(start: list[int], n: int) -> list[tuple[int, int]]:
@@ -257,7 +268,7 @@ def describe(name: str, p: dict, adir: Path) -> dict:
 def fname(name: str, p: dict, y: int, m: int) -> str:
     if p["kind"] == "nc3":
         return "ncep_like_%04d%02d.nc" % (y, m)
-    return "tas_pr_psl_day_%04d%02d.nc" % (y, m)
+    return "%s_day_%04d%02d.nc" % ("_".join(p["vars"]), y, m)
 
 
 def job(args: tuple) -> str:
@@ -266,10 +277,19 @@ def job(args: tuple) -> str:
     return path
 
 
-def generate(work: Path, quick: bool, jobs: int) -> dict:
+def generate(work: Path, quick: bool, jobs: int, names=None) -> dict:
+    """Writes the archives named (default: DEFAULT) that are missing or out of date; returns
+    the description of each (also written to WORK/archives.json, merged with the
+    descriptions already there)."""
     work.mkdir(parents=True, exist_ok=True)
+    names = set(DEFAULT if names is None else names)
+    unknown = names - set(params(quick))
+    if unknown:
+        raise ValueError(f"unknown archive(s): {', '.join(sorted(unknown))}")
     out = {}
     for name, p in params(quick).items():
+        if name not in names:
+            continue
         adir = work / name
         want = {"gen_version": GEN_VERSION, "params": p}
         stamp = adir / STAMP
@@ -296,7 +316,13 @@ def generate(work: Path, quick: bool, jobs: int) -> dict:
             stamp.write_text(json.dumps(want))
         desc["bytes"] = sum(os.path.getsize(f) for f in desc["files"])
         out[name] = desc
-    (work / "archives.json").write_text(json.dumps(out, indent=1))
+    index = work / "archives.json"
+    try:
+        known = json.loads(index.read_text())
+    except (OSError, ValueError):
+        known = {}
+    known = {k: v for k, v in known.items() if k in params(quick) and k not in out}
+    index.write_text(json.dumps({**known, **out}, indent=1))
     return out
 
 
@@ -305,8 +331,11 @@ def main() -> int:
     ap.add_argument("work")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--names", help="comma-separated archive names (default: the local "
+                    "cases, " + ", ".join(DEFAULT) + ")")
     a = ap.parse_args()
-    generate(Path(a.work).resolve(), a.quick, a.jobs)
+    names = a.names.split(",") if a.names else None
+    generate(Path(a.work).resolve(), a.quick, a.jobs, names)
     return 0
 
 

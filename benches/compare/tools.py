@@ -2,11 +2,20 @@
 
 Each subcommand runs in its own process, started (and timed) by bench.py:
 
-  tools.py kerchunk     --format hdf5|nc3 [--concat-dim time --identical lat,lon] -o OUT FILES...
-  tools.py virtualizarr --format hdf5|nc3 [--concat-dim time] -o OUT FILES...
+  tools.py kerchunk     --format hdf5|nc3 [--concat-dim time --identical lat,lon]
+                        [--s3-endpoint URL] -o OUT FILES...
+  tools.py virtualizarr --format hdf5|nc3 [--concat-dim time] [--s3-endpoint URL] -o OUT FILES...
   tools.py floor FILE DATASET          h5py: open the file, Dataset.id.chunk_iter, nothing else
-  tools.py check OUT ARCHIVES_JSON NAME   open OUT with xarray (zarr engine through fsspec's
-                                       ReferenceFileSystem), check shapes and a few values
+  tools.py check [--s3-endpoint URL] OUT ARCHIVES_JSON NAME   open OUT with xarray (zarr
+                                       engine through fsspec's ReferenceFileSystem), check
+                                       shapes and a few values against the local files
+
+Object storage (bench.py's s3 cases): with --s3-endpoint, FILES is one s3://BUCKET/PREFIX/
+that the tool lists itself (kerchunk through s3fs, VirtualiZarr through obstore), and every
+file is read from that S3 endpoint (credentials test/test, region us-east-1, plain HTTP):
+kerchunk through s3fs (storage_options with client_kwargs.endpoint_url), VirtualiZarr through
+an obstore S3Store in its registry. The check reads the s3:// references of OUT through
+fsspec's s3 (s3fs) at its own --s3-endpoint.
 
 The peers are used as their documentation shows: kerchunk SingleHdf5ToZarr / NetCDF3ToZarr per
 file, MultiZarrToZarr to combine, the references written as JSON; VirtualiZarr
@@ -30,6 +39,43 @@ def emit(**kw) -> None:
     print(json.dumps(kw), flush=True)
 
 
+# --- object storage -------------------------------------------------------------------------
+
+S3_KEY = S3_SECRET = "test"
+S3_REGION = "us-east-1"
+
+
+def s3fs_options(endpoint: str) -> dict:
+    """fsspec storage_options of an s3fs filesystem at a local S3 endpoint."""
+    return {"key": S3_KEY, "secret": S3_SECRET,
+            "client_kwargs": {"endpoint_url": endpoint, "region_name": S3_REGION}}
+
+
+def split_s3(url: str) -> tuple[str, str]:
+    """("bucket", "prefix/") of "s3://bucket/prefix/"."""
+    if not url.startswith("s3://"):
+        raise SystemExit(f"expected an s3:// URL, got {url}")
+    bucket, _, prefix = url[len("s3://"):].partition("/")
+    return bucket, prefix
+
+
+def mzz_remote_options(options: dict | None) -> dict | None:
+    """remote_options for MultiZarrToZarr. It reads the values that the per-file references do
+    not inline (NetCDF3 time records) through zarr, on zarr's own event loop; the s3fs
+    instance that the scan made (and fsspec cached) holds an aiohttp session of fsspec's loop
+    and fails there ("... attached to a different loop", zarr-python issue 3487), so the
+    combine asks for a fresh instance, whose session is made on zarr's loop."""
+    return None if options is None else {**options, "skip_instance_cache": True}
+
+
+def list_s3fs(prefix_url: str, options: dict) -> list[str]:
+    """The .nc files under an s3:// prefix, listed through s3fs (one LIST request), sorted."""
+    import fsspec
+
+    fs = fsspec.filesystem("s3", **options)
+    return sorted("s3://" + p for p in fs.glob(prefix_url.rstrip("/") + "/*.nc"))
+
+
 # --- kerchunk 0.2.10 ------------------------------------------------------------------
 
 
@@ -40,17 +86,22 @@ def run_kerchunk(a) -> None:
     from kerchunk.netCDF3 import NetCDF3ToZarr
 
     t_import = time.perf_counter()
+    files, options, protocol = a.files, None, "file"
+    if a.s3_endpoint:
+        options, protocol = s3fs_options(a.s3_endpoint), "s3"
+        files = list_s3fs(a.files[0], options)
     refs = []
-    for path in a.files:
+    for path in files:
         if a.format == "hdf5":
-            refs.append(SingleHdf5ToZarr(path).translate())
+            refs.append(SingleHdf5ToZarr(path, storage_options=options).translate())
         else:
-            refs.append(NetCDF3ToZarr(path).translate())
+            refs.append(NetCDF3ToZarr(path, storage_options=options).translate())
     t_scan = time.perf_counter()
     if a.concat_dim:
         mzz = MultiZarrToZarr(refs, concat_dims=[a.concat_dim],
                               identical_dims=a.identical.split(",") if a.identical else None,
-                              remote_protocol="file")
+                              remote_protocol=protocol,
+                              remote_options=mzz_remote_options(options))
         out = mzz.translate()
     else:
         out = refs[0]
@@ -73,13 +124,17 @@ def run_virtualizarr(a) -> None:
     from virtualizarr.parsers import HDFParser, NetCDF3Parser
 
     t_import = time.perf_counter()
-    # One local store for the archive's directory, as the VirtualiZarr docs show for local files.
-    root = os.path.dirname(os.path.commonpath([os.path.abspath(p) for p in a.files])) \
-        if len(a.files) == 1 else os.path.commonpath([os.path.abspath(p) for p in a.files])
-    registry = ObjectStoreRegistry({f"file://{root}": LocalStore(prefix=root)})
+    if a.s3_endpoint:
+        registry, urls = s3_registry(a.files[0], a.s3_endpoint)
+    else:
+        # One local store for the archive's directory, as the VirtualiZarr docs show for
+        # local files.
+        root = os.path.dirname(os.path.commonpath([os.path.abspath(p) for p in a.files])) \
+            if len(a.files) == 1 else os.path.commonpath([os.path.abspath(p) for p in a.files])
+        registry = ObjectStoreRegistry({f"file://{root}": LocalStore(prefix=root)})
+        urls = [f"file://{os.path.abspath(p)}" for p in a.files]
     parser = HDFParser() if a.format == "hdf5" else NetCDF3Parser()
-    vdss = [open_virtual_dataset(url=f"file://{os.path.abspath(p)}", registry=registry,
-                                 parser=parser) for p in a.files]
+    vdss = [open_virtual_dataset(url=url, registry=registry, parser=parser) for url in urls]
     t_scan = time.perf_counter()
     if a.concat_dim:
         vds = xr.concat(vdss, dim=a.concat_dim, coords="minimal", compat="override",
@@ -91,6 +146,22 @@ def run_virtualizarr(a) -> None:
     t_write = time.perf_counter()
     emit(imports=t_import - T_START, scan=t_scan - t_import, combine=t_combine - t_scan,
          write=t_write - t_combine)
+
+
+def s3_registry(prefix_url: str, endpoint: str):
+    """An ObjectStoreRegistry with one obstore S3Store for the bucket of prefix_url (at a local
+    endpoint, plain HTTP), and the .nc files under the prefix listed through that store."""
+    import obstore
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import S3Store
+
+    bucket, prefix = split_s3(prefix_url)
+    store = S3Store(bucket, endpoint=endpoint, access_key_id=S3_KEY,
+                    secret_access_key=S3_SECRET, region=S3_REGION,
+                    client_options={"allow_http": True})
+    paths = [m["path"] for batch in obstore.list(store, prefix=prefix) for m in batch]
+    urls = sorted(f"s3://{bucket}/{p}" for p in paths if p.endswith(".nc"))
+    return ObjectStoreRegistry({f"s3://{bucket}": store}), urls
 
 
 # --- the floor: chunk iteration through the HDF5 library ------------------------------------
@@ -117,7 +188,7 @@ def run_floor(a) -> None:
 # --- sanity check of an output --------------------------------------------------------------
 
 
-def open_refs(path: str):
+def open_refs(path: str, s3_endpoint: str | None = None):
     import fsspec
     import xarray as xr
     import zarr
@@ -125,8 +196,12 @@ def open_refs(path: str):
     zarr.config.set({"array.rectilinear_chunks": True})
     with open(path) as f:
         refs = json.load(f)
-    fs = fsspec.filesystem("reference", fo=refs, remote_protocol="file", asynchronous=True,
-                           remote_options={"asynchronous": True})
+    if s3_endpoint:
+        protocol, options = "s3", s3fs_options(s3_endpoint)
+    else:
+        protocol, options = "file", {}
+    fs = fsspec.filesystem("reference", fo=refs, remote_protocol=protocol, asynchronous=True,
+                           remote_options={**options, "asynchronous": True})
     store = zarr.storage.FsspecStore(fs, path="/", read_only=True)
     return xr.open_zarr(store, consolidated=False, decode_times=False,
                         mask_and_scale=False), refs
@@ -139,7 +214,7 @@ def run_check(a) -> None:
     import numpy as np
 
     arch = json.load(open(a.archives))[a.name]
-    ds, refs = open_refs(a.output)
+    ds, refs = open_refs(a.output, a.s3_endpoint)
     problems = []
     for var, shape in arch["expect"].items():
         if var not in ds.variables:
@@ -197,12 +272,14 @@ def main() -> int:
         s.add_argument("--format", choices=["hdf5", "nc3"], required=True)
         s.add_argument("--concat-dim")
         s.add_argument("--identical")
+        s.add_argument("--s3-endpoint", help="read FILES (one s3:// prefix) from this endpoint")
         s.add_argument("-o", "--output", required=True)
         s.add_argument("files", nargs="+")
     s = sub.add_parser("floor")
     s.add_argument("file")
     s.add_argument("dataset")
     s = sub.add_parser("check")
+    s.add_argument("--s3-endpoint", help="where the s3:// references of OUTPUT are read")
     s.add_argument("output")
     s.add_argument("archives")
     s.add_argument("name")
