@@ -49,6 +49,11 @@ fn real_files_match_the_oracle() {
     };
     let mut files = Vec::new();
     files_below(Path::new(&dir), &mut files);
+    assert!(
+        !files.is_empty(),
+        "VZARR_REAL_HDF5_DIR={} holds no HDF5/NetCDF files (run scripts/real-files)",
+        Path::new(&dir).display()
+    );
     let mut total = Stats::default();
     let mut both_fail = Vec::new();
     let mut failed = Vec::new();
