@@ -25,6 +25,18 @@ pub(crate) struct ScanArgs {
     /// first axis (e.g. 4MiB, 512KiB, 1000000).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) split_contiguous: Option<u64>,
+    /// The HDF5/NetCDF4 scanner: native (pure Rust, local files and object storage) or
+    /// libhdf5 (the former scanner, kept as an oracle; local files only).
+    #[arg(long, value_name = "SCANNER", default_value = "native")]
+    pub(crate) hdf5_scanner: Hdf5ScannerArg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Hdf5ScannerArg {
+    /// The pure-Rust scanner.
+    Native,
+    /// The libhdf5 scanner.
+    Libhdf5,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -427,7 +439,12 @@ fn parse_size(s: &str) -> Result<u64, String> {
 
 /// The scan options these flags ask for.
 fn scan_options(a: &ScanArgs) -> vzarr_scan::ScanOptions {
-    vzarr_scan::ScanOptions::default().with_split_contiguous(a.split_contiguous)
+    vzarr_scan::ScanOptions::default()
+        .with_split_contiguous(a.split_contiguous)
+        .with_hdf5_scanner(match a.hdf5_scanner {
+            Hdf5ScannerArg::Native => vzarr_scan::Hdf5Scanner::Native,
+            Hdf5ScannerArg::Libhdf5 => vzarr_scan::Hdf5Scanner::Libhdf5,
+        })
 }
 
 /// The build options these flags ask for.

@@ -84,6 +84,50 @@ fn golden_manifests() {
 }
 
 #[test]
+fn libhdf5_scanner_writes_the_golden_manifests() {
+    // The libhdf5 scanner, kept as an oracle behind --hdf5-scanner, gives the same manifests
+    // as the native default on every HDF5 and NetCDF4 fixture.
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = format!("file://{}", fixtures().display());
+    let mut names_ = names("hdf5");
+    names_.extend(names("netcdf4"));
+    assert!(names_.len() >= 8, "fixture index lists too few files");
+    let mut failures = Vec::new();
+    for name in names_ {
+        let out = dir.path().join(format!("{name}.json"));
+        let o = build(
+            &fixtures().join(&name),
+            &out,
+            &["--hdf5-scanner", "libhdf5"],
+        );
+        assert!(
+            o.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let text = normalise(&std::fs::read_to_string(&out).unwrap(), &prefix);
+        let golden = root().join("manifests").join(format!("{name}.json"));
+        if std::fs::read_to_string(&golden).unwrap() != text {
+            failures.push(name);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "libhdf5 scanner differs on {failures:?}"
+    );
+    // And the flag does choose the scanner: libhdf5's own words on a truncated file.
+    let name = names("hdf5").remove(0);
+    let bytes = std::fs::read(fixtures().join(&name)).unwrap();
+    let cut = dir.path().join("cut.h5");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let cut = cut.to_str().unwrap();
+    let native = text(&vzarr(&["inspect", cut]).stderr);
+    let libhdf5 = text(&vzarr(&["inspect", cut, "--hdf5-scanner", "libhdf5"]).stderr);
+    assert!(!native.contains("H5Fopen"), "{native}");
+    assert!(libhdf5.contains("H5Fopen"), "{libhdf5}");
+}
+
+#[test]
 fn golden_archive_manifest() {
     // The bundled monthly archive combined along time (rectilinear grids, padded chunks
     // trimmed and re-encoded, time re-encoded), compared with manifests/archive.json.

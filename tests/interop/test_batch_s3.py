@@ -101,3 +101,8 @@ def test_every_hdf5_fixture_scans_the_same_from_object_storage(moto_server, tmp_
         lj["vzarr"].pop("allowed_prefixes", None)
         text = json.dumps(rj, sort_keys=True).replace(f"s3://{bucket}/{f.name}", "SRC")
         assert text == json.dumps(lj, sort_keys=True).replace(ls["url"], "SRC"), f.name
+    # The libhdf5 scanner (an oracle behind a flag) reads only local files and says so.
+    f = HDF5_FIXTURES[0]
+    r = vzarr_env(env, "inspect", f"s3://{bucket}/{f.name}", "--hdf5-scanner", "libhdf5")
+    assert r.returncode != 0
+    assert f"s3://{bucket}/{f.name}" in r.stderr and "reads only local files" in r.stderr, r.stderr

@@ -32,13 +32,18 @@ fn fnv1a(s: &str) -> u64 {
 /// The cache key of a source as it is now.
 pub fn cache_key(record: &SourceRecord, opts: &ScanOptions) -> String {
     format!(
-        "vzarr {} record {RECORD_VERSION}|{}|size={}|mtime={:?}|etag={:?}|split={:?}",
+        "vzarr {} record {RECORD_VERSION}|{}|size={}|mtime={:?}|etag={:?}|split={:?}{}",
         env!("CARGO_PKG_VERSION"),
         record.url,
         record.size,
         record.mtime_ns,
         record.etag,
-        opts.split_contiguous_bytes
+        opts.split_contiguous_bytes,
+        // Only a non-default scanner changes the key, so existing caches stay valid.
+        match opts.hdf5_scanner {
+            crate::Hdf5Scanner::Native => String::new(),
+            other => format!("|hdf5={}", other.name()),
+        }
     )
 }
 

@@ -19,6 +19,36 @@ use vzarr_source::{
 
 use crate::inputs::SourceRef;
 
+/// Which scanner reads HDF5 and NetCDF4 files.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Hdf5Scanner {
+    /// The pure-Rust scanner (`vzarr-hdf5`): local files and object storage.
+    #[default]
+    Native,
+    /// The libhdf5 scanner (`vzarr-hdf5-oracle`), kept as an oracle: local files only, and
+    /// only in builds with this crate's `libhdf5` feature.
+    Libhdf5,
+}
+
+impl Hdf5Scanner {
+    /// The scanner's name as users spell it (`native`, `libhdf5`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Hdf5Scanner::Native => "native",
+            Hdf5Scanner::Libhdf5 => "libhdf5",
+        }
+    }
+
+    /// Whether this build can run the scanner.
+    pub fn available(self) -> bool {
+        match self {
+            Hdf5Scanner::Native => true,
+            Hdf5Scanner::Libhdf5 => cfg!(feature = "libhdf5"),
+        }
+    }
+}
+
 /// Options shared by all scanners.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -26,12 +56,20 @@ pub struct ScanOptions {
     /// Split uncompressed contiguous variables larger than this many bytes into virtual chunks
     /// along axis 0. `None` keeps one chunk.
     pub split_contiguous_bytes: Option<u64>,
+    /// The scanner of HDF5 and NetCDF4 files.
+    pub hdf5_scanner: Hdf5Scanner,
 }
 
 impl ScanOptions {
     /// Options splitting contiguous variables above `bytes` (see the field).
     pub fn with_split_contiguous(mut self, bytes: Option<u64>) -> Self {
         self.split_contiguous_bytes = bytes;
+        self
+    }
+
+    /// Options scanning HDF5 and NetCDF4 files with `scanner`.
+    pub fn with_hdf5_scanner(mut self, scanner: Hdf5Scanner) -> Self {
+        self.hdf5_scanner = scanner;
         self
     }
 }
@@ -49,6 +87,21 @@ pub enum ScanError {
     /// The HDF5 scanner failed.
     #[error(transparent)]
     Hdf5(#[from] vzarr_hdf5::Hdf5Error),
+    /// The libhdf5 scanner failed.
+    #[cfg(feature = "libhdf5")]
+    #[error(transparent)]
+    Libhdf5(#[from] vzarr_hdf5_oracle::Hdf5Error),
+    /// The HDF5 scanner asked for cannot scan this source (not in this build, or the
+    /// libhdf5 scanner and a source that is not a local file).
+    #[error("{url}: the {scanner} HDF5 scanner {reason}")]
+    ScannerUnavailable {
+        /// The source URL.
+        url: String,
+        /// The scanner's name.
+        scanner: &'static str,
+        /// Why.
+        reason: &'static str,
+    },
     /// The NetCDF3 scanner failed.
     #[error(transparent)]
     NetCdf3(#[from] vzarr_netcdf3::Nc3Error),
@@ -145,6 +198,32 @@ pub fn scan_source(source: &SourceRef, opts: &ScanOptions) -> Result<VirtualData
     scan_opened(source, open_for_scan(source)?, opts)
 }
 
+/// Scans a local HDF5 file with the libhdf5 scanner.
+#[cfg(feature = "libhdf5")]
+fn scan_libhdf5(source: &SourceRef, opts: &ScanOptions) -> Result<VirtualDataset, ScanError> {
+    let Some(path) = source.local_path() else {
+        return Err(ScanError::ScannerUnavailable {
+            url: source.url(),
+            scanner: Hdf5Scanner::Libhdf5.name(),
+            reason: "reads only local files",
+        });
+    };
+    let o = vzarr_hdf5_oracle::ScanOptions {
+        split_contiguous_bytes: opts.split_contiguous_bytes,
+    };
+    Ok(vzarr_hdf5_oracle::scan_file(&path, &o)?)
+}
+
+/// The libhdf5 scanner is not part of this build.
+#[cfg(not(feature = "libhdf5"))]
+fn scan_libhdf5(source: &SourceRef, _opts: &ScanOptions) -> Result<VirtualDataset, ScanError> {
+    Err(ScanError::ScannerUnavailable {
+        url: source.url(),
+        scanner: Hdf5Scanner::Libhdf5.name(),
+        reason: "is not part of this build (cargo feature `libhdf5`)",
+    })
+}
+
 /// Scans a source already opened.
 pub(crate) fn scan_opened(
     source: &SourceRef,
@@ -153,11 +232,14 @@ pub(crate) fn scan_opened(
 ) -> Result<VirtualDataset, ScanError> {
     let src = opened.src;
     let mut ds = match sniff(src.as_ref())? {
-        Format::Hdf5 { .. } => {
-            let o = vzarr_hdf5::ScanOptions::for_url(src.url())
-                .with_split_contiguous_bytes(opts.split_contiguous_bytes);
-            vzarr_hdf5::scan_with_head(src.clone(), &opened.head, &o)?
-        }
+        Format::Hdf5 { .. } => match opts.hdf5_scanner {
+            Hdf5Scanner::Native => {
+                let o = vzarr_hdf5::ScanOptions::for_url(src.url())
+                    .with_split_contiguous_bytes(opts.split_contiguous_bytes);
+                vzarr_hdf5::scan_with_head(src.clone(), &opened.head, &o)?
+            }
+            Hdf5Scanner::Libhdf5 => scan_libhdf5(source, opts)?,
+        },
         Format::NetCdf3 { .. } => {
             let o = vzarr_netcdf3::ScanOptions {
                 split_contiguous_bytes: opts.split_contiguous_bytes,
