@@ -63,7 +63,8 @@ pub(crate) struct SourceArgs {
     /// Leave out files found in directories or prefixes that match GLOB (repeatable).
     #[arg(long, value_name = "GLOB")]
     pub(crate) exclude: Vec<String>,
-    /// Scanning threads (default: every core).
+    /// Scans in flight at once (default: every core; at least 32 when sources are on object
+    /// storage).
     #[arg(short, long, value_name = "N", default_value_t = 0)]
     pub(crate) jobs: usize,
     /// What to do with a source that cannot be scanned.

@@ -21,7 +21,8 @@ pub enum OnError {
 pub struct BuildOptions {
     /// Options of each scan.
     pub scan: ScanOptions,
-    /// Scanning threads (0: every core).
+    /// Scans in flight at once (0: every core, at least 32 for object storage; see
+    /// [`vzarr_scan::batch::REMOTE_JOBS`]).
     pub jobs: usize,
     /// Bad sources: stop or skip.
     pub on_error: OnError,

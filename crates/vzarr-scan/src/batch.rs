@@ -11,10 +11,15 @@ use crate::cache::{ScanCache, cache_key};
 use crate::inputs::SourceRef;
 use crate::{Opened, ScanError, ScanOptions, open_for_scan, scan_opened};
 
+/// Scans in flight at once by default when a batch holds sources on object storage: their
+/// time goes to request latency, not to the CPU, so many more than the cores are kept busy.
+pub const REMOTE_JOBS: usize = 32;
+
 /// Options of [`scan_all`].
 #[derive(Clone, Debug, Default)]
 pub struct BatchOptions {
-    /// Threads; 0 uses every core.
+    /// Threads; 0 chooses: every core for local files, at least [`REMOTE_JOBS`] when a source
+    /// is on object storage (never more than there are sources).
     pub jobs: usize,
     /// Options of each scan.
     pub scan: ScanOptions,
@@ -153,11 +158,27 @@ pub fn scan_all(
             .collect::<Vec<_>>()
     };
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.jobs)
+        .num_threads(threads(sources, opts.jobs))
         .thread_name(|i| format!("vzarr-scan-{i}"))
         .build()
         .map_err(|e| ScanError::Threads(std::io::Error::other(e)))?;
     Ok(pool.install(work))
+}
+
+/// Threads of a batch: `jobs` when given, else every core, raised to [`REMOTE_JOBS`] when a
+/// source is on object storage, and never more than the sources (at least 1).
+fn threads(sources: &[SourceRef], jobs: usize) -> usize {
+    if jobs > 0 {
+        return jobs;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let remote = sources.iter().any(|s| s.local_path().is_none());
+    let want = if remote {
+        cores.max(REMOTE_JOBS)
+    } else {
+        cores
+    };
+    want.min(sources.len()).max(1)
 }
 
 /// Totals of a batch, for the summary.
@@ -202,5 +223,29 @@ impl BatchSummary {
             scan_seconds: started.elapsed().as_secs_f64(),
             ..Default::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refs(urls: &[&str]) -> Vec<SourceRef> {
+        urls.iter().map(|u| SourceRef::parse(u).unwrap()).collect()
+    }
+
+    #[test]
+    fn threads_follow_the_kind_of_sources() {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let local = refs(&["/data/a.nc"; 200]);
+        assert_eq!(threads(&local, 0), cores.min(200));
+        assert_eq!(threads(&local, 3), 3);
+        let mut mixed = local.clone();
+        mixed.extend(refs(&["s3://bucket/b.nc"]));
+        assert_eq!(threads(&mixed, 0), cores.max(REMOTE_JOBS));
+        assert_eq!(threads(&mixed, 2), 2);
+        // Never more threads than sources, never none.
+        assert_eq!(threads(&refs(&["s3://bucket/b.nc"; 3]), 0), 3);
+        assert_eq!(threads(&[], 0), 1);
     }
 }
