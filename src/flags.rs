@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use vzarr_build::shard::Shard;
 use vzarr_build::{BuildOptions, OnError};
@@ -78,7 +78,7 @@ pub(crate) struct SourceArgs {
     #[arg(long)]
     pub(crate) strict: bool,
     /// A source whose scan takes longer than SECONDS fails (0: no limit).
-    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_FILE_TIMEOUT)]
     pub(crate) file_timeout: u64,
     #[command(flatten)]
     pub(crate) scan: ScanArgs,
@@ -202,6 +202,15 @@ pub(crate) enum Command {
     /// Serve reads of sources through libhdf5 and netCDF-C for `vzarr verify` (internal).
     #[command(name = "__verify-worker", hide = true)]
     VerifyWorker,
+    /// Scan one local HDF5 file with the libhdf5 scanner for `--hdf5-scanner libhdf5`
+    /// (internal).
+    #[command(name = "__scan-worker", hide = true)]
+    ScanWorker {
+        /// The file.
+        path: PathBuf,
+        /// Split contiguous datasets above this many bytes.
+        split_contiguous: Option<u64>,
+    },
 }
 
 /// A command with its flags validated into the library's options.
@@ -240,6 +249,13 @@ pub(crate) enum Run {
     Cat(CatArgs),
     /// The worker process of `vzarr verify`.
     VerifyWorker,
+    /// The worker process of the libhdf5 scanner.
+    ScanWorker {
+        /// The file.
+        path: PathBuf,
+        /// Split contiguous datasets above this many bytes.
+        split_contiguous: Option<u64>,
+    },
 }
 
 /// Parses the command line and validates it into a [`Run`].
@@ -295,13 +311,20 @@ pub(crate) fn parse() -> Result<Run> {
                 .map_err(|_| anyhow::anyhow!("{input}: inspect takes one file"))?;
             Run::Inspect {
                 source,
-                scan: scan_options(&scan),
+                scan: scan_options(&scan, DEFAULT_FILE_TIMEOUT)?,
                 json,
             }
         }
         Command::Verify(args) => Run::Verify(args),
         Command::Cat(args) => Run::Cat(args),
         Command::VerifyWorker => Run::VerifyWorker,
+        Command::ScanWorker {
+            path,
+            split_contiguous,
+        } => Run::ScanWorker {
+            path,
+            split_contiguous,
+        },
     })
 }
 
@@ -438,14 +461,27 @@ fn parse_size(s: &str) -> Result<u64, String> {
     Ok(v)
 }
 
-/// The scan options these flags ask for.
-fn scan_options(a: &ScanArgs) -> vzarr_scan::ScanOptions {
-    vzarr_scan::ScanOptions::default()
+/// Seconds a source's scan may take by default (`--file-timeout`).
+const DEFAULT_FILE_TIMEOUT: u64 = 600;
+
+/// The scan options these flags ask for; the libhdf5 scanner runs in worker processes
+/// (this binary's `__scan-worker`) stopped after `timeout_secs` (0: no limit).
+fn scan_options(a: &ScanArgs, timeout_secs: u64) -> Result<vzarr_scan::ScanOptions> {
+    let worker = match a.hdf5_scanner {
+        Hdf5ScannerArg::Native => None,
+        Hdf5ScannerArg::Libhdf5 => Some(vzarr_scan::worker::Libhdf5Worker {
+            program: std::env::current_exe().context("locating the vzarr binary")?,
+            args: vec!["__scan-worker".into()],
+            timeout: (timeout_secs > 0).then(|| std::time::Duration::from_secs(timeout_secs)),
+        }),
+    };
+    Ok(vzarr_scan::ScanOptions::default()
         .with_split_contiguous(a.split_contiguous)
         .with_hdf5_scanner(match a.hdf5_scanner {
             Hdf5ScannerArg::Native => vzarr_scan::Hdf5Scanner::Native,
             Hdf5ScannerArg::Libhdf5 => vzarr_scan::Hdf5Scanner::Libhdf5,
         })
+        .with_libhdf5_worker(worker))
 }
 
 /// The build options these flags ask for.
@@ -455,7 +491,7 @@ fn build_options(s: &SourceArgs, c: Option<&CombineArgs>) -> Result<BuildOptions
         None => None,
     };
     Ok(BuildOptions {
-        scan: scan_options(&s.scan),
+        scan: scan_options(&s.scan, s.file_timeout)?,
         jobs: s.jobs,
         on_error: match s.on_error {
             OnErrorArg::Fail => OnError::Fail,

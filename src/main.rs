@@ -55,6 +55,12 @@ fn run(command: Run) -> Result<ExitCode> {
         Run::VerifyWorker => vzarr_verify::worker::serve()
             .map(|()| ExitCode::SUCCESS)
             .map_err(Into::into),
+        Run::ScanWorker {
+            path,
+            split_contiguous,
+        } => vzarr_scan::worker::serve(&path, split_contiguous)
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(Into::into),
     }
 }
 

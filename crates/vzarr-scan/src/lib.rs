@@ -8,6 +8,7 @@
 pub mod batch;
 pub mod cache;
 pub mod inputs;
+pub mod worker;
 
 use std::sync::Arc;
 
@@ -58,6 +59,9 @@ pub struct ScanOptions {
     pub split_contiguous_bytes: Option<u64>,
     /// The scanner of HDF5 and NetCDF4 files.
     pub hdf5_scanner: Hdf5Scanner,
+    /// Where the libhdf5 scanner runs: in a supervised worker process (a crash or hang of
+    /// libhdf5 fails that file only), or in this process when `None`.
+    pub libhdf5_worker: Option<worker::Libhdf5Worker>,
 }
 
 impl ScanOptions {
@@ -70,6 +74,12 @@ impl ScanOptions {
     /// Options scanning HDF5 and NetCDF4 files with `scanner`.
     pub fn with_hdf5_scanner(mut self, scanner: Hdf5Scanner) -> Self {
         self.hdf5_scanner = scanner;
+        self
+    }
+
+    /// Options running the libhdf5 scanner in `worker` processes (see the field).
+    pub fn with_libhdf5_worker(mut self, worker: Option<worker::Libhdf5Worker>) -> Self {
+        self.libhdf5_worker = worker;
         self
     }
 }
@@ -91,6 +101,22 @@ pub enum ScanError {
     #[cfg(feature = "libhdf5")]
     #[error(transparent)]
     Libhdf5(#[from] vzarr_hdf5_oracle::Hdf5Error),
+    /// The libhdf5 scanner, run in a worker process, reported an error (its message names
+    /// the file).
+    #[error("{message}")]
+    Libhdf5Failed {
+        /// The scanner's message.
+        message: String,
+    },
+    /// The worker process running the libhdf5 scanner failed (crashed, ran too long, or
+    /// reported an error).
+    #[error("{url}: {reason}")]
+    Worker {
+        /// The source URL.
+        url: String,
+        /// What happened.
+        reason: String,
+    },
     /// The HDF5 scanner asked for cannot scan this source (not in this build, or the
     /// libhdf5 scanner and a source that is not a local file).
     #[error("{url}: the {scanner} HDF5 scanner {reason}")]
@@ -198,8 +224,7 @@ pub fn scan_source(source: &SourceRef, opts: &ScanOptions) -> Result<VirtualData
     scan_opened(source, open_for_scan(source)?, opts)
 }
 
-/// Scans a local HDF5 file with the libhdf5 scanner.
-#[cfg(feature = "libhdf5")]
+/// Scans a local HDF5 file with the libhdf5 scanner, in a worker process when one is set.
 fn scan_libhdf5(source: &SourceRef, opts: &ScanOptions) -> Result<VirtualDataset, ScanError> {
     let Some(path) = source.local_path() else {
         return Err(ScanError::ScannerUnavailable {
@@ -208,15 +233,30 @@ fn scan_libhdf5(source: &SourceRef, opts: &ScanOptions) -> Result<VirtualDataset
             reason: "reads only local files",
         });
     };
+    if let Some(w) = &opts.libhdf5_worker {
+        return worker::scan_in_worker(w, &source.url(), &path, opts.split_contiguous_bytes);
+    }
+    libhdf5_in_process(source, &path, opts)
+}
+
+#[cfg(feature = "libhdf5")]
+fn libhdf5_in_process(
+    _source: &SourceRef,
+    path: &std::path::Path,
+    opts: &ScanOptions,
+) -> Result<VirtualDataset, ScanError> {
     let o = vzarr_hdf5_oracle::ScanOptions {
         split_contiguous_bytes: opts.split_contiguous_bytes,
     };
-    Ok(vzarr_hdf5_oracle::scan_file(&path, &o)?)
+    Ok(vzarr_hdf5_oracle::scan_file(path, &o)?)
 }
 
-/// The libhdf5 scanner is not part of this build.
 #[cfg(not(feature = "libhdf5"))]
-fn scan_libhdf5(source: &SourceRef, _opts: &ScanOptions) -> Result<VirtualDataset, ScanError> {
+fn libhdf5_in_process(
+    source: &SourceRef,
+    _path: &std::path::Path,
+    _opts: &ScanOptions,
+) -> Result<VirtualDataset, ScanError> {
     Err(ScanError::ScannerUnavailable {
         url: source.url(),
         scanner: Hdf5Scanner::Libhdf5.name(),
