@@ -45,12 +45,25 @@ fn normalise(text: &str, prefix: &str) -> String {
     out
 }
 
+/// Builds the fixture `name` into `dir` with `extra` flags; returns the manifest with the
+/// fixture directory written as {FIXTURES}.
+fn normalised_build(name: &str, dir: &Path, extra: &[&str]) -> String {
+    let out = dir.join(format!("{name}.json"));
+    let o = build(&fixtures().join(name), &out, extra);
+    assert!(
+        o.status.success(),
+        "{name}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let prefix = format!("file://{}", fixtures().display());
+    normalise(&std::fs::read_to_string(&out).unwrap(), &prefix)
+}
+
 #[test]
 fn golden_manifests() {
     // The manifests of the fixtures, with the fixture directory written as {FIXTURES}.
     // Regenerate after an intended change with VZARR_BLESS=1 cargo test --test cli.
     let dir = tempfile::tempdir().unwrap();
-    let prefix = format!("file://{}", fixtures().display());
     let bless = std::env::var_os("VZARR_BLESS").is_some();
     let mut good = names("hdf5");
     good.extend(names("netcdf4"));
@@ -58,14 +71,7 @@ fn golden_manifests() {
     assert!(good.len() >= 9, "fixture index lists too few files");
     let mut failures = Vec::new();
     for name in good {
-        let out = dir.path().join(format!("{name}.json"));
-        let o = build(&fixtures().join(&name), &out, &[]);
-        assert!(
-            o.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let text = normalise(&std::fs::read_to_string(&out).unwrap(), &prefix);
+        let text = normalised_build(&name, dir.path(), &[]);
         let golden = root().join("manifests").join(format!("{name}.json"));
         if bless {
             std::fs::write(&golden, &text).unwrap();
@@ -88,29 +94,17 @@ fn libhdf5_scanner_writes_the_golden_manifests() {
     // The libhdf5 scanner, kept as an oracle behind --hdf5-scanner, gives the same manifests
     // as the native default on every HDF5 and NetCDF4 fixture.
     let dir = tempfile::tempdir().unwrap();
-    let prefix = format!("file://{}", fixtures().display());
-    let mut names_ = names("hdf5");
-    names_.extend(names("netcdf4"));
-    assert!(names_.len() >= 8, "fixture index lists too few files");
-    let mut failures = Vec::new();
-    for name in names_ {
-        let out = dir.path().join(format!("{name}.json"));
-        let o = build(
-            &fixtures().join(&name),
-            &out,
-            &["--hdf5-scanner", "libhdf5"],
-        );
-        assert!(
-            o.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let text = normalise(&std::fs::read_to_string(&out).unwrap(), &prefix);
-        let golden = root().join("manifests").join(format!("{name}.json"));
-        if std::fs::read_to_string(&golden).unwrap() != text {
-            failures.push(name);
-        }
-    }
+    let mut h5 = names("hdf5");
+    h5.extend(names("netcdf4"));
+    assert!(h5.len() >= 8, "fixture index lists too few files");
+    let failures: Vec<&String> = h5
+        .iter()
+        .filter(|name| {
+            let text = normalised_build(name, dir.path(), &["--hdf5-scanner", "libhdf5"]);
+            let golden = root().join("manifests").join(format!("{name}.json"));
+            std::fs::read_to_string(golden).unwrap() != text
+        })
+        .collect();
     assert!(
         failures.is_empty(),
         "libhdf5 scanner differs on {failures:?}"
