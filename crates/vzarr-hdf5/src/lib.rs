@@ -89,17 +89,18 @@ pub struct ScanOptions {
 }
 
 impl ScanOptions {
-    /// For local files: a 64 KiB head, 16 KiB blocks, at most 16 MiB cached. A read costs a
+    /// For local files: a 64 KiB head, 16 KiB blocks, at most 2 MiB cached. A read costs a
     /// system call, not a round trip, so small blocks waste nothing and read little beyond
-    /// the metadata; and the reader's prefetch windows (up to 256 B-tree nodes or heap
-    /// blocks at once) fit in the cache, so that nothing prefetched is dropped before it is
-    /// used (with 64 KiB blocks a v1 B-tree of a million chunks read its file almost twice).
+    /// the metadata (with 64 KiB blocks a v1 B-tree of a million chunks read its file almost
+    /// twice), and a block dropped before use costs one more system call, not a request: on
+    /// a million-chunk v1 B-tree, 2 MiB gave 0.24 s and 32.7 MiB peak for `vzarr inspect`
+    /// against 0.32 s and 35.4 MiB with 4 MiB (the page cache keeps what was read anyway).
     pub fn local() -> Self {
         ScanOptions {
             split_contiguous_bytes: None,
             head_bytes: 64 << 10,
             block_size: 16 << 10,
-            cache_capacity: 16 << 20,
+            cache_capacity: 2 << 20,
         }
     }
 

@@ -143,19 +143,26 @@ impl<S: ByteSource> BlockCache<S> {
         b.end - b.start > Self::BYPASS_BLOCKS
     }
 
-    /// Puts the blocks `run` (read as one contiguous `bytes`) into the cache.
-    fn insert_run(&self, st: &mut State, run: Range<u64>, bytes: &Bytes) {
+    /// Puts the blocks `run` (read as one contiguous `bytes`) into the cache, and returns
+    /// them by index. Each block is copied into a buffer of its own: a slice would keep the
+    /// whole read (a run, or a coalesced read of several runs) alive while any one of its
+    /// blocks is cached, so the cache's memory would no longer be bounded by its capacity.
+    fn insert_run(&self, st: &mut State, run: Range<u64>, bytes: &Bytes) -> Vec<(u64, Bytes)> {
+        let mut out = Vec::new();
         for (k, b) in run.enumerate() {
             let lo = (k as u64 * self.block) as usize;
             if lo >= bytes.len() {
                 break;
             }
             let hi = (lo + self.block as usize).min(bytes.len());
-            if st.blocks.insert(b, bytes.slice(lo..hi)).is_none() {
+            let block = Bytes::copy_from_slice(&bytes[lo..hi]);
+            if !st.blocks.contains_key(&b) {
+                st.blocks.insert(b, block.clone());
                 st.order.push_back(b);
                 st.bytes += (hi - lo) as u64;
             }
             st.counts.blocks_fetched += 1;
+            out.push((b, block));
         }
         while st.bytes > self.capacity {
             let Some(old) = st.order.pop_front() else {
@@ -165,11 +172,15 @@ impl<S: ByteSource> BlockCache<S> {
                 st.bytes -= b.len() as u64;
             }
         }
+        out
     }
 
-    /// Fetches the missing blocks of `ranges` (those not read around the cache) in one batch
-    /// and returns them with the blocks that were cached, by index.
-    fn fill(&self, ranges: &[Range<u64>]) -> Result<HashMap<u64, Bytes>, SourceError> {
+    /// Fetches the missing blocks of `ranges` (those not read around the cache) and returns
+    /// them with the blocks that were cached, by index. The missing blocks are read in
+    /// batches of at most a quarter of the capacity, so that a large prefetch does not hold
+    /// more than that in read buffers at once.
+    /// Only cached when `keep` is false (a prefetch): nothing is returned.
+    fn fill(&self, ranges: &[Range<u64>], keep: bool) -> Result<HashMap<u64, Bytes>, SourceError> {
         let mut have: HashMap<u64, Bytes> = HashMap::new();
         let mut missing: Vec<u64> = Vec::new();
         {
@@ -178,7 +189,9 @@ impl<S: ByteSource> BlockCache<S> {
                 for b in self.blocks_of(r) {
                     match st.blocks.get(&b) {
                         Some(bytes) => {
-                            have.insert(b, bytes.clone());
+                            if keep {
+                                have.insert(b, bytes.clone());
+                            }
                         }
                         None => missing.push(b),
                     }
@@ -187,10 +200,7 @@ impl<S: ByteSource> BlockCache<S> {
         }
         missing.sort_unstable();
         missing.dedup();
-        if missing.is_empty() {
-            return Ok(have);
-        }
-        // Runs of consecutive missing blocks, one read each.
+        // Runs of consecutive missing blocks, one read each, in batches.
         let mut runs: Vec<Range<u64>> = Vec::new();
         for b in missing {
             match runs.last_mut() {
@@ -198,23 +208,33 @@ impl<S: ByteSource> BlockCache<S> {
                 _ => runs.push(b..b + 1),
             }
         }
+        let batch_blocks = (self.capacity / 4 / self.block).max(1);
         let size = self.size();
-        let byte_ranges: Vec<Range<u64>> = runs
-            .iter()
-            .map(|r| r.start * self.block..(r.end * self.block).min(size))
-            .collect();
-        let got = self.inner.read_ranges(&byte_ranges)?;
-        let mut st = self.lock();
-        st.counts.batches += 1;
-        for (run, bytes) in runs.into_iter().zip(got) {
-            for (k, b) in run.clone().enumerate() {
-                let lo = (k as u64 * self.block) as usize;
-                let hi = (lo + self.block as usize).min(bytes.len());
-                if lo < hi {
-                    have.insert(b, bytes.slice(lo..hi));
+        let mut rest = runs.as_slice();
+        while !rest.is_empty() {
+            let mut n = 0;
+            let mut blocks = 0;
+            while n < rest.len()
+                && (n == 0 || blocks + (rest[n].end - rest[n].start) <= batch_blocks)
+            {
+                blocks += rest[n].end - rest[n].start;
+                n += 1;
+            }
+            let (batch, tail) = rest.split_at(n);
+            rest = tail;
+            let byte_ranges: Vec<Range<u64>> = batch
+                .iter()
+                .map(|r| r.start * self.block..(r.end * self.block).min(size))
+                .collect();
+            let got = self.inner.read_ranges(&byte_ranges)?;
+            let mut st = self.lock();
+            st.counts.batches += 1;
+            for (run, bytes) in batch.iter().zip(got) {
+                let blocks = self.insert_run(&mut st, run.clone(), &bytes);
+                if keep {
+                    have.extend(blocks);
                 }
             }
-            self.insert_run(&mut st, run, &bytes);
         }
         Ok(have)
     }
@@ -230,7 +250,7 @@ impl<S: ByteSource> ByteSource for BlockCache<S> {
         for r in ranges {
             range_len(self.url(), r, size)?;
         }
-        let blocks = self.fill(ranges)?;
+        let blocks = self.fill(ranges, true)?;
         let direct: Vec<Range<u64>> = ranges
             .iter()
             .filter(|r| self.bypasses(r))
@@ -314,7 +334,7 @@ impl<S: ByteSource> ByteSource for BlockCache<S> {
             .filter(|r| r.start <= r.end && r.end <= size)
             .cloned()
             .collect();
-        self.fill(&ok).map(|_| ())
+        self.fill(&ok, false).map(|_| ())
     }
 }
 
