@@ -2,14 +2,28 @@
 object_store, scanned with ranged reads of their headers, combined along time, and the result
 read with xarray equals xarray.concat of the local files; `vzarr verify` passes against the
 bucket; the same for NetCDF4 files, and every HDF5 fixture's manifest from the bucket equals
-the one from the local file."""
+the one from the local file.
 
+The planner on object storage, counted by a proxy in front of the server
+(benches/compare/s3proxy.py, no delay): at most 2 requests per file (the scan's head GET and
+one read of what lies beyond it), no HEAD, no byte fetched twice; the same after a rebuild from
+the scan cache and for a combine of sharded scans; an append, a rebuild from the cache and a
+combine of shards give byte-identical outputs to one build."""
+
+import contextlib
 import json
 import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
 
+import netCDF4
+import numpy as np
+import pytest
 import xarray as xr
 
-from conftest import FIXTURES, open_store, vzarr_bin
+from conftest import FIXTURES, ROOT, open_store, vzarr_bin
 from test_concat import assert_matches_concat, expected_concat, write_archive
 
 BUCKET = "vzarr-batch"
@@ -106,3 +120,196 @@ def test_every_hdf5_fixture_scans_the_same_from_object_storage(moto_server, tmp_
     r = vzarr_env(env, "inspect", f"s3://{bucket}/{f.name}", "--hdf5-scanner", "libhdf5")
     assert r.returncode != 0
     assert f"s3://{bucket}/{f.name}" in r.stderr and "reads only local files" in r.stderr, r.stderr
+
+
+# --- the planner on object storage ------------------------------------------------------------
+
+PLAN_BUCKET = BUCKET + "-plan"
+# NetCDF3 months larger than the scan's 1 MiB head (2 record variables of 96x192 int16):
+# their late time records lie beyond it. February (28 records) ends up just above it too.
+PLAN_MONTHS = [(2001, m) for m in (1, 2, 3, 4, 5)]
+
+
+def write_nc3_month(path, year, month, day0):
+    nd = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+    ds = netCDF4.Dataset(path, "w", format="NETCDF3_CLASSIC")
+    ds.createDimension("time", None)
+    ds.createDimension("lat", 96)
+    ds.createDimension("lon", 192)
+    ds.createDimension("nv", 2)
+    t = ds.createVariable("time", "f8", ("time",))
+    t.units = f"days since {year}-{month:02d}-01"
+    t.calendar = "noleap"
+    t.bounds = "time_bnds"
+    tb = ds.createVariable("time_bnds", "f8", ("time", "nv"))
+    lat = ds.createVariable("lat", "f4", ("lat",))
+    lon = ds.createVariable("lon", "f4", ("lon",))
+    lat[:] = np.linspace(-89, 89, 96)
+    lon[:] = np.arange(192) * 1.875
+    days = np.arange(nd, dtype="f8")
+    for name in ("air", "uwnd"):
+        v = ds.createVariable(name, "i2", ("time", "lat", "lon"))
+        v.scale_factor = 0.01
+        v[:] = ((day0 + days)[:, None, None] + np.arange(96)[None, :, None] + np.zeros(192)).astype("i2")
+    t[:] = days + 0.5
+    tb[:] = np.stack([days, days + 1], axis=1)
+    ds.close()
+    return nd
+
+
+@pytest.fixture(scope="module")
+def plan_archive(moto_server, tmp_path_factory):
+    """Five NetCDF3 months in the bucket: (local paths, their s3:// URLs, the prefix)."""
+    client, _ = moto_server
+    client.create_bucket(Bucket=PLAN_BUCKET)
+    d = tmp_path_factory.mktemp("plan-archive")
+    paths, day0 = [], 0
+    for y, m in PLAN_MONTHS:
+        p = d / f"air_{y}{m:02d}.nc"
+        day0 += write_nc3_month(p, y, m, day0)
+        client.upload_file(str(p), PLAN_BUCKET, f"nc3/{p.name}")
+        paths.append(p)
+    assert sum(p.stat().st_size > (1 << 20) for p in paths) >= 4
+    urls = [f"s3://{PLAN_BUCKET}/nc3/{p.name}" for p in paths]
+    return paths, urls, f"s3://{PLAN_BUCKET}/nc3/"
+
+
+@contextlib.contextmanager
+def counting_proxy(env, tmp_path):
+    """s3proxy.py (no delay) in front of the moto server of `env`; yields the environment
+    pointing at it and a function giving its counters since the last call (and zeroing
+    them)."""
+    upstream = env["AWS_ENDPOINT_URL"].removeprefix("http://")
+    port_file = tmp_path / "proxy.port"
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "benches" / "compare" / "s3proxy.py"), "--upstream", upstream,
+         "--delay-ms", "0", "--port-file", str(port_file), "--max-seconds", "600"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not port_file.exists() or not port_file.read_text().strip():
+            assert proc.poll() is None and time.monotonic() < deadline, "s3proxy.py did not start"
+            time.sleep(0.05)
+        endpoint = f"http://127.0.0.1:{int(port_file.read_text())}"
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+        def take():
+            with opener.open(f"{endpoint}/__stats?reset=1", timeout=30) as r:
+                return json.loads(r.read())
+
+        take()
+        yield dict(env, AWS_ENDPOINT_URL=endpoint), take
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def assert_requests_per_file(st, files, *, lists, per_file=2):
+    """At most `per_file` requests per object, no HEAD, `lists` listings, and no byte fetched
+    twice (the GET bytes are at most the objects' sizes together)."""
+    keys = {f"{PLAN_BUCKET}/nc3/{p.name}" for p in files}
+    assert st["by_class"]["HEAD"] == 0, st
+    assert st["by_class"]["LIST"] == lists, st
+    assert st["by_class"]["OTHER"] == 0, st
+    assert set(st["objects"]) <= keys, st["objects"]
+    assert all(n <= per_file for n in st["objects"].values()), st["objects"]
+    assert st["requests"] <= per_file * len(files) + lists, st
+    assert st["get_bytes"] <= sum(p.stat().st_size for p in files), st
+
+
+def refs_without_provenance(path, url_prefix):
+    j = json.loads(path.read_text())
+    return json.dumps(j["refs"], sort_keys=True).replace(url_prefix, "SRC/")
+
+
+def test_planner_requests_per_file_and_the_scan_cache(moto_server, plan_archive, tmp_path):
+    """A build from the bucket: at most 2 requests per file (the head GET and one read beyond
+    it), no HEAD, no byte twice; a rebuild from the scan cache the same, byte-identical; the
+    chunks equal those of the local build."""
+    _, env = moto_server
+    paths, _, prefix = plan_archive
+    cache = tmp_path / "cache"
+    with counting_proxy(env, tmp_path) as (penv, take):
+        outs = []
+        for k in range(2):
+            out, sumf = tmp_path / f"s3-{k}.json", tmp_path / f"summary-{k}.json"
+            p = vzarr_env(penv, "build", prefix, "--concat-dim", "time", "-o", out,
+                          "--cache-dir", cache, "--summary-json", sumf)
+            assert p.returncode == 0, p.stderr
+            st = take()
+            assert_requests_per_file(st, paths, lists=1)
+            summary = json.loads(sumf.read_text())
+            assert (summary["scanned"], summary["cache_hits"]) == ((5, 0) if k == 0 else (0, 5)), summary
+            outs.append(out.read_bytes())
+        assert outs[0] == outs[1], "the rebuild from the scan cache differs"
+    local = tmp_path / "local.json"
+    p = vzarr_env(env, "build", *paths, "--concat-dim", "time", "-o", local)
+    assert p.returncode == 0, p.stderr
+    assert refs_without_provenance(tmp_path / "s3-0.json", prefix) == refs_without_provenance(
+        local, f"file://{paths[0].parent}/"
+    )
+    refs = json.loads((tmp_path / "s3-0.json").read_text())
+    virt = xr.open_zarr(open_store(json.loads(json.dumps(refs).replace(prefix, f"file://{paths[0].parent}/"))),
+                        consolidated=False)
+    assert_matches_concat(virt, expected_concat(paths))
+
+
+def test_append_to_an_object_storage_build_equals_a_rebuild(moto_server, plan_archive, tmp_path):
+    _, env = moto_server
+    _, urls, _ = plan_archive
+    cache = tmp_path / "cache"
+    out = tmp_path / "appended.json"
+    p = vzarr_env(env, "build", *urls[:3], "--concat-dim", "time", "-o", out, "--cache-dir", cache)
+    assert p.returncode == 0, p.stderr
+    sumf = tmp_path / "append.summary.json"
+    p = vzarr_env(env, "build", "--append", "-o", out, *urls[3:], "--cache-dir", cache, "--summary-json", sumf)
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(sumf.read_text())
+    assert (summary["scanned"], summary["cache_hits"]) == (2, 3), summary
+    full = tmp_path / "full.json"
+    p = vzarr_env(env, "build", *urls, "--concat-dim", "time", "-o", full)
+    assert p.returncode == 0, p.stderr
+    assert out.read_bytes() == full.read_bytes(), "append differs from a rebuild"
+
+
+def test_sharded_scans_of_object_storage_combine_to_one_build(moto_server, plan_archive, tmp_path):
+    """`vzarr scan --shard K/N` over a catalog of s3:// URLs, then `vzarr combine`: the same
+    bytes as one build; the combine (whose partial scans carry no bytes) reads each file at most
+    twice, no HEAD."""
+    _, env = moto_server
+    paths, urls, _ = plan_archive
+    cat = tmp_path / "files.txt"
+    cat.write_text("\n".join(urls) + "\n")
+    single = tmp_path / "single.json"
+    p = vzarr_env(env, "build", "--catalog", cat, "--concat-dim", "time", "-o", single)
+    assert p.returncode == 0, p.stderr
+    n = 3
+    parts = [tmp_path / f"part-{k}.json" for k in range(n)]
+    for k in range(n):
+        p = vzarr_env(env, "scan", "--catalog", cat, "--shard", f"{k}/{n}", "-o", parts[k])
+        assert p.returncode == 0, p.stderr
+    combined = tmp_path / "combined.json"
+    with counting_proxy(env, tmp_path) as (penv, take):
+        p = vzarr_env(penv, "combine", *reversed(parts), "--concat-dim", "time", "-o", combined)
+        assert p.returncode == 0, p.stderr
+        assert_requests_per_file(take(), paths, lists=0)
+    assert combined.read_bytes() == single.read_bytes()
+
+    # The last object replaced after its scan: the combine reads it as the scan recorded it
+    # (conditional on the ETag), so it is left out and reported as changed (a combine goes on
+    # past files it cannot combine), never read with references made for other bytes.
+    client, _ = moto_server
+    key = urls[-1].removeprefix(f"s3://{PLAN_BUCKET}/")
+    changed = tmp_path / "changed.nc"
+    changed.write_bytes(paths[-1].read_bytes()[:-8] + b"\x00" * 8)
+    client.upload_file(str(changed), PLAN_BUCKET, key)
+    try:
+        stale, report = tmp_path / "stale.json", tmp_path / "stale.failed.txt"
+        p = vzarr_env(env, "combine", *parts, "--concat-dim", "time", "-o", stale, "--report", report)
+        assert p.returncode == 2, p.stderr
+        failed = report.read_text()
+        assert urls[-1] in failed and "changed" in failed, failed
+        assert [s["url"] for s in json.loads(stale.read_text())["vzarr"]["sources"]] == urls[:-1]
+    finally:
+        client.upload_file(str(paths[-1]), PLAN_BUCKET, key)

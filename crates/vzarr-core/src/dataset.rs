@@ -333,6 +333,74 @@ impl VirtualDataset {
         self.groups.get("").map(|g| &g.attributes)
     }
 
+    /// Keeps, beside the references of small arrays, chunk bytes a scanner already holds, so
+    /// that the planner need not fetch them again ([`ChunkManifest::keep_fetched`]).
+    /// `bytes_of(source, range)` gives the bytes of a referenced range if they are at hand
+    /// (copied out of any larger buffer, so that keeping them keeps nothing else alive).
+    ///
+    /// Bounded: only arrays whose references add up to at most
+    /// [`crate::KEEP_FETCHED_ARRAY_BYTES`] are considered, smallest first, and at most
+    /// [`crate::KEEP_FETCHED_SOURCE_BYTES`] are kept in all (bytes kept before count too).
+    pub fn keep_fetched(
+        &mut self,
+        mut bytes_of: impl FnMut(&str, std::ops::Range<u64>) -> Option<bytes::Bytes>,
+    ) {
+        use crate::ChunkRef;
+        use crate::limits::{KEEP_FETCHED_ARRAY_BYTES, KEEP_FETCHED_SOURCE_BYTES};
+        let mut small: Vec<(u64, &String)> = self
+            .arrays
+            .iter()
+            .map(|(path, a)| (a.manifest.stats().referenced_bytes, path))
+            .filter(|&(n, _)| n <= KEEP_FETCHED_ARRAY_BYTES)
+            .collect();
+        small.sort();
+        let small: Vec<String> = small.into_iter().map(|(_, p)| p.clone()).collect();
+        let mut kept: u64 = self
+            .arrays
+            .values()
+            .map(|a| a.manifest.fetched_bytes())
+            .sum();
+        for path in small {
+            let Some(a) = self.arrays.get_mut(&path) else {
+                continue;
+            };
+            // The bytes at hand first (the manifest borrowed), then kept.
+            let mut found: Vec<(usize, bytes::Bytes)> = Vec::new();
+            for (i, r) in a.manifest.iter_stored() {
+                let ChunkRef::Range {
+                    source,
+                    offset,
+                    length,
+                } = r
+                else {
+                    continue;
+                };
+                let Some(end) = offset.checked_add(length) else {
+                    continue;
+                };
+                if a.manifest.fetched(i).is_some() {
+                    continue;
+                }
+                if kept.saturating_add(length) > KEEP_FETCHED_SOURCE_BYTES {
+                    break;
+                }
+                if let Some(b) = bytes_of(source, offset..end)
+                    && b.len() as u64 == length
+                {
+                    kept += length;
+                    found.push((i, b));
+                }
+            }
+            let full = kept >= KEEP_FETCHED_SOURCE_BYTES;
+            for (i, b) in found {
+                a.manifest.keep_fetched(i, b);
+            }
+            if full {
+                return;
+            }
+        }
+    }
+
     /// Checks every array and that every array's and group's parent group exists.
     pub fn validate(&self) -> Result<(), CoreError> {
         for (path, array) in &self.arrays {
@@ -416,6 +484,57 @@ mod tests {
         let back = VirtualArray::from_zarr_metadata(&a.zarr_metadata()).unwrap();
         assert_eq!(back.zarr_metadata(), a.zarr_metadata());
         assert_eq!(back.manifest.len(), 4);
+    }
+
+    #[test]
+    fn keeps_fetched_bytes_of_small_arrays_within_bounds() {
+        use crate::limits::{KEEP_FETCHED_ARRAY_BYTES, KEEP_FETCHED_SOURCE_BYTES};
+        let array = |chunks: usize, len: u64| {
+            let grid = ChunkGrid::regular(&[chunks as u64], &[1]).unwrap();
+            let mut manifest = ChunkManifest::new_missing(chunks);
+            let sid = manifest.intern("mem://f").unwrap();
+            for i in 0..chunks {
+                manifest.set_range(i, sid, i as u64 * len, len).unwrap();
+            }
+            VirtualArray {
+                data_type: DataType::UInt8,
+                endian: Endian::Little,
+                fill_value: FillValue::zero(DataType::UInt8),
+                codecs: vec![],
+                dimension_names: vec!["x".into()],
+                attributes: Default::default(),
+                grid,
+                manifest,
+            }
+        };
+        let mut ds = VirtualDataset::new();
+        // Small: 2 chunks of 8 bytes; too large: 2 chunks of half the array bound plus one.
+        ds.arrays.insert("small".into(), array(2, 8));
+        ds.arrays
+            .insert("big".into(), array(2, KEEP_FETCHED_ARRAY_BYTES / 2 + 1));
+        // Eight arrays of 48 KiB: together above the per-source bound.
+        for k in 0..8 {
+            ds.arrays.insert(format!("mid{k}"), array(1, 48 << 10));
+        }
+        let mut asked = 0;
+        ds.keep_fetched(|src, r| {
+            asked += 1;
+            assert_eq!(src, "mem://f");
+            // The second chunk of the small array is not at hand.
+            (r != (8..16)).then(|| bytes::Bytes::from(vec![1u8; (r.end - r.start) as usize]))
+        });
+        let small = &ds.arrays["small"].manifest;
+        assert!(small.fetched(0).is_some() && small.fetched(1).is_none());
+        assert!(ds.arrays["big"].manifest.fetched(0).is_none());
+        let kept: u64 = ds
+            .arrays
+            .values()
+            .flat_map(|a| (0..a.manifest.len()).filter_map(|i| a.manifest.fetched(i)))
+            .map(|b| b.len() as u64)
+            .sum();
+        assert!(kept <= KEEP_FETCHED_SOURCE_BYTES, "{kept}");
+        assert_eq!(kept, 8 + 5 * (48 << 10));
+        assert_eq!(asked, 2 + 5);
     }
 
     #[test]

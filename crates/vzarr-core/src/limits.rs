@@ -8,6 +8,8 @@
 //! | [`MAX_ARRAY_REFERENCES`] | 2^24 | chunk entries one scanned array may hold (~320 MiB) |
 //! | [`MAX_RANK`] | 64 | dimensions of an array (numpy's limit; HDF5 allows 32, netCDF-C 1024) |
 //! | [`MAX_RECORD_CHUNKS`] | 2^20 | chunks of a NetCDF3 record variable before records are grouped |
+//! | [`KEEP_FETCHED_ARRAY_BYTES`] | 64 KiB | referenced bytes of an array whose chunk bytes a scan may keep for the planner |
+//! | [`KEEP_FETCHED_SOURCE_BYTES`] | 256 KiB | chunk bytes a scan keeps for the planner per source, in all |
 
 /// Most chunk entries (references and inline chunks) one dataset may hold.
 pub const MAX_REFERENCES: u64 = 1 << 27;
@@ -26,3 +28,12 @@ pub const MAX_RANK: usize = 64;
 /// back to back) are grouped into larger chunks, so that the count of references stays
 /// bounded however many records the header claims.
 pub const MAX_RECORD_CHUNKS: u64 = 1 << 20;
+
+/// Arrays whose references add up to at most this many bytes (coordinates, mostly) may keep,
+/// beside their references, the chunk bytes a scanner already fetched
+/// ([`crate::VirtualDataset::keep_fetched`]), so that the planner need not fetch them again.
+pub const KEEP_FETCHED_ARRAY_BYTES: u64 = 64 << 10;
+
+/// Most chunk bytes one scanned source keeps for the planner, over all its arrays; so a build
+/// of N sources holds at most N times this many kept bytes.
+pub const KEEP_FETCHED_SOURCE_BYTES: u64 = 256 << 10;

@@ -336,6 +336,11 @@ impl ChunkManifest {
         }
     }
 
+    /// Bytes kept by [`ChunkManifest::keep_fetched`], over all chunks.
+    pub fn fetched_bytes(&self) -> u64 {
+        self.fetched.values().map(|b| b.len() as u64).sum()
+    }
+
     /// The bytes kept for chunk `i` by [`ChunkManifest::keep_fetched`], if any.
     pub fn fetched(&self, i: usize) -> Option<&bytes::Bytes> {
         self.fetched.get(&i)
@@ -468,6 +473,7 @@ mod tests {
         m.keep_fetched(2, bytes::Bytes::from_static(b"q"));
         assert_eq!(m.fetched(0).unwrap().as_ref(), b"xyz");
         assert!(m.fetched(1).is_none() && m.fetched(2).is_none());
+        assert_eq!(m.fetched_bytes(), 3);
         // Wrong length: not kept.
         let mut m2 = m.clone();
         m2.keep_fetched(0, bytes::Bytes::from_static(b"xy"));
@@ -480,6 +486,7 @@ mod tests {
         assert_eq!(plain, m);
         m.set_range(0, s, 20, 3).unwrap();
         assert!(m.fetched(0).is_none());
+        assert_eq!(m.fetched_bytes(), 0);
     }
 
     #[test]

@@ -131,32 +131,17 @@ pub fn scan_with_head(
     Ok(ctx.out)
 }
 
-/// Arrays whose references add up to at most this many bytes (coordinates, mostly) keep the
-/// bytes the scan already holds, so that the planner need not fetch them again.
-const KEEP_FETCHED_BYTES: u64 = 64 << 10;
-
-/// Keeps, beside the references of small arrays, the chunk bytes that are in the cache.
+/// Keeps, beside the references of small arrays, the chunk bytes that are in the cache (within
+/// the bounds of [`VirtualDataset::keep_fetched`]; `cached` copies them out of its blocks).
 fn keep_small_arrays(out: &mut VirtualDataset, storage: &SourceStorage) {
-    for a in out.arrays.values_mut() {
-        if a.manifest.stats().referenced_bytes > KEEP_FETCHED_BYTES {
-            continue;
+    let url = storage.cache().url().to_string();
+    out.keep_fetched(|source, r| {
+        if source == url {
+            storage.cache().cached(&r)
+        } else {
+            None
         }
-        let ranges: Vec<(usize, std::ops::Range<u64>)> = a
-            .manifest
-            .iter_stored()
-            .filter_map(|(i, r)| match r {
-                vzarr_core::ChunkRef::Range { offset, length, .. } => {
-                    Some((i, offset..offset.checked_add(length)?))
-                }
-                _ => None,
-            })
-            .collect();
-        for (i, r) in ranges {
-            if let Some(b) = storage.cache().cached(&r) {
-                a.manifest.keep_fetched(i, b);
-            }
-        }
-    }
+    });
 }
 
 fn join(parent: &str, name: &str) -> String {

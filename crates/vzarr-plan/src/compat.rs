@@ -183,12 +183,15 @@ const IDENTICAL: &str =
 
 /// Checks that a variable without the concatenation dimension is identical in every file:
 /// the same metadata and the same values, chunk by chunk. Chunks are compared encoded first;
-/// only chunks whose stored bytes differ are decoded and compared again.
+/// only chunks whose stored bytes differ are decoded and compared again. `known_same` says
+/// that the values were already found identical in every file ([`crate::prefetch`]): then
+/// only the metadata is compared, and nothing is read.
 pub(crate) fn check_identical(
     path: &str,
     arrays: &[&VirtualArray],
     urls: &[&str],
     reader: &dyn SourceStore,
+    known_same: bool,
 ) -> Result<(), PlanError> {
     let a = arrays[0];
     let meta = a.zarr_metadata();
@@ -212,6 +215,9 @@ pub(crate) fn check_identical(
                 files: FilePair::new(urls[0], urls[k]),
                 detail,
             });
+        }
+        if known_same {
+            continue;
         }
         // Chunks stored in either file (a chunk missing in both reads as the same fill value,
         // the metadata being equal).

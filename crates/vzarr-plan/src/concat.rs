@@ -18,11 +18,12 @@ use vzarr_source::SourceStore;
 
 use crate::compat::{check_compatible, check_identical, check_same_variables};
 use crate::error::{EdgeChunkError, PlanError};
-use crate::inline::EdgeReencoder;
+use crate::inline::{EdgeJob, EdgeReencoder};
 use crate::input::{Input, Version, attr_str, axis_of, join, parent, same_path};
 use crate::order::{self, Coordinate};
 use crate::output::{base_dataset, combined_provenance, copy_ref};
-use crate::time::{CfTime, TimeEncoding, time_array};
+use crate::prefetch::{self, Prefetched};
+use crate::time::{CfTime, TimeEncoding, is_cf_time_units, time_array};
 use crate::{PlanOptions, PlanReport, values};
 
 /// One chunk of the combined axis: where it comes from and how long it is.
@@ -49,7 +50,8 @@ pub(crate) fn concat_existing(
         .iter()
         .map(|i| order::dim_len(i, dim))
         .collect::<Result<_, _>>()?;
-    let cv = order::coordinate_values(&inputs, dim, reader)?;
+    let pre = gather_existing(&inputs, dim, reader);
+    let cv = order::coordinate_values(&inputs, dim, reader, &pre)?;
     let mut order: Vec<usize> = (0..inputs.len()).collect();
     let mut report = PlanReport::default();
     if let Some(cv) = &cv {
@@ -118,12 +120,13 @@ pub(crate) fn concat_existing(
                     .map(|(a, c)| attr_str(a, "units").unwrap_or(c).to_string())
                     .collect(),
             });
-            time_array(path, &arrays, &ordered, dim, &enc, reader)?
+            time_array(path, &arrays, &ordered, dim, &enc, reader, &pre)?
         } else if let Some(k) = axis_of(arrays[0], dim) {
             concatenated.push(path.clone());
             concat_array(path, &arrays, &ordered, k, reader, &mut report)?
         } else {
-            check_identical(path, &arrays, &urls, reader)?;
+            let known_same = pre.all_same(&ordered, path);
+            check_identical(path, &arrays, &urls, reader, known_same)?;
             report.kept_once.push(path.clone());
             arrays[0].clone()
         };
@@ -155,6 +158,33 @@ pub(crate) fn concat_existing(
         },
     );
     Ok((out, report))
+}
+
+/// Reads up front, from every file, the coordinate of `dim` (and its bounds, when it is a
+/// CF time coordinate) and the variables without `dim` ([`crate::prefetch`]).
+fn gather_existing(inputs: &[Input], dim: &str, reader: &dyn SourceStore) -> Prefetched {
+    let numbers = |input: &Input| {
+        let Some(c) = order::coordinate(&input.ds, dim) else {
+            return Vec::new();
+        };
+        let mut paths = vec![dim.to_string()];
+        if attr_str(c, "units").is_some_and(is_cf_time_units)
+            && let Some(b) = attr_str(c, "bounds")
+        {
+            paths.push(join(parent(dim), b));
+        }
+        paths
+    };
+    let statics = |input: &Input| {
+        input
+            .ds
+            .arrays
+            .iter()
+            .filter(|(_, a)| axis_of(a, dim).is_none())
+            .map(|(p, _)| p.clone())
+            .collect()
+    };
+    prefetch::gather(inputs, &numbers, &statics, reader)
 }
 
 /// The chunks of the combined axis `k`, in order: every file's chunks along `k`, the padded
@@ -216,13 +246,44 @@ fn concat_array(
     })?;
     let mut manifest = ChunkManifest::new_missing(n);
     let esize = first.data_type.size();
-    let mut reencoder = EdgeReencoder::new(&first.codecs);
     // Each file's stored chunks only (a grid may be huge and mostly unwritten): the position
     // of a file's first chunk along `k` among all files' chunks, plus its own index along `k`.
     let mut first_along = vec![0usize; arrays.len()];
     for (pos, c) in along.iter().enumerate().rev() {
         first_along[c.file] = pos;
     }
+    // The padded chunks to decode and re-encode, found first so that they are read and
+    // re-encoded many files at once: in the files with a padded chunk along `k` whose chunks
+    // cannot be trimmed by reference.
+    let mut padded_files: Vec<usize> = along.iter().filter(|c| c.padded).map(|c| c.file).collect();
+    padded_files.dedup();
+    let mut jobs = Vec::new();
+    for f in padded_files {
+        let src = arrays[f];
+        if src.codecs.is_empty() && k == 0 {
+            continue;
+        }
+        for (lin, r) in src.manifest.iter_stored() {
+            let idx = src.grid.chunk_index(lin as u64);
+            let chunk = along[first_along[f] + idx[k] as usize];
+            let len = match r {
+                ChunkRef::Range { length, .. } => length,
+                ChunkRef::Inline(b) => b.len() as u64,
+                ChunkRef::Missing => continue,
+            };
+            if chunk.padded {
+                jobs.push(EdgeJob {
+                    file: f,
+                    array: src,
+                    lin,
+                    nominal: src.grid.chunk_shape(&idx),
+                    keep: chunk.edge,
+                    len,
+                });
+            }
+        }
+    }
+    let mut reencoder = EdgeReencoder::new(&first.codecs, k, jobs, reader);
     for (f, src) in arrays.iter().copied().enumerate() {
         for (lin, r) in src.manifest.iter_stored() {
             let mut idx = src.grid.chunk_index(lin as u64);
@@ -271,7 +332,7 @@ fn concat_array(
             }
             // Decode, keep the valid part along k, re-encode inline.
             let encoded = reencoder
-                .valid_prefix(src, lin, &nominal, k, chunk.edge, reader)
+                .take(f, src, lin, &nominal, chunk.edge)
                 .map_err(refused)?;
             report.materialised_chunks += 1;
             report.materialised_bytes += encoded.len() as u64;

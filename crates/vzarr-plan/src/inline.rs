@@ -2,11 +2,14 @@
 //! (CF time coordinates and bounds), and padded edge chunks decoded, cut to their valid part
 //! and re-encoded with the variable's own codecs.
 
+use std::collections::HashMap;
+
 use vzarr_codec::ByteCodecs;
 use vzarr_core::{ChunkGrid, ChunkManifest, Codec, DataType, Endian, FillValue, VirtualArray};
-use vzarr_source::SourceStore;
+use vzarr_source::{SourceStore, parallel_map};
 
 use crate::error::{EdgeChunkError, PlanError};
+use crate::prefetch::READ_FILES;
 use crate::values;
 
 /// Inline chunks of re-encoded coordinates hold at most this many bytes.
@@ -76,40 +79,130 @@ pub(crate) fn inline_array(
     })
 }
 
-/// Re-encodes the valid part of padded edge chunks of one variable; the codec chain is built
-/// on first use and kept for the variable's other chunks.
+/// Encoded bytes of padded edge chunks read and re-encoded together at most (the results of
+/// one batch are kept until the planner takes them, in order).
+const EDGE_BATCH_BYTES: u64 = 64 << 20;
+
+/// A padded edge chunk to re-encode: chunk `lin` of `array` (of file `file`), of nominal
+/// shape `nominal`, keeping the first `keep` indices along the concatenation axis.
+pub(crate) struct EdgeJob<'a> {
+    /// The file's position in output order.
+    pub(crate) file: usize,
+    /// The file's version of the variable.
+    pub(crate) array: &'a VirtualArray,
+    /// The chunk's position in the manifest.
+    pub(crate) lin: usize,
+    /// Its nominal shape.
+    pub(crate) nominal: Vec<u64>,
+    /// Indices to keep along the axis.
+    pub(crate) keep: u64,
+    /// Its encoded length (for the batch bound).
+    pub(crate) len: u64,
+}
+
+/// Re-encodes the valid part of padded edge chunks of one variable along `axis`: the jobs
+/// are read and re-encoded in batches of at most [`EDGE_BATCH_BYTES`], up to
+/// [`READ_FILES`] at once (chunks of different files are read concurrently); the codec
+/// chain is built on first use.
 pub(crate) struct EdgeReencoder<'a> {
     /// The variable's codecs.
     codecs: &'a [Codec],
     /// The chain built from them, once needed.
     chain: Option<ByteCodecs>,
+    /// The concatenation axis.
+    axis: usize,
+    /// Jobs not yet run, in order.
+    jobs: std::vec::IntoIter<EdgeJob<'a>>,
+    /// Results not yet taken, by (file, chunk).
+    done: HashMap<(usize, usize), Result<Vec<u8>, EdgeChunkError>>,
+    reader: &'a dyn SourceStore,
 }
 
 impl<'a> EdgeReencoder<'a> {
-    pub(crate) fn new(codecs: &'a [Codec]) -> Self {
+    pub(crate) fn new(
+        codecs: &'a [Codec],
+        axis: usize,
+        jobs: Vec<EdgeJob<'a>>,
+        reader: &'a dyn SourceStore,
+    ) -> Self {
         EdgeReencoder {
             codecs,
             chain: None,
+            axis,
+            jobs: jobs.into_iter(),
+            done: HashMap::new(),
+            reader,
         }
     }
 
-    /// Decodes chunk `lin` of `src` (nominal shape `nominal`), keeps the first `keep`
-    /// indices along `axis` and encodes them again.
-    pub(crate) fn valid_prefix(
+    /// The re-encoded valid part of chunk `lin` of `array` (file `file`, nominal shape
+    /// `nominal`), keeping `keep` indices along the axis: from the batch holding its job, or
+    /// done now when it was not one of the jobs.
+    pub(crate) fn take(
         &mut self,
-        src: &VirtualArray,
+        file: usize,
+        array: &VirtualArray,
         lin: usize,
         nominal: &[u64],
-        axis: usize,
         keep: u64,
-        reader: &dyn SourceStore,
     ) -> Result<Vec<u8>, EdgeChunkError> {
+        loop {
+            if let Some(r) = self.done.remove(&(file, lin)) {
+                return r;
+            }
+            if !self.run_batch()? {
+                break;
+            }
+        }
+        let (axis, reader) = (self.axis, self.reader);
+        let chain = self.chain()?;
+        valid_prefix(chain, array, lin, nominal, axis, keep, reader)
+    }
+
+    fn chain(&mut self) -> Result<&ByteCodecs, EdgeChunkError> {
         if self.chain.is_none() {
             self.chain = Some(ByteCodecs::new(self.codecs).map_err(EdgeChunkError::Encode)?);
         }
-        let chain = self.chain.as_ref().expect("set above");
-        let raw = values::raw_chunk(src, chain, lin, reader).map_err(EdgeChunkError::Decode)?;
-        let cut = values::slice_prefix(&raw, nominal, axis, keep, src.data_type.size());
-        chain.encode(&cut).map_err(EdgeChunkError::Encode)
+        Ok(self.chain.as_ref().expect("set above"))
     }
+
+    /// Runs the next batch of jobs; `false` when none is left.
+    fn run_batch(&mut self) -> Result<bool, EdgeChunkError> {
+        let mut batch = Vec::new();
+        let mut bytes = 0u64;
+        while bytes < EDGE_BATCH_BYTES
+            && let Some(job) = self.jobs.next()
+        {
+            bytes = bytes.saturating_add(job.len);
+            batch.push(job);
+        }
+        if batch.is_empty() {
+            return Ok(false);
+        }
+        let (axis, reader) = (self.axis, self.reader);
+        let chain = self.chain()?;
+        let results = parallel_map(&batch, READ_FILES, |j| {
+            valid_prefix(chain, j.array, j.lin, &j.nominal, axis, j.keep, reader)
+        });
+        for (j, r) in batch.iter().zip(results) {
+            self.done.insert((j.file, j.lin), r);
+        }
+        Ok(true)
+    }
+}
+
+/// Decodes chunk `lin` of `src` (nominal shape `nominal`), keeps the first `keep` indices
+/// along `axis` and encodes them again.
+fn valid_prefix(
+    chain: &ByteCodecs,
+    src: &VirtualArray,
+    lin: usize,
+    nominal: &[u64],
+    axis: usize,
+    keep: u64,
+    reader: &dyn SourceStore,
+) -> Result<Vec<u8>, EdgeChunkError> {
+    let raw = values::raw_chunk(src, chain, lin, reader).map_err(EdgeChunkError::Decode)?;
+    let cut = values::slice_prefix(&raw, nominal, axis, keep, src.data_type.size());
+    chain.encode(&cut).map_err(EdgeChunkError::Encode)
 }

@@ -6,10 +6,13 @@ use vzarr_core::{VirtualArray, VirtualDataset};
 use vzarr_source::SourceStore;
 
 use crate::error::PlanError;
+use crate::prefetch::Prefetched;
 use crate::values;
 
 /// The scan of one file.
 pub(crate) struct Input {
+    /// Its position among the inputs.
+    pub(crate) pos: usize,
     /// The file's URL.
     pub(crate) url: String,
     /// What the scanner found in it.
@@ -24,6 +27,7 @@ impl Input {
             .enumerate()
             .map(|(i, ds)| match ds.provenance.sources.as_slice() {
                 [one] => Ok(Input {
+                    pos: i,
                     url: one.url.clone(),
                     ds,
                 }),
@@ -62,13 +66,17 @@ pub(crate) fn same_path<'a>(
         .collect()
 }
 
-/// The values of a numeric variable of one file, as f64.
+/// The values of a numeric variable of one file, as f64: as read up front, else read now.
 pub(crate) fn read_numbers(
     input: &Input,
     path: &str,
     a: &VirtualArray,
     reader: &dyn SourceStore,
+    pre: &Prefetched,
 ) -> Result<Vec<f64>, PlanError> {
+    if let Some(v) = pre.numbers(input.pos, path) {
+        return Ok(v.to_vec());
+    }
     let err = |source| PlanError::Read {
         file: input.url.clone(),
         variable: path.into(),

@@ -15,7 +15,12 @@
 //! dimension coordinates are kept once.
 //!
 //! Reads go through a [`SourceStore`] of the byte layer: coordinate values, static variables to
-//! compare, and chunks to re-encode.
+//! compare, and chunks to re-encode. Sources are opened from the records of their scans
+//! ([`SourceStore::open_recorded`]: no request to open an object, reads conditional on the
+//! recorded ETag). What every file must give (coordinate values, static variables) is read
+//! up front, once, as one batch of ranges per file and many files at once, reusing the bytes
+//! a scan kept ([`vzarr_core::ChunkManifest::fetched`]); padded edge chunks are read and
+//! re-encoded many files at once too.
 //!
 //! ```no_run
 //! # fn scans() -> Vec<vzarr_core::VirtualDataset> { vec![] }
@@ -38,6 +43,7 @@
 //! | `inline`  | arrays and chunks the planner encodes itself, stored inline |
 //! | `time`    | CF time: recognising, converting and re-encoding time coordinates |
 //! | `values`  | reading chunk and array bytes through a manifest; numbers from bytes |
+//! | `prefetch` | what every file must give, read up front, once, many files at once |
 //! | `input`, `output` | the per-file inputs; the frame of the combined dataset |
 //! | `error`   | [`PlanError`] and the types of its causes |
 
@@ -51,14 +57,15 @@ mod inline;
 mod input;
 mod order;
 mod output;
+mod prefetch;
 mod stack;
 mod time;
 mod values;
 
 use std::collections::BTreeSet;
 
-use vzarr_core::VirtualDataset;
-use vzarr_source::SourceStore;
+use vzarr_core::{SourceRecord, VirtualDataset};
+use vzarr_source::{Recorded, SourceStore};
 
 pub use error::{Boundary, EdgeChunkError, FilePair, Gap, PlanError, ReadError};
 
@@ -156,6 +163,13 @@ pub fn plan(
         return Err(PlanError::NoInputs);
     }
     let inputs = input::Input::from_datasets(inputs)?;
+    // Sources are opened from the records their scans made: no request to open an object.
+    let records: Vec<SourceRecord> = inputs
+        .iter()
+        .flat_map(|i| i.ds.provenance.sources.iter().cloned())
+        .collect();
+    let recorded = Recorded::new(reader, records);
+    let reader: &dyn SourceStore = &recorded;
     let (ds, report) = match &opts.concat {
         Concat::Existing(dim) => concat::concat_existing(inputs, dim, opts, reader)?,
         Concat::New { dim, labels } => stack::stack_new(inputs, dim, labels.as_deref(), reader)?,

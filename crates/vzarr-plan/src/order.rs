@@ -7,6 +7,7 @@ use vzarr_source::SourceStore;
 
 use crate::error::{Boundary, FilePair, Gap, PlanError};
 use crate::input::{Input, attr_str, axis_of, read_numbers};
+use crate::prefetch::Prefetched;
 use crate::time::{self, CfTime};
 
 /// Length of `dim` in a file, from its arrays (all must agree).
@@ -37,7 +38,7 @@ pub(crate) fn dim_len(input: &Input, dim: &str) -> Result<u64, PlanError> {
 }
 
 /// The coordinate variable of `dim` at the root: 1-D with `dim` as its only dimension.
-fn coordinate<'a>(ds: &'a VirtualDataset, dim: &str) -> Option<&'a VirtualArray> {
+pub(crate) fn coordinate<'a>(ds: &'a VirtualDataset, dim: &str) -> Option<&'a VirtualArray> {
     ds.arrays.get(dim).filter(|a| a.dimension_names == [dim])
 }
 
@@ -65,6 +66,7 @@ pub(crate) fn coordinate_values(
     inputs: &[Input],
     dim: &str,
     reader: &dyn SourceStore,
+    pre: &Prefetched,
 ) -> Result<Option<Coordinate>, PlanError> {
     let coords: Vec<Option<&VirtualArray>> =
         inputs.iter().map(|i| coordinate(&i.ds, dim)).collect();
@@ -84,7 +86,7 @@ pub(crate) fn coordinate_values(
     let is_time = |a: &VirtualArray| attr_str(a, "units").is_some_and(time::is_cf_time_units);
     let mut values = Vec::with_capacity(inputs.len());
     for (input, a) in inputs.iter().zip(&coords) {
-        values.push(read_numbers(input, dim, a, reader)?);
+        values.push(read_numbers(input, dim, a, reader, pre)?);
     }
     if !coords.iter().any(|a| is_time(a)) {
         return Ok(Some(Coordinate { values, time: None }));

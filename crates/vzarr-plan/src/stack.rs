@@ -15,7 +15,7 @@ use crate::compat::{check_compatible, check_identical, check_same_variables};
 use crate::error::PlanError;
 use crate::input::{Input, Version, attr_str, join, leaf, parent, same_path};
 use crate::output::{base_dataset, combined_provenance, copy_ref};
-use crate::{PlanReport, file_name};
+use crate::{PlanReport, file_name, prefetch};
 
 /// Whether an array is a dimension coordinate (1-D, named after its dimension).
 fn is_dim_coordinate(path: &str, a: &VirtualArray) -> bool {
@@ -148,6 +148,8 @@ pub(crate) fn stack_new(
             }
         }
     }
+    let once_paths: Vec<String> = once.iter().cloned().collect();
+    let pre = prefetch::gather(&inputs, &|_| Vec::new(), &|_| once_paths.clone(), reader);
     let mut out = base_dataset(&ordered, skipped);
     let mut report = PlanReport::default();
     let mut stacked = Vec::new();
@@ -155,7 +157,7 @@ pub(crate) fn stack_new(
     for path in first.arrays.keys() {
         let arrays = same_path(&ordered, path)?;
         if once.contains(path) {
-            check_identical(path, &arrays, &urls, reader)?;
+            check_identical(path, &arrays, &urls, reader, pre.all_same(&ordered, path))?;
             report.kept_once.push(path.clone());
             out.arrays.insert(path.clone(), arrays[0].clone());
             continue;

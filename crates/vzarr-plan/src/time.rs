@@ -11,6 +11,7 @@ use crate::compat::check_compatible;
 use crate::error::PlanError;
 use crate::inline::inline_array;
 use crate::input::{Input, Version, attr_str, axis_of, read_numbers};
+use crate::prefetch::Prefetched;
 use crate::values;
 
 /// Whether a `units` attribute is a CF time units string (`<unit> since <date>`).
@@ -81,6 +82,7 @@ pub(crate) fn time_array(
     dim: &str,
     enc: &TimeEncoding,
     reader: &dyn SourceStore,
+    pre: &Prefetched,
 ) -> Result<VirtualArray, PlanError> {
     let first = arrays[0];
     let mut all = Vec::new();
@@ -105,7 +107,7 @@ pub(crate) fn time_array(
             };
             check_compatible(path, reference, other, Some(k), &["units", "_FillValue"])?;
         }
-        let v = read_numbers(input, path, a, reader)?;
+        let v = read_numbers(input, path, a, reader, pre)?;
         let from = attr_str(a, "units").unwrap_or(enc.coord_units[j]);
         let target = enc.target;
         let conv = convert(&v, from, &target.units, &target.calendar).map_err(|source| {

@@ -58,7 +58,7 @@ pub(crate) fn raw_chunk(
 }
 
 /// Decodes the encoded bytes `enc` of chunk `i` (the fill value when `None`).
-fn decode_chunk(
+pub(crate) fn decode_chunk(
     array: &VirtualArray,
     codecs: &ByteCodecs,
     i: usize,
@@ -121,6 +121,15 @@ pub(crate) fn read_array(
     array: &VirtualArray,
     reader: &dyn SourceStore,
 ) -> Result<Vec<u8>, ReadError> {
+    assemble(array, encoded_chunks(array, reader)?)
+}
+
+/// The whole array as raw bytes in C order (stored byte order) from the encoded bytes of
+/// every chunk (`None` when not stored).
+pub(crate) fn assemble(
+    array: &VirtualArray,
+    encoded: Vec<Option<Vec<u8>>>,
+) -> Result<Vec<u8>, ReadError> {
     let codecs = ByteCodecs::new(&array.codecs)?;
     let shape = array.shape();
     let esize = array.data_type.size();
@@ -130,7 +139,7 @@ pub(crate) fn read_array(
         return Ok(out);
     }
     let ndim = shape.len();
-    for (i, enc) in encoded_chunks(array, reader)?.into_iter().enumerate() {
+    for (i, enc) in encoded.into_iter().enumerate() {
         let raw = decode_chunk(array, &codecs, i, enc)?;
         let index = array.grid.chunk_index(i as u64);
         let cshape = array.grid.chunk_shape(&index);

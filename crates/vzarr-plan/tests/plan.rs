@@ -333,3 +333,173 @@ fn suggests_the_common_unlimited_dimension() {
     other[1].unlimited_dims.clear();
     assert_eq!(suggest_concat_dim(&other), None);
 }
+
+/// A store over `MemReader` that records which sources were opened by URL and which from
+/// their scan's record.
+#[derive(Debug, Default)]
+struct Calls {
+    inner: MemReader,
+    by_url: std::sync::Mutex<Vec<String>>,
+    by_record: std::sync::Mutex<Vec<String>>,
+}
+
+impl vzarr_source::SourceStore for Calls {
+    fn open(&self, url: &str) -> Result<std::sync::Arc<dyn vzarr_source::ByteSource>, SourceError> {
+        self.by_url.lock().unwrap().push(url.into());
+        self.inner.open(url)
+    }
+    fn open_recorded(
+        &self,
+        record: &vzarr_core::SourceRecord,
+    ) -> Result<std::sync::Arc<dyn vzarr_source::ByteSource>, SourceError> {
+        self.by_record.lock().unwrap().push(record.url.clone());
+        self.inner.open(&record.url)
+    }
+}
+
+/// `n` monthly files (31 days each) whose time coordinate (chunks of 10, the last one padded)
+/// and static `lat` (2 chunks of 3) are stored by reference in `reader`; file `odd` (if any)
+/// has other `lat` values; with `keep`, the scan kept every chunk's bytes.
+fn referenced_archive(
+    n: usize,
+    reader: &mut MemReader,
+    odd: Option<usize>,
+    keep: bool,
+) -> Vec<vzarr_core::VirtualDataset> {
+    use vzarr_core::{ChunkGrid, ChunkManifest, Endian};
+    (0..n)
+        .map(|k| {
+            let url = format!("file:///ref/f{k}.nc");
+            let mut ds = month_file(&url, 31 * k as u64, 31, 31, 1, &[]);
+            let mut bytes = vec![0u8; 2048];
+            // Time: 31 values (days since the file's month start), chunks of 10 at 100.
+            for d in 0..40usize {
+                let v = d as f64 + 0.5;
+                bytes[100 + 8 * d..108 + 8 * d].copy_from_slice(&v.to_le_bytes());
+            }
+            // lat: 6 float32 at 1000, in chunks of 3.
+            for j in 0..6usize {
+                let v = j as f32 * 10.0 + if Some(k) == odd { 1.0 } else { 0.0 };
+                bytes[1000 + 4 * j..1004 + 4 * j].copy_from_slice(&v.to_le_bytes());
+            }
+            let t = ds.arrays.get_mut("time").unwrap();
+            t.grid = ChunkGrid::regular(&[31], &[10]).unwrap();
+            t.manifest = ChunkManifest::new_missing(4);
+            let sid = t.manifest.intern(&url).unwrap();
+            for i in 0..4 {
+                t.manifest
+                    .set_range(i, sid, 100 + 80 * i as u64, 80)
+                    .unwrap();
+            }
+            let mut lat = VirtualArray {
+                data_type: DataType::Float32,
+                endian: Endian::Little,
+                fill_value: FillValue::from_f64(DataType::Float32, 0.0).unwrap(),
+                codecs: vec![],
+                dimension_names: vec!["lat".into()],
+                attributes: Default::default(),
+                grid: ChunkGrid::regular(&[6], &[3]).unwrap(),
+                manifest: ChunkManifest::new_missing(2),
+            };
+            let sid = lat.manifest.intern(&url).unwrap();
+            for i in 0..2 {
+                lat.manifest
+                    .set_range(i, sid, 1000 + 12 * i as u64, 12)
+                    .unwrap();
+            }
+            ds.arrays.insert("lat".into(), lat);
+            if keep {
+                let b = bytes.clone();
+                ds.keep_fetched(|_, r| {
+                    b.get(r.start as usize..r.end as usize)
+                        .map(vzarr_source::Bytes::copy_from_slice)
+                });
+            }
+            reader.insert(url, bytes);
+            ds
+        })
+        .collect()
+}
+
+#[test]
+fn every_range_is_read_once_and_sources_open_from_their_records() {
+    let n = 5;
+    let mut calls = Calls::default();
+    // Input order is not time order: the planner reorders, reads stay one per range.
+    let mut inputs = referenced_archive(n, &mut calls.inner, None, false);
+    inputs.reverse();
+    let (ds, report) = plan(inputs, &opts(), &calls).unwrap();
+    assert_eq!(report.kept_once, vec!["lat".to_string()]);
+    let t = time_values(&ds.arrays["time"]);
+    assert_eq!(t.len(), 31 * n);
+    for (i, v) in t.iter().enumerate() {
+        assert_eq!(*v, i as f64 + 0.5);
+    }
+    // 4 time chunks and 2 lat chunks per file, each read once (the time coordinate is needed
+    // twice, to order the files and to re-encode it; the first file's lat is compared with
+    // every other file's).
+    for k in 0..n {
+        let src = calls.inner.get(&format!("file:///ref/f{k}.nc")).unwrap();
+        assert_eq!(src.reads(), 6, "file {k}");
+    }
+    // Every source opened from its scan's record, none by URL (no HEAD on object storage).
+    assert!(calls.by_url.lock().unwrap().is_empty());
+    let mut by_record = calls.by_record.lock().unwrap().clone();
+    by_record.sort();
+    by_record.dedup();
+    assert_eq!(by_record.len(), n);
+}
+
+#[test]
+fn bytes_the_scan_kept_are_not_read_again() {
+    let mut reader = MemReader::new();
+    let inputs = referenced_archive(4, &mut reader, None, true);
+    let (_, report) = plan(inputs, &opts(), &reader).unwrap();
+    assert_eq!(report.kept_once, vec!["lat".to_string()]);
+    for k in 0..4 {
+        let src = reader.get(&format!("file:///ref/f{k}.nc")).unwrap();
+        assert_eq!(src.reads(), 0, "file {k}");
+    }
+}
+
+#[test]
+fn a_static_variable_that_differs_is_named_with_the_files_in_time_order() {
+    // File 3's lat differs; inputs in reverse order: the error names the first file in time
+    // order and file 3, as the exact check always has.
+    for keep in [false, true] {
+        let mut reader = MemReader::new();
+        let mut inputs = referenced_archive(5, &mut reader, Some(3), keep);
+        inputs.reverse();
+        let e = plan(inputs, &opts(), &reader).unwrap_err();
+        let PlanError::Mismatch {
+            variable, files, ..
+        } = &e
+        else {
+            panic!("{e}")
+        };
+        assert_eq!(variable, "lat");
+        assert_eq!(
+            (files.first.as_str(), files.second.as_str()),
+            ("file:///ref/f0.nc", "file:///ref/f3.nc"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("chunk [0] differs"), "{e}");
+    }
+    // The same values stored inline in one file: identical, kept once; each range still
+    // read once.
+    let mut reader = MemReader::new();
+    let mut inputs = referenced_archive(3, &mut reader, None, false);
+    let lat = inputs[1].arrays.get_mut("lat").unwrap();
+    for i in 0..2 {
+        let raw: Vec<u8> = (0..3)
+            .flat_map(|j| ((3 * i + j) as f32 * 10.0).to_le_bytes())
+            .collect();
+        lat.manifest.set_inline(i, raw).unwrap();
+    }
+    let (_, report) = plan(inputs, &opts(), &reader).unwrap();
+    assert_eq!(report.kept_once, vec!["lat".to_string()]);
+    let reads: Vec<u64> = (0..3)
+        .map(|k| reader.get(&format!("file:///ref/f{k}.nc")).unwrap().reads())
+        .collect();
+    assert_eq!(reads, [6, 4, 6]);
+}

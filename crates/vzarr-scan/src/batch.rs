@@ -63,7 +63,11 @@ fn scan_with_cache(
 ) -> Result<(VirtualDataset, bool), ScanError> {
     let (record, opened) = record_of(source)?;
     let key = cache_key(&record, opts);
-    if let Some(ds) = cache.and_then(|c| c.get(&key)) {
+    if let Some(mut ds) = cache.and_then(|c| c.get(&key)) {
+        // The head fetched to learn the record serves the planner as a fresh scan's would.
+        if let Some(o) = &opened {
+            crate::keep_head(&mut ds, &record.url, &o.head);
+        }
         return Ok((ds, true));
     }
     let opened = match opened {

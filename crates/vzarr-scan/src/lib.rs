@@ -218,6 +218,21 @@ pub(crate) fn open_for_scan(source: &SourceRef) -> Result<Opened, ScanError> {
     })
 }
 
+/// Keeps, beside the references of the small arrays of `ds` (coordinates, mostly), the bytes
+/// of their chunks that lie within `head`, the first bytes of the source `url` already
+/// fetched, copied out of it (so the head itself is freed when the scan ends); bounded as
+/// [`VirtualDataset::keep_fetched`] says. The planner then reads only what lies beyond.
+pub(crate) fn keep_head(ds: &mut VirtualDataset, url: &str, head: &Bytes) {
+    if head.is_empty() {
+        return;
+    }
+    ds.keep_fetched(|source, r| {
+        let end = usize::try_from(r.end).ok()?;
+        (source == url && end <= head.len())
+            .then(|| Bytes::copy_from_slice(&head[r.start as usize..end]))
+    });
+}
+
 /// Scans one source of any supported format, local or remote; the result's provenance
 /// records the source as opened (size, modification time, ETag, fingerprint).
 pub fn scan_source(source: &SourceRef, opts: &ScanOptions) -> Result<VirtualDataset, ScanError> {
@@ -284,7 +299,9 @@ pub(crate) fn scan_opened(
             let o = vzarr_netcdf3::ScanOptions {
                 split_contiguous_bytes: opts.split_contiguous_bytes,
             };
-            vzarr_netcdf3::scan(src.as_ref(), &o)?
+            let mut ds = vzarr_netcdf3::scan(src.as_ref(), &o)?;
+            keep_head(&mut ds, src.url(), &opened.head);
+            ds
         }
         _ => {
             return Err(ScanError::Format(SniffError::Unrecognised {
@@ -297,4 +314,60 @@ pub(crate) fn scan_opened(
     record.fingerprint = Some(vzarr_source::fingerprint(src.as_ref())?);
     ds.provenance = Provenance::single(record);
     Ok(ds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vzarr_core::ChunkRef;
+    use vzarr_source::MemSource;
+
+    #[test]
+    fn netcdf3_scans_keep_the_small_chunks_within_the_head() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/nc3_classic.nc");
+        let bytes = std::fs::read(path).unwrap();
+        let url = "s3://bucket/nc3_classic.nc";
+        let source = SourceRef::parse(url).unwrap();
+        // A head that ends inside the data: chunks before its end are kept, the rest not.
+        let head_len = 1800;
+        assert!(head_len < bytes.len());
+        let opened = Opened {
+            src: Arc::new(MemSource::new(url, bytes.clone())),
+            head: Bytes::copy_from_slice(&bytes[..head_len]),
+        };
+        let ds = scan_opened(&source, opened, &ScanOptions::default()).unwrap();
+        let (mut kept, mut beyond) = (0, 0);
+        for (path, a) in &ds.arrays {
+            for (i, r) in a.manifest.iter_stored() {
+                let ChunkRef::Range { offset, length, .. } = r else {
+                    continue;
+                };
+                let end = (offset + length) as usize;
+                match a.manifest.fetched(i) {
+                    Some(b) => {
+                        assert!(end <= head_len, "{path} chunk {i}");
+                        assert_eq!(&b[..], &bytes[offset as usize..end], "{path} chunk {i}");
+                        kept += 1;
+                    }
+                    None => {
+                        assert!(end > head_len, "{path} chunk {i} is in the head");
+                        beyond += 1;
+                    }
+                }
+            }
+        }
+        assert!(kept > 0 && beyond > 0, "{kept} kept, {beyond} beyond");
+        // A local file (no head): nothing kept.
+        let opened = Opened {
+            src: Arc::new(MemSource::new(url, bytes.clone())),
+            head: Bytes::new(),
+        };
+        let ds = scan_opened(&source, opened, &ScanOptions::default()).unwrap();
+        assert!(
+            ds.arrays
+                .values()
+                .all(|a| (0..a.manifest.len()).all(|i| a.manifest.fetched(i).is_none()))
+        );
+    }
 }

@@ -67,8 +67,11 @@ pub enum SourceError {
         /// The URL.
         url: String,
     },
-    /// The object changed (its ETag no longer matches) since it was opened.
-    #[error("{url}: the object changed since it was opened (its ETag no longer matches)")]
+    /// The object changed (its ETag no longer matches) since it was opened, or since the
+    /// record it was opened from was made (its scan).
+    #[error(
+        "{url}: the object changed since it was opened or scanned (its ETag no longer matches)"
+    )]
     Changed {
         /// The URL.
         url: String,

@@ -10,7 +10,8 @@
 //!   counts requests and bytes, [`BlockCache`] serves pointer-chasing parsers from cached
 //!   blocks with batched prefetch.
 //! - [`SourceStore`]: opening sources by URL. [`Stores`] is the base; [`AllowPrefixes`],
-//!   [`CheckRecords`] and [`Memo`] wrap it; [`read_across`] reads ranges of many sources.
+//!   [`CheckRecords`], [`Memo`] and [`Recorded`] wrap it; [`read_across`] reads ranges of many
+//!   sources.
 //! - URLs are parsed once into [`Location`]s ([`parse_url`]), never split as strings;
 //!   [`PrefixPolicy`] holds what a reader may fetch.
 //! - [`sniff`] detects the format from magic bytes; [`list_prefix`] lists a prefix.
@@ -63,8 +64,8 @@ pub use runtime::{block_on, runtime};
 pub use sniff::{Format, HDF5_SIGNATURE, SniffError, hdf5_signature_offsets, sniff};
 pub use stats::{Counted, IoCounts, IoStats};
 pub use store::{
-    AllowPrefixes, CheckRecords, FINGERPRINT_BYTES, Memo, ReadTuning, SourceStore, Stores,
-    fingerprint, fingerprint_of, format_ns, locate, open_source, parallel_map, read_across,
+    AllowPrefixes, CheckRecords, FINGERPRINT_BYTES, Memo, ReadTuning, Recorded, SourceStore,
+    Stores, fingerprint, fingerprint_of, format_ns, locate, open_source, parallel_map, read_across,
     record_changes,
 };
 pub use url::{Location, Prefix, PrefixPolicy, Scheme, UrlError, parse_url, percent_decode};

@@ -234,6 +234,29 @@ impl ObjectSource {
         Ok((src, bytes))
     }
 
+    /// The object at `loc` as `record` describes it (size, modification time, ETag), without
+    /// a request: for a source scanned before, whose record is at hand. Reads are checked
+    /// against the recorded size and made conditional on the recorded ETag, so an object
+    /// replaced since the record was made is an error ([`SourceError::Changed`]) on the first
+    /// read, never a mix of old and new bytes.
+    pub fn from_record(
+        clients: &Clients,
+        loc: &Location,
+        record: &SourceRecord,
+    ) -> Result<Self, SourceError> {
+        let (store, path) = clients.resolve(loc)?;
+        Ok(ObjectSource {
+            location: loc.clone(),
+            store,
+            path,
+            record: SourceRecord {
+                url: loc.url(),
+                ..record.clone()
+            },
+            concurrency: DEFAULT_RANGE_CONCURRENCY,
+        })
+    }
+
     /// The same source fetching at most `n` ranges at once (at least 1).
     pub fn with_concurrency(mut self, n: usize) -> Self {
         self.concurrency = n.max(1);

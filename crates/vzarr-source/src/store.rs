@@ -2,7 +2,7 @@
 //! `LimitStore`: [`Stores`] opens local files and objects; [`AllowPrefixes`] refuses URLs
 //! outside the prefixes a reader may fetch from (symbolic links resolved first);
 //! [`CheckRecords`] refuses sources that changed since they were recorded; [`Memo`] opens each
-//! URL once. Stack them as a reader needs, e.g.
+//! URL once; [`Recorded`] opens sources scanned before from their records (no HEAD request). Stack them as a reader needs, e.g.
 //! `Memo::new(CheckRecords::new(AllowPrefixes::new(Stores::default(), policy), records))`.
 
 use std::collections::HashMap;
@@ -26,17 +26,31 @@ pub trait SourceStore: Send + Sync + Debug {
     /// Opens the source at `url`: an absolute URL of any supported scheme, or a local path
     /// (relative paths against the current directory).
     fn open(&self, url: &str) -> Result<Arc<dyn ByteSource>, SourceError>;
+
+    /// Opens the source `record` describes (a source scanned before), trusting the record
+    /// where that saves a request: [`Stores`] opens an object with an ETag without a HEAD
+    /// request, its reads conditional on the recorded ETag (an object changed since is an
+    /// error on the first read). By default, [`SourceStore::open`] of the record's URL.
+    fn open_recorded(&self, record: &SourceRecord) -> Result<Arc<dyn ByteSource>, SourceError> {
+        self.open(&record.url)
+    }
 }
 
 impl<T: SourceStore + ?Sized> SourceStore for Arc<T> {
     fn open(&self, url: &str) -> Result<Arc<dyn ByteSource>, SourceError> {
         (**self).open(url)
     }
+    fn open_recorded(&self, record: &SourceRecord) -> Result<Arc<dyn ByteSource>, SourceError> {
+        (**self).open_recorded(record)
+    }
 }
 
 impl<T: SourceStore + ?Sized> SourceStore for &T {
     fn open(&self, url: &str) -> Result<Arc<dyn ByteSource>, SourceError> {
         (**self).open(url)
+    }
+    fn open_recorded(&self, record: &SourceRecord) -> Result<Arc<dyn ByteSource>, SourceError> {
+        (**self).open_recorded(record)
     }
 }
 
@@ -103,23 +117,44 @@ impl Stores {
             let src = ObjectSource::open(Clients::global(), loc)?.with_concurrency(t.concurrency);
             (Box::new(src), t.remote_gap)
         };
-        Ok(match &t.stats {
-            Some(stats) => {
-                stats.count_open();
-                Arc::new(Coalesced::new(
-                    Counted::new(raw, stats.clone()),
-                    gap,
-                    t.max_request,
-                ))
-            }
+        if let Some(stats) = &t.stats {
+            stats.count_open();
+        }
+        Ok(self.wrap(raw, gap))
+    }
+
+    /// A source read through coalescing (and counted when statistics are kept).
+    fn wrap(&self, raw: Box<dyn ByteSource>, gap: u64) -> Arc<dyn ByteSource> {
+        let t = &self.tuning;
+        match &t.stats {
+            Some(stats) => Arc::new(Coalesced::new(
+                Counted::new(raw, stats.clone()),
+                gap,
+                t.max_request,
+            )),
             None => Arc::new(Coalesced::new(raw, gap, t.max_request)),
-        })
+        }
     }
 }
 
 impl SourceStore for Stores {
     fn open(&self, url: &str) -> Result<Arc<dyn ByteSource>, SourceError> {
         self.open_location(&locate(url)?)
+    }
+
+    /// An object whose record has an ETag is opened from the record, without a request
+    /// ([`ObjectSource::from_record`]); local files and objects without an ETag (whose reads
+    /// could not tell a changed object) are opened as [`Stores::open_location`] does.
+    fn open_recorded(&self, record: &SourceRecord) -> Result<Arc<dyn ByteSource>, SourceError> {
+        let loc = locate(&record.url)?;
+        if loc.scheme == Scheme::File || record.etag.is_none() {
+            return self.open_location(&loc);
+        }
+        let t = &self.tuning;
+        // No request: not counted as an open.
+        let src = ObjectSource::from_record(Clients::global(), &loc, record)?
+            .with_concurrency(t.concurrency);
+        Ok(self.wrap(Box::new(src), t.remote_gap))
     }
 }
 
@@ -196,6 +231,14 @@ impl<T: SourceStore> SourceStore for AllowPrefixes<T> {
     fn open(&self, url: &str) -> Result<Arc<dyn ByteSource>, SourceError> {
         let loc = self.check(url)?;
         self.inner.open(&loc.url())
+    }
+
+    fn open_recorded(&self, record: &SourceRecord) -> Result<Arc<dyn ByteSource>, SourceError> {
+        let loc = self.check(&record.url)?;
+        self.inner.open_recorded(&SourceRecord {
+            url: loc.url(),
+            ..record.clone()
+        })
     }
 }
 
@@ -336,6 +379,62 @@ impl<T: SourceStore> SourceStore for Memo<T> {
         // twice concurrently is kept once.
         let s = self.inner.open(&key)?;
         Ok(self.lock().entry(key).or_insert(s).clone())
+    }
+
+    /// The source kept for the record's URL when it agrees with the record (same size, and
+    /// the same ETag where the record has one); else the source opened from the record, kept
+    /// instead.
+    fn open_recorded(&self, record: &SourceRecord) -> Result<Arc<dyn ByteSource>, SourceError> {
+        let key = locate(&record.url)?.url();
+        let agrees = |s: &Arc<dyn ByteSource>| {
+            s.record().size == record.size
+                && (record.etag.is_none() || s.record().etag == record.etag)
+        };
+        if let Some(s) = self.lock().get(&key).filter(|s| agrees(s)) {
+            return Ok(s.clone());
+        }
+        let s = self.inner.open_recorded(&SourceRecord {
+            url: key.clone(),
+            ..record.clone()
+        })?;
+        let mut open = self.lock();
+        let kept = open.entry(key).or_insert_with(|| s.clone());
+        if !agrees(kept) {
+            *kept = s.clone();
+        }
+        Ok(kept.clone())
+    }
+}
+
+/// A store that opens the sources it holds records of from those records
+/// ([`SourceStore::open_recorded`]: an object scanned before is opened without a HEAD
+/// request, its reads conditional on the recorded ETag), and any other URL as `inner` does.
+#[derive(Debug)]
+pub struct Recorded<T> {
+    inner: T,
+    records: HashMap<String, SourceRecord>,
+}
+
+impl<T: SourceStore> Recorded<T> {
+    /// `inner`, opening the sources of `records` (by URL) from them.
+    pub fn new(inner: T, records: impl IntoIterator<Item = SourceRecord>) -> Self {
+        Recorded {
+            inner,
+            records: records.into_iter().map(|r| (r.url.clone(), r)).collect(),
+        }
+    }
+}
+
+impl<T: SourceStore> SourceStore for Recorded<T> {
+    fn open(&self, url: &str) -> Result<Arc<dyn ByteSource>, SourceError> {
+        match self.records.get(url) {
+            Some(r) => self.inner.open_recorded(r),
+            None => self.inner.open(url),
+        }
+    }
+
+    fn open_recorded(&self, record: &SourceRecord) -> Result<Arc<dyn ByteSource>, SourceError> {
+        self.inner.open_recorded(record)
     }
 }
 

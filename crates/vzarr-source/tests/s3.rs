@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use rayon::prelude::*;
 use vzarr_source::{
-    ByteSource, Clients, Memo, ObjectSource, SourceError, SourceRecord, SourceStore, Stores,
-    list_prefix, locate, open_source,
+    ByteSource, Clients, Memo, ObjectSource, Recorded, SourceError, SourceRecord, SourceStore,
+    Stores, list_prefix, locate, open_source,
 };
 use vzarr_test_support::moto::{interop_python, s3_put, set_s3_env, start_moto};
 
@@ -200,4 +200,45 @@ fn object_sources_listings_and_range_reads_on_s3() {
     let e = src.read(0..10).unwrap_err();
     assert!(matches!(e, SourceError::Changed { .. }), "{e}");
     assert!(e.to_string().contains(&url("data/a.nc")), "{e}");
+
+    // Opened from a record (a source scanned before): no request at open, reads conditional
+    // on the recorded ETag. The old stamp is refused on the first read, not mixed with the new
+    // bytes; the current one reads; a record of an object that is not there opens (nothing
+    // was asked) and its first read says it is gone.
+    for store in [
+        &Stores::default() as &dyn SourceStore,
+        &Memo::new(Stores::default()),
+        &Recorded::new(Stores::default(), [now.clone()]),
+    ] {
+        let old = store.open_recorded(&stamp).unwrap();
+        assert_eq!(old.record(), &stamp);
+        let e = old.read(0..10).unwrap_err();
+        assert!(matches!(e, SourceError::Changed { .. }), "{e}");
+        let cur = store.open_recorded(&now).unwrap();
+        assert_eq!(cur.read(0..20).unwrap(), data(20, 9));
+        let gone = SourceRecord {
+            url: url("data/gone.nc"),
+            ..now.clone()
+        };
+        let e = store.open_recorded(&gone).unwrap().read(0..1).unwrap_err();
+        assert!(e.is_not_found(), "{e}");
+    }
+    // A store holding records opens by URL from them; other URLs as the store below does.
+    let recorded = Recorded::new(Stores::default(), [stamp.clone()]);
+    let e = recorded
+        .open(&url("data/a.nc"))
+        .unwrap()
+        .read(0..1)
+        .unwrap_err();
+    assert!(matches!(e, SourceError::Changed { .. }), "{e}");
+    assert_eq!(recorded.open(&url("data/sub/b.nc")).unwrap().size(), 300);
+    // Without an ETag to make reads conditional, the object is opened with a HEAD as before.
+    let no_etag = SourceRecord {
+        etag: None,
+        ..stamp.clone()
+    };
+    assert_eq!(
+        Stores::default().open_recorded(&no_etag).unwrap().size(),
+        20
+    );
 }
