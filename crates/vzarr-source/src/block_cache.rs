@@ -156,8 +156,8 @@ impl<S: ByteSource> BlockCache<S> {
             }
             let hi = (lo + self.block as usize).min(bytes.len());
             let block = Bytes::copy_from_slice(&bytes[lo..hi]);
-            if !st.blocks.contains_key(&b) {
-                st.blocks.insert(b, block.clone());
+            if let std::collections::hash_map::Entry::Vacant(e) = st.blocks.entry(b) {
+                e.insert(block.clone());
                 st.order.push_back(b);
                 st.bytes += (hi - lo) as u64;
             }
