@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::{CoreError, Endian};
+use crate::{CoreError, DataType, Endian};
 
 /// Shuffle mode of the blosc codec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -168,6 +168,89 @@ pub fn bytes_codec_json(element_size: usize, endian: Endian, has_endianness: boo
         json!({"name": "bytes", "configuration": {"endian": endian.as_str()}})
     } else {
         json!({"name": "bytes", "configuration": {}})
+    }
+}
+
+/// Name of an HDF5 filter id (the registered filter ids of the HDF Group), for messages.
+pub fn hdf5_filter_name(id: u32) -> &'static str {
+    match id {
+        1 => "deflate",
+        2 => "shuffle",
+        3 => "fletcher32",
+        4 => "szip",
+        5 => "N-bit",
+        6 => "scale-offset",
+        307 => "bzip2",
+        32000 => "LZF",
+        32001 => "blosc",
+        32004 => "LZ4",
+        32008 => "bitshuffle",
+        32013 => "zfp",
+        32015 => "zstd",
+        32017 => "sz",
+        32024 => "sz3",
+        32026 => "blosc2",
+        _ => "unknown",
+    }
+}
+
+fn blosc_cname(code: u32) -> Option<&'static str> {
+    Some(match code {
+        0 => "blosclz",
+        1 => "lz4",
+        2 => "lz4hc",
+        3 => "snappy",
+        4 => "zlib",
+        5 => "zstd",
+        _ => return None,
+    })
+}
+
+impl Codec {
+    /// The codec of one HDF5 filter (`id` with its client data values `cd`) in the pipeline
+    /// of a dataset of type `dt`, or why zarr-python 3.4 has none that decodes it. Client
+    /// data values a filter leaves out take the defaults the filter's own code uses.
+    pub fn from_hdf5_filter(id: u32, cd: &[u32], dt: DataType) -> Result<Codec, String> {
+        Ok(match id {
+            1 => Codec::Zlib {
+                level: cd.first().copied().unwrap_or(6),
+            },
+            2 => Codec::Shuffle {
+                element_size: cd.first().map_or(dt.size(), |&s| s as usize).max(1),
+            },
+            3 => Codec::Fletcher32,
+            32001 => {
+                // cd_values: filter revision, blosc version, typesize, buffer size, clevel,
+                // shuffle, compressor.
+                let typesize = cd.get(2).copied().unwrap_or(dt.size() as u32) as usize;
+                let clevel = cd.get(4).copied().unwrap_or(5);
+                let shuffle = match cd.get(5).copied().unwrap_or(1) {
+                    0 => BloscShuffle::NoShuffle,
+                    2 => BloscShuffle::BitShuffle,
+                    _ => BloscShuffle::Shuffle,
+                };
+                let code = cd.get(6).copied().unwrap_or(0);
+                let cname = blosc_cname(code)
+                    .ok_or_else(|| format!("blosc filter with unknown compressor code {code}"))?;
+                Codec::Blosc {
+                    cname: cname.into(),
+                    clevel,
+                    shuffle,
+                    typesize,
+                    blocksize: 0,
+                }
+            }
+            32015 => Codec::Zstd {
+                level: cd.first().map_or(3, |&l| l as i32),
+            },
+            other => {
+                return Err(format!(
+                    "unsupported filter {} (HDF5 filter id {other}): zarr-python 3.4 has no codec \
+                     that decodes it",
+                    hdf5_filter_name(other)
+                ));
+            }
+        })
     }
 }
 

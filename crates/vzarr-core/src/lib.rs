@@ -16,7 +16,7 @@ mod manifest;
 pub mod record;
 pub mod summary;
 
-pub use codec::{BloscShuffle, Codec, bytes_codec_json};
+pub use codec::{BloscShuffle, Codec, bytes_codec_json, hdf5_filter_name};
 pub use dataset::{
     Attributes, ConcatInfo, ConcatPiece, Group, Provenance, Retimed, SkippedVariable, SourceRecord,
     VirtualArray, VirtualDataset, group_metadata, prefixes_of,
