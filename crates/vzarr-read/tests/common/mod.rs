@@ -1,4 +1,5 @@
-//! Shared helpers of the reader's integration tests.
+//! Shared helpers of the reader's integration tests (also used by vzarr-verify's tests,
+//! through a `#[path]` module).
 
 #![allow(dead_code)]
 
