@@ -179,7 +179,11 @@ impl ChunkManifest {
     }
 
     fn put(&mut self, i: usize, slot: Slot) {
-        self.fetched.remove(&i);
+        // Runs for every chunk of every array: hashing `i` only when there is something to
+        // drop (a scanner keeps fetched bytes for a handful of small arrays).
+        if !self.fetched.is_empty() {
+            self.fetched.remove(&i);
+        }
         match &mut self.slots {
             Slots::Dense {
                 ids,

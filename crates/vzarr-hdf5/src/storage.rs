@@ -26,6 +26,14 @@ impl SourceStorage {
         }
     }
 
+    /// Reads `src` exactly as the reader asks, except for its head (see
+    /// [`BlockCache::head_only`]), kept in `block_size`-byte blocks, at most `capacity` bytes.
+    pub fn head_only(src: Arc<dyn ByteSource>, block_size: u64, capacity: u64) -> Self {
+        SourceStorage {
+            cache: Arc::new(BlockCache::head_only(src, block_size, capacity)),
+        }
+    }
+
     /// Reads the first `len` bytes of the source into the cache in one request (where
     /// netCDF-C and h5py put most of a file's metadata).
     pub fn read_head(&self, len: u64) -> Result<(), SourceError> {

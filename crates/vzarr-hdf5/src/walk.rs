@@ -95,7 +95,11 @@ pub fn scan_with_head(
 ) -> Result<VirtualDataset, Hdf5Error> {
     let url = src.url().to_string();
     let file_size = src.size();
-    let storage = SourceStorage::new(src, opts.block_size, opts.cache_capacity);
+    let storage = if opts.cache_beyond_head {
+        SourceStorage::new(src, opts.block_size, opts.cache_capacity)
+    } else {
+        SourceStorage::head_only(src, opts.block_size, opts.cache_capacity)
+    };
     storage.cache().seed_head(head);
     if (head.len() as u64) < opts.head_bytes.min(file_size) {
         storage

@@ -5,6 +5,10 @@
 //!
 //! Memory is bounded: at most `capacity` bytes of blocks are kept (oldest dropped first), and
 //! a range longer than [`BlockCache::BYPASS_BLOCKS`] blocks is read around the cache.
+//!
+//! [`BlockCache::head_only`] keeps only the head of the file and reads everything else
+//! exactly as asked: for local files, where a read is a system call and the page cache
+//! already keeps what was read, whole blocks would only copy bytes that are not needed.
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
@@ -40,6 +44,8 @@ pub struct BlockCache<S> {
     inner: S,
     block: u64,
     capacity: u64,
+    /// False for [`BlockCache::head_only`]: misses are read exactly, not as blocks.
+    fill: bool,
     state: Mutex<State>,
 }
 
@@ -53,7 +59,19 @@ impl<S: ByteSource> BlockCache<S> {
             inner,
             block: block.max(512),
             capacity,
+            fill: true,
             state: Mutex::new(State::default()),
+        }
+    }
+
+    /// `inner` with only its head cached (what [`BlockCache::read_head`] and
+    /// [`BlockCache::seed_head`] put there, in blocks of `block` bytes, at most `capacity`
+    /// bytes): every other range is read from `inner` exactly, nothing else is kept, and
+    /// prefetches do nothing.
+    pub fn head_only(inner: S, block: u64, capacity: u64) -> Self {
+        BlockCache {
+            fill: false,
+            ..Self::new(inner, block, capacity)
         }
     }
 
@@ -102,6 +120,9 @@ impl<S: ByteSource> BlockCache<S> {
         if span.is_empty() {
             return Some(Bytes::new());
         }
+        if !span.clone().all(|b| st.blocks.contains_key(&b)) {
+            return None;
+        }
         let mut out = BytesMut::with_capacity((range.end - range.start) as usize);
         for b in span {
             let bytes = st.blocks.get(&b)?;
@@ -114,6 +135,20 @@ impl<S: ByteSource> BlockCache<S> {
             out.extend_from_slice(&bytes[lo as usize..hi as usize]);
         }
         (out.len() as u64 == range.end - range.start).then(|| out.freeze())
+    }
+
+    /// [`BlockCache::cached`] for a reader that drops the bytes soon: a range inside one
+    /// block is a slice of it, not a copy.
+    fn peek(&self, range: &Range<u64>) -> Option<Bytes> {
+        let span = self.blocks_of(range);
+        if span.end - span.start != 1 || range.end > self.size() {
+            return self.cached(range);
+        }
+        let st = self.lock();
+        let b = st.blocks.get(&span.start)?;
+        let base = span.start * self.block;
+        let (lo, hi) = ((range.start - base) as usize, (range.end - base) as usize);
+        (hi <= b.len()).then(|| b.slice(lo..hi))
     }
 
     /// The source below.
@@ -173,6 +208,36 @@ impl<S: ByteSource> BlockCache<S> {
             }
         }
         out
+    }
+
+    /// Ranges served from cached blocks where all of their blocks are cached, and read from
+    /// the source below exactly (in one call) where not; nothing is added to the cache.
+    fn read_around(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, SourceError> {
+        let mut out: Vec<Option<Bytes>> = ranges.iter().map(|r| self.peek(r)).collect();
+        let misses: Vec<Range<u64>> = ranges
+            .iter()
+            .zip(&out)
+            .filter(|(_, got)| got.is_none())
+            .map(|(r, _)| r.clone())
+            .collect();
+        let hits = (ranges.len() - misses.len()) as u64;
+        if hits > 0 {
+            self.lock().counts.hits += hits;
+        }
+        if !misses.is_empty() {
+            let mut read = self.inner.read_ranges(&misses)?.into_iter();
+            for (slot, r) in out.iter_mut().zip(ranges) {
+                if slot.is_none() {
+                    *slot = Some(read.next().ok_or_else(|| SourceError::ShortRead {
+                        url: self.url().to_string(),
+                        offset: r.start,
+                        len: r.end - r.start,
+                        got: 0,
+                    })?);
+                }
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
     }
 
     /// Fetches the missing blocks of `ranges` (those not read around the cache) and returns
@@ -249,6 +314,9 @@ impl<S: ByteSource> ByteSource for BlockCache<S> {
         let size = self.size();
         for r in ranges {
             range_len(self.url(), r, size)?;
+        }
+        if !self.fill {
+            return self.read_around(ranges);
         }
         let blocks = self.fill(ranges, true)?;
         let direct: Vec<Range<u64>> = ranges
@@ -328,6 +396,9 @@ impl<S: ByteSource> ByteSource for BlockCache<S> {
     }
 
     fn prefetch(&self, ranges: &[Range<u64>]) -> Result<(), SourceError> {
+        if !self.fill {
+            return Ok(());
+        }
         let size = self.size();
         let ok: Vec<Range<u64>> = ranges
             .iter()
@@ -396,6 +467,35 @@ mod tests {
         c.seed_head(&Bytes::copy_from_slice(&d[..1500]));
         assert_eq!(c.cached(&(1400..1500)).unwrap(), &d[1400..1500]);
         assert_eq!(short.reads(), 0);
+    }
+
+    #[test]
+    fn head_only_reads_the_rest_exactly() {
+        let d = data(100_000);
+        let mem = MemSource::new("mem://x", d.clone());
+        let c = BlockCache::head_only(&mem, 1024, 4096);
+        c.read_head(4096).unwrap();
+        assert_eq!((mem.reads(), mem.bytes_read()), (1, 4096));
+        // Inside the head: served from it, across blocks too.
+        assert_eq!(&c.read(1000..1100).unwrap()[..], &d[1000..1100]);
+        assert_eq!(&c.read(0..4096).unwrap()[..], &d[..4096]);
+        assert_eq!(mem.reads(), 1);
+        // Beyond the head: exactly the bytes asked for, one call for all misses of a call,
+        // nothing cached, prefetches ignored.
+        c.prefetch(std::slice::from_ref(&(50_000..60_000))).unwrap();
+        assert_eq!(mem.reads(), 1);
+        let got = c
+            .read_ranges(&[10_000..10_010, 100..200, 4000..4200, 99_990..100_000])
+            .unwrap();
+        assert_eq!(&got[0][..], &d[10_000..10_010]);
+        assert_eq!(&got[1][..], &d[100..200]);
+        assert_eq!(&got[2][..], &d[4000..4200]);
+        assert_eq!(&got[3][..], &d[99_990..]);
+        assert_eq!(mem.bytes_read(), 4096 + 10 + 200 + 10);
+        assert!(c.cached(&(10_000..10_010)).is_none());
+        assert!(c.lock().bytes <= 4096);
+        assert!(c.read(99_990..100_001).is_err());
+        assert_eq!(c.counts().hits, 3);
     }
 
     #[test]
