@@ -90,6 +90,11 @@ pub struct ScanOptions {
     /// structure outside the head is read exactly as large as it is, and prefetches do
     /// nothing (see [`vzarr_source::BlockCache::head_only`]).
     pub cache_beyond_head: bool,
+    /// Whether small arrays keep the chunk bytes the scan already holds (see
+    /// [`vzarr_core::VirtualDataset::keep_fetched`]), so that the planner need not fetch them
+    /// again: worth a request on object storage, nothing for a local file, where keeping them
+    /// would only hold up to 256 KiB per file in memory until the build ends.
+    pub keep_fetched: bool,
 }
 
 impl ScanOptions {
@@ -107,6 +112,7 @@ impl ScanOptions {
             block_size: 16 << 10,
             cache_capacity: 64 << 10,
             cache_beyond_head: false,
+            keep_fetched: false,
         }
     }
 
@@ -125,6 +131,7 @@ impl ScanOptions {
             block_size: 256 << 10,
             cache_capacity: 64 << 20,
             cache_beyond_head: true,
+            keep_fetched: true,
         }
     }
 

@@ -131,7 +131,9 @@ pub fn scan_with_head(
         object: "/".into(),
         source: Box::new(source),
     })?;
-    keep_small_arrays(&mut ctx.out, &storage);
+    if opts.keep_fetched {
+        keep_small_arrays(&mut ctx.out, &storage);
+    }
     Ok(ctx.out)
 }
 
