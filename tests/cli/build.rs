@@ -92,13 +92,18 @@ fn golden_manifests() {
 #[test]
 fn libhdf5_scanner_writes_the_golden_manifests() {
     // The libhdf5 scanner, kept as an oracle behind --hdf5-scanner, gives the same manifests
-    // as the native default on every HDF5 and NetCDF4 fixture.
+    // as the native default on every HDF5 and NetCDF4 fixture but those holding types only
+    // the native scanner maps (issue 16: array datatypes, enum members as CF flags); the
+    // differential test (crates/vzarr-hdf5/tests/differential) compares those files with
+    // exactly these arrays and attributes set apart, and lists them.
+    const BEYOND_ORACLE: [&str; 1] = ["dtypes.h5"];
     let dir = tempfile::tempdir().unwrap();
     let mut h5 = names("hdf5");
     h5.extend(names("netcdf4"));
     assert!(h5.len() >= 8, "fixture index lists too few files");
     let failures: Vec<&String> = h5
         .iter()
+        .filter(|name| !BEYOND_ORACLE.contains(&name.as_str()))
         .filter(|name| {
             let text = normalised_build(name, dir.path(), &["--hdf5-scanner", "libhdf5"]);
             let golden = root().join("manifests").join(format!("{name}.json"));

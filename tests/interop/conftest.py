@@ -73,7 +73,13 @@ def assert_values_equal(expected, actual, where: str):
     assert e.shape == a.shape, f"{where}: shape {a.shape} != {e.shape}"
     assert e.dtype.kind == a.dtype.kind, f"{where}: dtype {a.dtype} != {e.dtype}"
     assert e.dtype.itemsize == a.dtype.itemsize, f"{where}: dtype {a.dtype} != {e.dtype}"
-    if e.dtype.kind == "f":
+    if e.dtype.kind == "c":
+        # Each part as a float: bitwise where both are numbers, NaN positions equal.
+        part = f"f{e.dtype.itemsize // 2}"
+        ep = np.ascontiguousarray(e.astype(e.dtype.newbyteorder("="))).view(part)
+        ap = np.ascontiguousarray(a.astype(a.dtype.newbyteorder("="))).view(part)
+        assert_values_equal(ep, ap, where)
+    elif e.dtype.kind == "f":
         # Bitwise equality where both are numbers; NaN positions must match.
         np.testing.assert_array_equal(a, e, err_msg=where)
         en = e.astype(e.dtype.newbyteorder("=")).view(f"u{e.dtype.itemsize}")

@@ -60,6 +60,19 @@ def h5_attrs(obj) -> dict:
     return out
 
 
+def enum_flag_attrs(ds) -> dict:
+    """The CF attributes vzarr adds to an enum dataset (not h5py's bool), from h5py's view of
+    the enum: `flag_values` sorted, `flag_meanings` the names in that order."""
+    mapping = h5py.check_enum_dtype(ds.dtype)
+    if mapping is None or ds.dtype == bool or "flag_values" in ds.attrs or "flag_meanings" in ds.attrs:
+        return {}
+    items = sorted(mapping.items(), key=lambda kv: (kv[1], kv[0]))
+    return {
+        "flag_values": normalise_attr([int(v) for _, v in items]),
+        "flag_meanings": " ".join("_".join(k.split()) for k, _ in items),
+    }
+
+
 @pytest.fixture(scope="module", params=[f["name"] for f in FIXTURE_LIST])
 def fixture(request, tmp_path_factory):
     entry = next(f for f in FIXTURE_LIST if f["name"] == request.param)
@@ -111,6 +124,8 @@ def test_attributes_match_h5py(fixture):
                 continue
             node = group if path == "" else group[path]
             want = h5_attrs(obj)
+            if isinstance(obj, h5py.Dataset):
+                want.update(enum_flag_attrs(obj))
             got = dict(node.attrs)
             if "_FillValue" in want:
                 # Encoded for xarray's Zarr v3 backend; checked by the xarray tests.

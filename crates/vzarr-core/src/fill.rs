@@ -72,6 +72,8 @@ impl FillValue {
                 .to_vec(),
             DataType::Float32 => (v as f32).to_le_bytes().to_vec(),
             DataType::Float64 => (v as f64).to_le_bytes().to_vec(),
+            DataType::Complex64 => [(v as f32).to_le_bytes(), 0f32.to_le_bytes()].concat(),
+            DataType::Complex128 => [(v as f64).to_le_bytes(), 0f64.to_le_bytes()].concat(),
             DataType::Float16 | DataType::FixedBytes(_) => return Err(out_of_range()),
         };
         Ok(FillValue { bytes })
@@ -101,7 +103,7 @@ impl FillValue {
     pub fn bytes_in(&self, dtype: DataType, endian: crate::Endian) -> Vec<u8> {
         let mut b = self.bytes.clone();
         if endian == crate::Endian::Big && dtype.has_endianness() {
-            b.reverse();
+            dtype.swap_element(&mut b);
         }
         b
     }
@@ -159,6 +161,21 @@ impl FillValue {
             DataType::FixedBytes(_) => {
                 Value::String(base64::engine::general_purpose::STANDARD.encode(&self.bytes))
             }
+            DataType::Complex64 | DataType::Complex128 => {
+                // Zarr v3 complex fill values: `[real, imaginary]`, each as its float type's.
+                let part = if dtype == DataType::Complex64 {
+                    DataType::Float32
+                } else {
+                    DataType::Float64
+                };
+                let half = part.size();
+                Value::Array(
+                    self.bytes
+                        .chunks_exact(half)
+                        .map(|b| FillValue { bytes: b.to_vec() }.to_zarr_json(part))
+                        .collect(),
+                )
+            }
             int => {
                 let v = self.as_i128(int).expect("integer type");
                 if let Ok(i) = i64::try_from(v) {
@@ -174,6 +191,19 @@ impl FillValue {
     pub fn from_zarr_json(dtype: DataType, value: &Value) -> Result<Self, CoreError> {
         let bad = || CoreError::Metadata(format!("fill_value {value} for {}", dtype.name()));
         match (dtype, value) {
+            (DataType::Complex64 | DataType::Complex128, Value::Array(parts)) => {
+                let part = if dtype == DataType::Complex64 {
+                    DataType::Float32
+                } else {
+                    DataType::Float64
+                };
+                let [re, im] = parts.as_slice() else {
+                    return Err(bad());
+                };
+                let mut bytes = Self::from_zarr_json(part, re)?.bytes;
+                bytes.extend(Self::from_zarr_json(part, im)?.bytes);
+                Ok(FillValue { bytes })
+            }
             (DataType::Bool, Value::Bool(b)) => Ok(FillValue {
                 bytes: vec![u8::from(*b)],
             }),
@@ -364,6 +394,26 @@ mod tests {
             f.bytes_in(DataType::Int32, crate::Endian::Little),
             vec![1, 0, 0, 0]
         );
+    }
+
+    #[test]
+    fn complex() {
+        let mut le = 1.5f32.to_le_bytes().to_vec();
+        le.extend(f32::NAN.to_le_bytes());
+        let f = FillValue::from_le_bytes(DataType::Complex64, &le).unwrap();
+        let j = f.to_zarr_json(DataType::Complex64);
+        assert_eq!(j, json!([1.5, "NaN"]));
+        assert_eq!(
+            FillValue::from_zarr_json(DataType::Complex64, &j).unwrap(),
+            f
+        );
+        let z = FillValue::zero(DataType::Complex128);
+        assert_eq!(z.to_zarr_json(DataType::Complex128), json!([0.0, 0.0]));
+        assert!(FillValue::from_zarr_json(DataType::Complex128, &json!([0.0])).is_err());
+        let mut be = f.bytes_in(DataType::Complex64, crate::Endian::Big);
+        assert_eq!(&be[..4], &1.5f32.to_be_bytes());
+        DataType::Complex64.swap_element(&mut be);
+        assert_eq!(be, le);
     }
 
     #[test]

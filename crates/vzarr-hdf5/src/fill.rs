@@ -22,7 +22,7 @@ pub(crate) fn dataset_fill(
         .ok_or("fill value unreadable")?
         .to_vec();
     if endian == Endian::Big && dt.has_endianness() {
-        buf.reverse();
+        dt.swap_element(&mut buf);
     }
     FillValue::from_le_bytes(dt, &buf).map_err(|e| e.to_string())
 }

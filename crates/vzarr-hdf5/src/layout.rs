@@ -130,8 +130,11 @@ pub(crate) fn chunk_refs(
             ));
         }
         if c.filter_mask != 0 {
+            // Axes past the dataset's (an array datatype's) hold one chunk.
+            let mut index = c.scaled.to_vec();
+            index.resize(counts.len(), 0);
             masked.push(MaskedChunk {
-                index: c.scaled.to_vec(),
+                index,
                 filter_mask: c.filter_mask,
                 address: c.address,
                 size: c.size,

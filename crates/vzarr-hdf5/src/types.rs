@@ -4,7 +4,7 @@
 //! scanner (`vzarr-hdf5-oracle`), decided here from the datatype message itself.
 
 use vzarr_core::{DataType, Endian};
-use vzarr_hdf5_format::{ByteOrder, Datatype, StringPadding, TypeClass, VlenKind};
+use vzarr_hdf5_format::{ByteOrder, CompoundMember, Datatype, StringPadding, TypeClass, VlenKind};
 
 /// What an HDF5 type is, as far as the scanner cares.
 #[derive(Clone, Debug, PartialEq)]
@@ -242,6 +242,195 @@ pub(crate) fn data_type(info: &TypeInfo) -> Result<(DataType, Endian), String> {
             ));
         }
     })
+}
+
+/// Most dimensions of an HDF5 array datatype (the library's `H5S_MAX_RANK`).
+const MAX_ARRAY_TYPE_RANK: usize = 32;
+
+/// Member names of a compound that hold the real and imaginary parts of a complex number:
+/// h5py's (`r`, `i`, its default `complex_names`, also PyTables'), and the spellings other
+/// writers use (`re`/`im`, `real`/`imag`, `real`/`imaginary`), compared case-insensitively.
+const COMPLEX_NAMES: [(&str, &str); 4] = [
+    ("r", "i"),
+    ("re", "im"),
+    ("real", "imag"),
+    ("real", "imaginary"),
+];
+
+/// How a dataset's HDF5 datatype maps to a Zarr array.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Mapped {
+    /// The element type.
+    pub(crate) data_type: DataType,
+    /// Byte order of the stored elements.
+    pub(crate) endian: Endian,
+    /// Trailing dimensions an HDF5 array datatype adds (empty for other types).
+    pub(crate) extra_dims: Vec<u64>,
+    /// For an enum (not h5py's bool): its members as (name, value), sorted by value.
+    pub(crate) enum_members: Option<Vec<(String, i128)>>,
+}
+
+fn endian_of(order: ByteOrder, what: &str) -> Result<Endian, String> {
+    match order {
+        ByteOrder::LittleEndian => Ok(Endian::Little),
+        ByteOrder::BigEndian => Ok(Endian::Big),
+        ByteOrder::Vax => Err(format!("{what} with VAX or mixed byte order")),
+    }
+}
+
+/// The part type of a complex number: an IEEE single or double float.
+fn complex_part(t: &Datatype) -> Option<(DataType, Endian)> {
+    match type_info(t) {
+        TypeInfo::Float {
+            size: 4,
+            big_endian,
+        } => Some((
+            DataType::Complex64,
+            if big_endian {
+                Endian::Big
+            } else {
+                Endian::Little
+            },
+        )),
+        TypeInfo::Float {
+            size: 8,
+            big_endian,
+        } => Some((
+            DataType::Complex128,
+            if big_endian {
+                Endian::Big
+            } else {
+                Endian::Little
+            },
+        )),
+        _ => None,
+    }
+}
+
+/// A compound that is a complex number: two members named as in [`COMPLEX_NAMES`], real part
+/// at offset 0 and imaginary part right after it, of one IEEE float type, nothing else.
+fn compound_complex(t: &Datatype, members: &[CompoundMember]) -> Option<(DataType, Endian)> {
+    let [re, im] = members else {
+        return None;
+    };
+    let (a, b) = (re.name.to_ascii_lowercase(), im.name.to_ascii_lowercase());
+    if !COMPLEX_NAMES.iter().any(|&(x, y)| a == x && b == y) {
+        return None;
+    }
+    let part = complex_part(&re.datatype)?;
+    let half = re.datatype.size;
+    (im.datatype == re.datatype
+        && re.offset == 0
+        && im.offset == half
+        && u64::from(t.size) == 2 * u64::from(half))
+    .then_some(part)
+}
+
+/// The element type of a dataset's datatype that is not an array type.
+fn element_type(t: &Datatype) -> Result<Mapped, String> {
+    let plain = |(data_type, endian)| Mapped {
+        data_type,
+        endian,
+        extra_dims: Vec::new(),
+        enum_members: None,
+    };
+    match &t.class {
+        TypeClass::Compound { members } => match compound_complex(t, members) {
+            Some(m) => Ok(plain(m)),
+            None => data_type(&type_info(t)).map(plain),
+        },
+        TypeClass::Complex { base } => complex_part(base)
+            .filter(|_| u64::from(t.size) == 2 * u64::from(base.size))
+            .map(plain)
+            .ok_or_else(|| {
+                format!(
+                    "unsupported data type (complex number of {}-byte {} parts): Zarr v3 has \
+                     complex64 and complex128 only",
+                    base.size,
+                    base.class_name()
+                )
+            }),
+        TypeClass::Bitfield {
+            order,
+            bit_offset,
+            precision,
+            ..
+        } => {
+            let size = t.size as usize;
+            let dt = DataType::integer(size, false)
+                .filter(|_| *bit_offset == 0 && usize::from(*precision) == size * 8)
+                .ok_or_else(|| {
+                    format!(
+                        "unsupported data type ({size}-byte bitfield with {precision} bits at \
+                         offset {bit_offset}): only 1, 2, 4 and 8-byte bitfields without \
+                         padding bits map to an unsigned integer"
+                    )
+                })?;
+            Ok(plain((dt, endian_of(*order, "bitfield")?)))
+        }
+        TypeClass::Enum { base, members } => {
+            let info = type_info(t);
+            let mut mapped = data_type(&info).map(plain)?;
+            if let TypeInfo::Enum {
+                size,
+                signed,
+                big_endian,
+            } = info
+            {
+                let mut out: Vec<(String, i128)> = members
+                    .iter()
+                    .filter(|m| m.value.len() == size && base.size as usize == size)
+                    .map(|m| {
+                        let mut b = [0u8; 16];
+                        b[..size].copy_from_slice(&m.value);
+                        if big_endian {
+                            b[..size].reverse();
+                        }
+                        let v = i128::from_le_bytes(b);
+                        let shift = 128 - 8 * size as u32;
+                        let v = if signed { (v << shift) >> shift } else { v };
+                        (m.name.clone(), v)
+                    })
+                    .collect();
+                out.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+                mapped.enum_members = Some(out);
+            }
+            Ok(mapped)
+        }
+        _ => data_type(&type_info(t)).map(plain),
+    }
+}
+
+/// How a dataset's datatype maps to a Zarr array, or why it does not: an HDF5 array datatype
+/// becomes its base type with the array's dimensions as trailing axes.
+pub(crate) fn dataset_type(t: &Datatype) -> Result<Mapped, String> {
+    let TypeClass::Array { dims, base } = &t.class else {
+        return element_type(t);
+    };
+    if dims.is_empty() || dims.len() > MAX_ARRAY_TYPE_RANK || dims.contains(&0) {
+        return Err(format!(
+            "array data type with dimensions {dims:?}: HDF5 allows 1 to \
+             {MAX_ARRAY_TYPE_RANK} dimensions of length >= 1"
+        ));
+    }
+    if matches!(base.class, TypeClass::Array { .. }) {
+        return Err("array data type of an array data type".into());
+    }
+    let mut mapped = element_type(base).map_err(|e| format!("array data type of {e}"))?;
+    let n = dims
+        .iter()
+        .try_fold(mapped.data_type.size() as u64, |a, &d| {
+            a.checked_mul(u64::from(d))
+        });
+    if n != Some(u64::from(t.size)) {
+        return Err(format!(
+            "array data type of {} bytes holds {dims:?} elements of {} bytes",
+            t.size,
+            mapped.data_type.size()
+        ));
+    }
+    mapped.extra_dims = dims.iter().map(|&d| u64::from(d)).collect();
+    Ok(mapped)
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use crate::dims::{DIMENSION_ONLY, ObjectNames, dimension_names};
 use crate::fill::dataset_fill;
 use crate::layout::{ChunkEncoding, Chunks, chunk_refs, compact_refs, contiguous_refs};
 use crate::storage::SourceStorage;
-use crate::types::{data_type, type_info};
+use crate::types::{Mapped, dataset_type};
 use crate::{Hdf5Error, ScanOptions, filters};
 
 /// Bytes of an object header prefetched when a group names it (what the reader reads first).
@@ -282,10 +282,11 @@ fn scan_dataset(
         DataspaceKind::Scalar => Vec::new(),
         DataspaceKind::Simple => space.dims.clone(),
     };
-    let (data_type, endian) = match data_type(&type_info(&ds.datatype)) {
+    let mapped = match dataset_type(&ds.datatype) {
         Ok(v) => v,
         Err(reason) => return Ok(Scanned::Refused(reason)),
     };
+    let (data_type, endian) = (mapped.data_type, mapped.endian);
     if ds.external_files.is_some_and(|n| n > 0) {
         return Ok(Scanned::Refused(
             "raw data in external files (H5Pset_external)".into(),
@@ -295,7 +296,15 @@ fn scan_dataset(
         Ok(c) => c,
         Err(reason) => return Ok(Scanned::Refused(reason)),
     };
-    let fill_value = dataset_fill(&ds.fill_value, data_type, endian)
+    // An HDF5 array datatype's dimensions become trailing axes, whole in every chunk.
+    let dataset_rank = shape.len();
+    let mut shape = shape;
+    shape.extend_from_slice(&mapped.extra_dims);
+    let fill_msg = match element_fill(&ds.fill_value, &mapped) {
+        Ok(f) => f,
+        Err(reason) => return Ok(Scanned::Refused(reason)),
+    };
+    let fill_value = dataset_fill(&fill_msg, data_type, endian)
         .map_err(|reason| ctx.object_error(path, reason))?;
     let Chunks { grid, manifest } = match &ds.layout.layout {
         Layout::Chunked(ch) => {
@@ -303,7 +312,11 @@ fn scan_dataset(
                 fill: fill_value.bytes_in(data_type, endian),
                 codecs: &codecs,
             };
-            match chunk_refs(ctx, &ds, &ch.chunk_dims, &shape, &enc, path)? {
+            let mut chunk = ch.chunk_dims.clone();
+            if chunk.len() == dataset_rank {
+                chunk.extend_from_slice(&mapped.extra_dims);
+            }
+            match chunk_refs(ctx, &ds, &chunk, &shape, &enc, path)? {
                 Ok(v) => v,
                 Err(reason) => return Ok(Scanned::Refused(reason)),
             }
@@ -322,8 +335,20 @@ fn scan_dataset(
         }
     };
 
-    let attributes = convert_attributes(ctx, path, &attrs, is_scale, Some(data_type));
-    let dimension_names = dimension_names(ctx, &attrs, group_path, path, &shape, is_scale);
+    let mut attributes = convert_attributes(ctx, path, &attrs, is_scale, Some(data_type));
+    if let Some(members) = &mapped.enum_members {
+        enum_attributes(&mut attributes, members);
+    }
+    let mut dimension_names = dimension_names(
+        ctx,
+        &attrs,
+        group_path,
+        path,
+        &shape[..dataset_rank],
+        is_scale,
+    );
+    let own = path.rsplit('/').next().unwrap_or(path);
+    dimension_names.extend((0..mapped.extra_dims.len()).map(|k| format!("{own}_dim_{k}")));
     Ok(Scanned::Array(Box::new(VirtualArray {
         data_type,
         endian,
@@ -334,4 +359,58 @@ fn scan_dataset(
         grid,
         manifest,
     })))
+}
+
+/// The fill value message for one element of `mapped`: for an HDF5 array datatype, whose fill
+/// value is a whole array, one of its elements when they are all equal (Zarr has one fill
+/// value per element), or why not.
+fn element_fill(
+    fill: &vzarr_hdf5_format::FillValue,
+    mapped: &Mapped,
+) -> Result<vzarr_hdf5_format::FillValue, String> {
+    let esize = mapped.data_type.size();
+    match fill.value.as_ref() {
+        Some(v) if !mapped.extra_dims.is_empty() && esize > 0 && v.len() > esize => {
+            let first = &v[..esize];
+            if v.len() % esize != 0 || v.chunks_exact(esize).any(|e| e != first) {
+                return Err(
+                    "array data type whose fill value is not one value repeated: Zarr has one \
+                     fill value per element"
+                        .into(),
+                );
+            }
+            let mut out = fill.clone();
+            out.value = Some(v.slice(..esize));
+            Ok(out)
+        }
+        _ => Ok(fill.clone()),
+    }
+}
+
+/// The CF attributes of an enum's members: `flag_values` (the values, as the base integer
+/// type's) and `flag_meanings` (the names, blank-separated, blanks inside a name replaced by
+/// `_`), in the order of the values; attributes of these names already in the source win.
+fn enum_attributes(attributes: &mut vzarr_core::Attributes, members: &[(String, i128)]) {
+    if members.is_empty()
+        || attributes.contains_key("flag_values")
+        || attributes.contains_key("flag_meanings")
+    {
+        return;
+    }
+    let values: Vec<serde_json::Value> = members
+        .iter()
+        .map(|(_, v)| match i64::try_from(*v) {
+            Ok(i) => serde_json::Value::from(i),
+            Err(_) => serde_json::Value::from(u64::try_from(*v).unwrap_or(u64::MAX)),
+        })
+        .collect();
+    let meanings: Vec<String> = members
+        .iter()
+        .map(|(n, _)| n.split_whitespace().collect::<Vec<_>>().join("_"))
+        .collect();
+    attributes.insert("flag_values".into(), serde_json::Value::Array(values));
+    attributes.insert(
+        "flag_meanings".into(),
+        serde_json::Value::String(meanings.join(" ")),
+    );
 }

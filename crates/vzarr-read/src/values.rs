@@ -32,6 +32,10 @@ pub enum Scalar<'a> {
     F64(f64),
     /// A fixed-length byte string, as stored.
     Bytes(&'a [u8]),
+    /// A complex64 value (real, imaginary).
+    C64(f32, f32),
+    /// A complex128 value (real, imaginary).
+    C128(f64, f64),
 }
 
 fn arr<const N: usize>(b: &[u8]) -> [u8; N] {
@@ -56,6 +60,12 @@ pub fn scalar(dt: DataType, b: &[u8]) -> Scalar<'_> {
         DataType::Float32 => Scalar::F32(f32::from_ne_bytes(arr(b))),
         DataType::Float64 => Scalar::F64(f64::from_ne_bytes(arr(b))),
         DataType::FixedBytes(n) => Scalar::Bytes(&b[..n]),
+        DataType::Complex64 => {
+            Scalar::C64(f32::from_ne_bytes(arr(b)), f32::from_ne_bytes(arr(&b[4..])))
+        }
+        DataType::Complex128 => {
+            Scalar::C128(f64::from_ne_bytes(arr(b)), f64::from_ne_bytes(arr(&b[8..])))
+        }
     }
 }
 
@@ -101,6 +111,26 @@ impl Scalar<'_> {
                     Err(_) => format!("\"{}\"", b.escape_ascii()),
                 }
             }
+            Scalar::C64(re, im) => format!(
+                "({}{}{}j)",
+                float_text(f64::from(re), || re.to_string()),
+                if im.is_sign_negative() && !im.is_nan() {
+                    ""
+                } else {
+                    "+"
+                },
+                float_text(f64::from(im), || im.to_string())
+            ),
+            Scalar::C128(re, im) => format!(
+                "({}{}{}j)",
+                float_text(re, || re.to_string()),
+                if im.is_sign_negative() && !im.is_nan() {
+                    ""
+                } else {
+                    "+"
+                },
+                float_text(im, || im.to_string())
+            ),
         }
     }
 
@@ -122,6 +152,12 @@ impl Scalar<'_> {
             }
             Scalar::F64(v) => float_json(v, serde_json::Number::from_f64(v)),
             Scalar::Bytes(b) => Value::from(String::from_utf8_lossy(strip_nuls(b)).into_owned()),
+            Scalar::C64(re, im) => {
+                Value::Array(vec![Scalar::F32(re).to_json(), Scalar::F32(im).to_json()])
+            }
+            Scalar::C128(re, im) => {
+                Value::Array(vec![Scalar::F64(re).to_json(), Scalar::F64(im).to_json()])
+            }
         }
     }
 }
@@ -275,7 +311,7 @@ fn as_f64(s: Scalar<'_>) -> Option<f64> {
     match s {
         Scalar::F16(v) | Scalar::F32(v) => Some(f64::from(v)),
         Scalar::F64(v) => Some(v),
-        Scalar::Bytes(_) => None,
+        Scalar::Bytes(_) | Scalar::C64(..) | Scalar::C128(..) => None,
         other => as_i128(other).map(|i| i as f64),
     }
 }
@@ -322,6 +358,7 @@ pub fn compare(
                 || (ours_dt.is_float()
                     && as_f64(sa).is_some_and(f64::is_nan)
                     && as_f64(sb).is_some_and(f64::is_nan))
+                || complex_equal(sa, sb)
         } else if let (Some(x), Some(y)) = (as_i128(sa), as_i128(sb)) {
             x == y
         } else if let (Some(x), Some(y)) = (as_f64(sa), as_f64(sb)) {
@@ -344,6 +381,18 @@ pub fn compare(
         }
     }
     diff
+}
+
+/// Complex values equal part by part (NaN equal to NaN).
+fn complex_equal(a: Scalar<'_>, b: Scalar<'_>) -> bool {
+    let same = |x: f64, y: f64| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan());
+    match (a, b) {
+        (Scalar::C64(a, b), Scalar::C64(c, d)) => {
+            same(f64::from(a), f64::from(c)) && same(f64::from(b), f64::from(d))
+        }
+        (Scalar::C128(a, b), Scalar::C128(c, d)) => same(a, c) && same(b, d),
+        _ => false,
+    }
 }
 
 /// Swaps each `esize`-byte element of `bytes` in place (big-endian to native on little-endian

@@ -19,8 +19,9 @@ use hdf5_sys::h5s::{
     H5Sget_simple_extent_ndims, H5Sselect_hyperslab,
 };
 use hdf5_sys::h5t::{
-    H5T_class_t, H5T_order_t, H5T_sign_t, H5Tclose, H5Tget_class, H5Tget_order, H5Tget_sign,
-    H5Tget_size, H5Tget_super, H5Tis_variable_str,
+    H5T_class_t, H5T_order_t, H5T_sign_t, H5Tclose, H5Tget_array_dims2, H5Tget_array_ndims,
+    H5Tget_class, H5Tget_member_offset, H5Tget_member_type, H5Tget_nmembers, H5Tget_order,
+    H5Tget_sign, H5Tget_size, H5Tget_super, H5Tis_variable_str,
 };
 use vzarr_core::DataType;
 use vzarr_netcdf3::Header;
@@ -90,13 +91,15 @@ impl Drop for Hid {
     }
 }
 
-/// The element type of an HDF5 type and whether it is stored big-endian.
+/// The element type of an HDF5 type and whether it is stored big-endian, as libhdf5
+/// describes it: a compound of two floats of one type at offsets 0 and their size is a complex
+/// number, an HDF5 complex type too.
 ///
 /// # Safety
 /// `ftype` must be a valid datatype identifier; call inside `hdf5::sync::sync`.
 unsafe fn hdf5_dtype(ftype: hid_t) -> Result<(DataType, bool), String> {
     // SAFETY: the caller passes a valid datatype identifier and holds the HDF5 lock; the
-    // base type of an enum is owned (and closed) by `Hid`.
+    // base and member types are owned (and closed) by `Hid`.
     unsafe {
         let size = H5Tget_size(ftype);
         let class = H5Tget_class(ftype);
@@ -106,9 +109,23 @@ unsafe fn hdf5_dtype(ftype: hid_t) -> Result<(DataType, bool), String> {
                 .ok_or_else(|| format!("{size}-byte integers are not supported"))
         };
         let be = |t: hid_t| H5Tget_order(t) == H5T_order_t::H5T_ORDER_BE;
+        let complex = |part: hid_t| -> Option<(DataType, bool)> {
+            if H5Tget_class(part) != H5T_class_t::H5T_FLOAT {
+                return None;
+            }
+            match H5Tget_size(part) {
+                4 if size == 8 => Some((DataType::Complex64, be(part))),
+                8 if size == 16 => Some((DataType::Complex128, be(part))),
+                _ => None,
+            }
+        };
         match class {
             H5T_class_t::H5T_INTEGER => Ok((int(ftype, size)?, be(ftype))),
-            H5T_class_t::H5T_BITFIELD => Ok((int(ftype, size)?, be(ftype))),
+            H5T_class_t::H5T_BITFIELD => Ok((
+                DataType::integer(size, false)
+                    .ok_or_else(|| format!("{size}-byte bitfields are not supported"))?,
+                be(ftype),
+            )),
             H5T_class_t::H5T_ENUM => {
                 let base = Hid(H5Tget_super(ftype), H5Tclose);
                 if base.0 < 0 {
@@ -127,8 +144,62 @@ unsafe fn hdf5_dtype(ftype: hid_t) -> Result<(DataType, bool), String> {
                 }
                 Ok((DataType::FixedBytes(size), false))
             }
+            H5T_class_t::H5T_COMPLEX => {
+                let base = Hid(H5Tget_super(ftype), H5Tclose);
+                if base.0 < 0 {
+                    return Err("complex type without a base type".into());
+                }
+                complex(base.0).ok_or_else(|| "complex type of unsupported parts".into())
+            }
+            H5T_class_t::H5T_COMPOUND => {
+                let unsupported = || "compound type other than a complex number".to_string();
+                if H5Tget_nmembers(ftype) != 2
+                    || H5Tget_member_offset(ftype, 0) != 0
+                    || H5Tget_member_offset(ftype, 1) != size / 2
+                {
+                    return Err(unsupported());
+                }
+                let re = Hid(H5Tget_member_type(ftype, 0), H5Tclose);
+                let im = Hid(H5Tget_member_type(ftype, 1), H5Tclose);
+                if re.0 < 0 || im.0 < 0 {
+                    return Err(unsupported());
+                }
+                match (complex(re.0), complex(im.0)) {
+                    (Some(a), Some(b)) if a == b => Ok(a),
+                    _ => Err(unsupported()),
+                }
+            }
+            H5T_class_t::H5T_ARRAY => {
+                let base = Hid(H5Tget_super(ftype), H5Tclose);
+                if base.0 < 0 {
+                    return Err("array type without a base type".into());
+                }
+                hdf5_dtype(base.0)
+            }
             other => Err(format!("HDF5 type class {other:?} is not supported")),
         }
+    }
+}
+
+/// The dimensions an HDF5 array type adds after the dataset's (none for other types).
+///
+/// # Safety
+/// `ftype` must be a valid datatype identifier; call inside `hdf5::sync::sync`.
+unsafe fn hdf5_array_dims(ftype: hid_t) -> Result<Vec<u64>, String> {
+    // SAFETY: as for `hdf5_dtype`; the buffer holds `ndims` dimensions.
+    unsafe {
+        if H5Tget_class(ftype) != H5T_class_t::H5T_ARRAY {
+            return Ok(Vec::new());
+        }
+        let nd = H5Tget_array_ndims(ftype);
+        if !(1..=32).contains(&nd) {
+            return Err(format!("array type of {nd} dimensions"));
+        }
+        let mut dims = vec![0 as hsize_t; nd as usize];
+        if H5Tget_array_dims2(ftype, dims.as_mut_ptr()) < 0 {
+            return Err("cannot get the array type's dimensions".into());
+        }
+        Ok(dims)
     }
 }
 
@@ -152,6 +223,23 @@ pub(crate) fn hdf5_read(
             }
             let (dtype, be) = hdf5_dtype(ftype.0)?;
             let esize = H5Tget_size(ftype.0);
+            // An array type's axes follow the dataset's, read whole: libhdf5 reads an element
+            // of an array type as all of its values in C order.
+            let extra = hdf5_array_dims(ftype.0)?;
+            let Some(split) = count.len().checked_sub(extra.len()) else {
+                return Err(format!(
+                    "the array has {} dimensions, fewer than its type's {}",
+                    count.len(),
+                    extra.len()
+                ));
+            };
+            if start[split..].iter().any(|&s| s != 0) || count[split..] != extra[..] {
+                return Err(format!(
+                    "region {start:?} + {count:?} does not cover the array type's \
+                     dimensions {extra:?} whole"
+                ));
+            }
+            let (start, count) = (&start[..split], &count[..split]);
             let space = Hid(H5Dget_space(id), H5Sclose);
             if space.0 < 0 {
                 return Err("cannot get the dataset's dataspace".into());
@@ -219,8 +307,8 @@ pub(crate) fn hdf5_read(
                     return Err("H5Dread failed".into());
                 }
             }
-            if be != cfg!(target_endian = "big") && !matches!(dtype, DataType::FixedBytes(_)) {
-                swap_elements(&mut buf, esize);
+            if be != cfg!(target_endian = "big") {
+                dtype.swap_elements(&mut buf);
             }
             Ok(SourceValues { dtype, bytes: buf })
         }
