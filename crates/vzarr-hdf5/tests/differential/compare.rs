@@ -141,6 +141,11 @@ pub(crate) fn take_beyond(a: &mut VirtualDataset, b: &mut VirtualDataset) -> Bey
         if b.arrays.remove(&key).is_some() || b.arrays.remove(&path).is_some() {
             out.native_only.push((path.clone(), reason.clone()));
             a.skipped.retain(|s| s.path != path);
+            // The attributes of an array the oracle left out were never looked at by the
+            // oracle: those the native scanner leaves out belong to the native-only array.
+            let (p1, p2) = (format!("{path}@"), format!("{key}@"));
+            b.skipped
+                .retain(|s| !(s.path.starts_with(&p1) || s.path.starts_with(&p2)));
         } else if let Some(i) = b.skipped.iter().position(|s| s.path == path)
             && b.skipped[i].reason != reason
         {
@@ -198,6 +203,7 @@ pub(crate) fn native(
         o.head_bytes = 0;
         o.block_size = 512;
         o.cache_capacity = 4096;
+        o.cache_beyond_head = true;
     }
     vzarr_hdf5::scan(src, &o).map_err(|e| e.report())
 }
