@@ -192,9 +192,17 @@ pub(crate) fn type_info(t: &Datatype) -> TypeInfo {
     }
 }
 
+/// The byte order of a type that is big-endian or not.
+fn endian(big_endian: bool) -> Endian {
+    if big_endian {
+        Endian::Big
+    } else {
+        Endian::Little
+    }
+}
+
 /// The Zarr data type and byte order of a dataset of type `info`, or why there is none.
 pub(crate) fn data_type(info: &TypeInfo) -> Result<(DataType, Endian), String> {
-    let endian = |big: bool| if big { Endian::Big } else { Endian::Little };
     Ok(match *info {
         TypeInfo::Int {
             size,
@@ -280,31 +288,15 @@ fn endian_of(order: ByteOrder, what: &str) -> Result<Endian, String> {
 
 /// The part type of a complex number: an IEEE single or double float.
 fn complex_part(t: &Datatype) -> Option<(DataType, Endian)> {
-    match type_info(t) {
-        TypeInfo::Float {
-            size: 4,
-            big_endian,
-        } => Some((
-            DataType::Complex64,
-            if big_endian {
-                Endian::Big
-            } else {
-                Endian::Little
-            },
-        )),
-        TypeInfo::Float {
-            size: 8,
-            big_endian,
-        } => Some((
-            DataType::Complex128,
-            if big_endian {
-                Endian::Big
-            } else {
-                Endian::Little
-            },
-        )),
-        _ => None,
-    }
+    let TypeInfo::Float { size, big_endian } = type_info(t) else {
+        return None;
+    };
+    let complex = match size {
+        4 => DataType::Complex64,
+        8 => DataType::Complex128,
+        _ => return None,
+    };
+    Some((complex, endian(big_endian)))
 }
 
 /// A compound that is a complex number: two members named as in [`COMPLEX_NAMES`], real part
