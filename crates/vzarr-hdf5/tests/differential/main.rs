@@ -5,6 +5,7 @@
 //!
 //! One test binary: linking the static libhdf5 is slow.
 
+mod by_design;
 mod compare;
 mod gen_files;
 mod raw;
