@@ -335,6 +335,39 @@ fn walk_group(
     Ok(())
 }
 
+/// The `_FillValue` attribute of a string array (netCDF-4's, of a `string` variable) is
+/// written as `missing_value`: xarray 2026.9 cannot decode a `_FillValue` attribute of a Zarr
+/// v3 string array (its `FillValueCoder` has no case for `StringDType`, so `open_zarr` fails
+/// on the whole dataset), while it masks `missing_value` values exactly as it masks
+/// `_FillValue` ones of the source. The array's `fill_value` holds the dataset's fill value
+/// (netCDF-C sets both alike). When the variable has a `missing_value` of its own, the
+/// `_FillValue` attribute is dropped, listed as left out if it differs from the fill value.
+fn string_fill_attribute(
+    ctx: &mut Ctx,
+    path: &str,
+    attributes: &mut vzarr_core::Attributes,
+    fill: &FillValue,
+) {
+    let Some(v) = attributes.shift_remove("_FillValue") else {
+        return;
+    };
+    if !attributes.contains_key("missing_value") {
+        attributes.insert("missing_value".into(), v);
+        return;
+    }
+    if v.as_str() != fill.as_text(DataType::String) {
+        ctx.skip(
+            &format!("{path}@_FillValue"),
+            format!(
+                "attribute left out: {v} differs from the dataset's fill value {:?} and the \
+                 variable has a missing_value (xarray cannot decode a _FillValue attribute of \
+                 a Zarr string array)",
+                fill.as_text(DataType::String).unwrap_or_default()
+            ),
+        );
+    }
+}
+
 /// The source name of a node whose Zarr name differs, kept as an attribute.
 fn original_name(attributes: &mut vzarr_core::Attributes, at: At<'_>) {
     let source = at.source.rsplit('/').next().unwrap_or(at.source);
@@ -486,6 +519,9 @@ fn scan_dataset(
     };
 
     let mut attributes = convert_attributes(ctx, path, &attrs, is_scale, Some(data_type));
+    if data_type.is_string() {
+        string_fill_attribute(ctx, path, &mut attributes, &fill_value);
+    }
     if let Some(members) = &mapped.enum_members {
         enum_attributes(&mut attributes, members);
     }
