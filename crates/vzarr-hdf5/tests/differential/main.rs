@@ -8,6 +8,7 @@
 mod by_design;
 mod compare;
 mod gen_files;
+mod hostile_strings;
 mod raw;
 mod real;
 mod robustness;
