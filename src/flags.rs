@@ -29,6 +29,10 @@ pub(crate) struct ScanArgs {
     /// libhdf5 (the former scanner, kept as an oracle; local files only).
     #[arg(long, value_name = "SCANNER", default_value = "native")]
     pub(crate) hdf5_scanner: Hdf5ScannerArg,
+    /// Most bytes of variable-length strings stored inline per array (UTF-8 text plus 4 bytes
+    /// per element; default 64MiB); a larger string array is left out with a warning.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) max_string_bytes: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -477,6 +481,7 @@ fn scan_options(a: &ScanArgs, timeout_secs: u64) -> Result<vzarr_scan::ScanOptio
     };
     Ok(vzarr_scan::ScanOptions::default()
         .with_split_contiguous(a.split_contiguous)
+        .with_max_string_bytes(a.max_string_bytes)
         .with_hdf5_scanner(match a.hdf5_scanner {
             Hdf5ScannerArg::Native => vzarr_scan::Hdf5Scanner::Native,
             Hdf5ScannerArg::Libhdf5 => vzarr_scan::Hdf5Scanner::Libhdf5,

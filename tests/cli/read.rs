@@ -275,3 +275,42 @@ fn a_source_rewritten_with_a_corrupt_header_is_reported_not_fatal() {
         "{stdout}"
     );
 }
+
+#[test]
+fn cat_prints_variable_length_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixtures().join("dtypes.h5");
+    let out = dir.path().join("d.json");
+    build(&src, &out);
+    let want: Vec<String> = hdf5::File::open(&src)
+        .unwrap()
+        .dataset("vlen_str")
+        .unwrap()
+        .read_1d::<hdf5::types::VarLenUnicode>()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().to_string())
+        .collect();
+    assert_eq!(want.len(), 4);
+    let o = vzarr(&[
+        "cat",
+        out.to_str().unwrap(),
+        "vlen_str[1::2]",
+        "--json",
+        "--trust-references",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let got: Vec<String> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(got, vec![want[1].clone(), want[3].clone()]);
+    let o = vzarr(&[
+        "cat",
+        out.to_str().unwrap(),
+        "vlen_str[3]",
+        "--trust-references",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        format!("{}\n", serde_json::to_string(&want[3]).unwrap())
+    );
+}

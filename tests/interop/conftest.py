@@ -53,6 +53,14 @@ def open_store(refs: dict):
     return zarr.storage.FsspecStore(fs, path="/", read_only=True)
 
 
+def verify_refs(out: Path, *extra) -> str:
+    """`vzarr verify` of references made here (zarrs reads them, libhdf5 or netCDF-C the
+    sources); fails unless every value matches. Returns its report."""
+    p = run_vzarr("verify", out, "--trust-references", *extra, check=False)
+    assert p.returncode == 0, f"vzarr verify {out} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}"
+    return p.stdout
+
+
 def inspect_json(src: Path, *extra) -> dict:
     return json.loads(run_vzarr("inspect", src, "--json", *extra).stdout)
 
@@ -66,10 +74,37 @@ def good_fixtures(formats=("hdf5", "netcdf4")) -> list[dict]:
     return [f for f in fixture_index() if f["format"] in formats]
 
 
+def is_text(a) -> bool:
+    """Whether `a` holds variable-length strings: h5py's object arrays of bytes or str, numpy
+    str, or zarr-python's StringDType."""
+    a = np.asarray(a)
+    return a.dtype.kind in "OUT"
+
+
+def as_text(a) -> np.ndarray:
+    """Variable-length strings as an object array of Python str (h5py's bytes decoded as
+    UTF-8, strictly: text that is not UTF-8 fails the comparison)."""
+    a = np.asarray(a)
+    out = np.empty(a.shape, dtype=object)
+    for i, v in np.ndenumerate(a):
+        out[i] = v.decode("utf-8") if isinstance(v, (bytes, np.bytes_)) else str(v)
+    return out
+
+
 def assert_values_equal(expected, actual, where: str):
-    """Exact comparison of two arrays, NaN equal to NaN, byte order ignored."""
+    """Exact comparison of two arrays, NaN equal to NaN, byte order ignored; variable-length
+    strings compared as text, element by element."""
     e = np.asarray(expected)
     a = np.asarray(actual)
+    if is_text(e) or is_text(a):
+        # h5py reads a scalar variable-length string as one bytes object (numpy kind "S").
+        text_or_scalar = [is_text(x) or (x.ndim == 0 and x.dtype.kind == "S") for x in (e, a)]
+        assert all(text_or_scalar), f"{where}: dtype {a.dtype} != {e.dtype}"
+        assert e.shape == a.shape, f"{where}: shape {a.shape} != {e.shape}"
+        et, at = as_text(e), as_text(a)
+        differ = [(i, x, y) for (i, x), y in zip(np.ndenumerate(et), at.ravel()) if x != y]
+        assert not differ, f"{where}: {len(differ)} strings differ, first {differ[0]}"
+        return
     assert e.shape == a.shape, f"{where}: shape {a.shape} != {e.shape}"
     assert e.dtype.kind == a.dtype.kind, f"{where}: dtype {a.dtype} != {e.dtype}"
     assert e.dtype.itemsize == a.dtype.itemsize, f"{where}: dtype {a.dtype} != {e.dtype}"

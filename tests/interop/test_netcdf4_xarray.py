@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import FIXTURES, build_refs, good_fixtures, normalise_attr, open_store
+from conftest import FIXTURES, as_text, build_refs, good_fixtures, is_text, normalise_attr, open_store
 
 FIXTURE_LIST = good_fixtures(formats=("netcdf4", "netcdf3"))
 
@@ -39,6 +39,9 @@ def assert_decoded_equal(src: xr.Variable, virt: xr.Variable, where: str):
             # Packed data: JSON attributes carry scale_factor/add_offset as float64, so xarray
             # decodes to float64 where the netCDF float32 attributes give float32.
             np.testing.assert_allclose(v, s, rtol=1e-6, atol=0, equal_nan=True, err_msg=where)
+    elif is_text(s) and is_text(v):
+        # Variable-length strings: xarray gives numpy str from netCDF4, StringDType from Zarr.
+        assert np.array_equal(as_text(s), as_text(v)), f"{where}: strings differ"
     else:
         assert s.dtype == v.dtype, f"{where}: dtype {v.dtype} != {s.dtype}"
         assert np.array_equal(s, v), f"{where}: values differ"

@@ -3,11 +3,13 @@
 //! so that re-encoded chunks decode exactly as a Zarr reader decodes them.
 //!
 //! The `bytes` codec is the identity on chunk bytes kept in the stored byte order, so callers
-//! work with raw chunk bytes in the array's endianness.
+//! work with raw chunk bytes in the array's endianness. String arrays use the `vlen-utf8`
+//! array-to-bytes codec instead ([`vlen_utf8`]).
 
 #![forbid(unsafe_code)]
 
 mod fletcher32;
+pub mod vlen_utf8;
 mod zlib;
 
 pub use fletcher32::{Fletcher32Codec, h5_fletcher32, register_zarrs_fixes};

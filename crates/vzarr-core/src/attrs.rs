@@ -18,7 +18,8 @@ pub fn float_value(v: f64) -> Value {
 
 /// The `_FillValue` attribute as xarray's Zarr v3 backend decodes it: for float arrays the
 /// base64 of the value packed as little-endian float64, for integer arrays a JSON integer, for
-/// bool arrays a JSON bool, for byte-string arrays the base64 of the bytes; for complex arrays `[real, imaginary]`.
+/// bool arrays a JSON bool, for byte-string arrays the base64 of the bytes, for string arrays
+/// the text; for complex arrays `[real, imaginary]`.
 pub fn cf_fill_value(dtype: DataType, fill: &FillValue) -> Value {
     let b64 = |bytes: &[u8]| Value::String(base64::engine::general_purpose::STANDARD.encode(bytes));
     match dtype {
@@ -31,6 +32,7 @@ pub fn cf_fill_value(dtype: DataType, fill: &FillValue) -> Value {
         }
         DataType::FixedBytes(_) => b64(fill.le_bytes()),
         DataType::Complex64 | DataType::Complex128 => fill.to_zarr_json(dtype),
+        DataType::String => Value::String(String::from_utf8_lossy(fill.le_bytes()).into_owned()),
         DataType::Bool => Value::Bool(fill.le_bytes()[0] != 0),
         int => {
             let v = fill.as_i128(int).expect("integer");
@@ -67,6 +69,10 @@ mod tests {
         assert_eq!(
             cf_fill_value(DataType::Float64, &nan),
             json!("AAAAAAAA+H8=")
+        );
+        assert_eq!(
+            cf_fill_value(DataType::String, &FillValue::from_text("NA")),
+            json!("NA")
         );
     }
 }

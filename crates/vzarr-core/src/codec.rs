@@ -171,6 +171,13 @@ pub fn bytes_codec_json(element_size: usize, endian: Endian, has_endianness: boo
     }
 }
 
+/// The Zarr v3 `vlen-utf8` codec metadata: the array-to-bytes codec of
+/// [`DataType::String`] arrays, in place of `bytes` (zarr-extensions `codecs/vlen-utf8`;
+/// zarr-python 3.4 writes `{"name": "vlen-utf8", "configuration": {}}`).
+pub fn vlen_utf8_codec_json() -> Value {
+    json!({"name": "vlen-utf8", "configuration": {}})
+}
+
 /// Name of an HDF5 filter id (the registered filter ids of the HDF Group), for messages.
 pub fn hdf5_filter_name(id: u32) -> &'static str {
     match id {

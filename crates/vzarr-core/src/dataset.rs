@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::codec::bytes_codec_json;
+use crate::codec::{bytes_codec_json, vlen_utf8_codec_json};
 use crate::{ChunkGrid, ChunkManifest, Codec, CoreError, DataType, Endian, FillValue};
 
 use crate::limits::{MAX_CHUNKS, MAX_RANK};
@@ -65,13 +65,19 @@ impl VirtualArray {
         Ok(())
     }
 
-    /// The full Zarr v3 codec chain metadata: `bytes`, then the bytes-to-bytes codecs.
+    /// The full Zarr v3 codec chain metadata: `bytes` (`vlen-utf8` for strings), then the
+    /// bytes-to-bytes codecs.
     pub fn codecs_json(&self) -> Vec<Value> {
-        let mut v = vec![bytes_codec_json(
-            self.data_type.size(),
-            self.endian,
-            self.data_type.has_endianness(),
-        )];
+        let first = if self.data_type.is_string() {
+            vlen_utf8_codec_json()
+        } else {
+            bytes_codec_json(
+                self.data_type.size(),
+                self.endian,
+                self.data_type.has_endianness(),
+            )
+        };
+        let mut v = vec![first];
         v.extend(self.codecs.iter().map(Codec::to_zarr_json));
         v
     }
@@ -137,8 +143,16 @@ impl VirtualArray {
         let (first, rest) = codecs_json
             .split_first()
             .ok_or_else(|| bad("empty codecs"))?;
-        if first.get("name").and_then(Value::as_str) != Some("bytes") {
-            return Err(bad("first codec is not bytes"));
+        let array_to_bytes = if data_type.is_string() {
+            "vlen-utf8"
+        } else {
+            "bytes"
+        };
+        if first.get("name").and_then(Value::as_str) != Some(array_to_bytes) {
+            return Err(bad(&format!(
+                "first codec is not {array_to_bytes} (the one vzarr writes for {})",
+                data_type.name()
+            )));
         }
         let endian = match first
             .get("configuration")
@@ -484,6 +498,36 @@ mod tests {
         let back = VirtualArray::from_zarr_metadata(&a.zarr_metadata()).unwrap();
         assert_eq!(back.zarr_metadata(), a.zarr_metadata());
         assert_eq!(back.manifest.len(), 4);
+    }
+
+    #[test]
+    fn string_array_metadata_as_zarr_python_writes_it() {
+        let a = VirtualArray {
+            data_type: DataType::String,
+            endian: Endian::Little,
+            fill_value: FillValue::from_text("NA"),
+            codecs: vec![],
+            dimension_names: vec!["x".into()],
+            attributes: Attributes::new(),
+            grid: ChunkGrid::regular(&[5], &[2]).unwrap(),
+            manifest: ChunkManifest::new_missing(3),
+        };
+        let m = a.zarr_metadata();
+        assert_eq!(m["data_type"], json!("string"));
+        assert_eq!(m["fill_value"], json!("NA"));
+        assert_eq!(
+            m["codecs"],
+            json!([{"name": "vlen-utf8", "configuration": {}}])
+        );
+        let back = VirtualArray::from_zarr_metadata(&m).unwrap();
+        assert_eq!(back.zarr_metadata(), m);
+        // The wrong array-to-bytes codec for the type is refused, both ways.
+        let mut bad = m.clone();
+        bad["codecs"] = json!([{"name": "bytes", "configuration": {}}]);
+        assert!(VirtualArray::from_zarr_metadata(&bad).is_err());
+        let mut bad = sample().zarr_metadata();
+        bad["codecs"] = json!([{"name": "vlen-utf8", "configuration": {}}]);
+        assert!(VirtualArray::from_zarr_metadata(&bad).is_err());
     }
 
     #[test]

@@ -56,6 +56,10 @@ pub enum DataType {
     Complex64,
     /// Complex number of two IEEE double-precision floats, real part first.
     Complex128,
+    /// Variable-length UTF-8 text (Zarr v3 `string`, encoded with the `vlen-utf8` codec, as
+    /// zarr-python 3.4 writes numpy `StringDType` arrays). Its elements have no fixed size:
+    /// [`DataType::size`] is 0.
+    String,
 }
 
 impl DataType {
@@ -84,9 +88,11 @@ impl DataType {
         })
     }
 
-    /// Size of one element in bytes.
+    /// Size of one element in bytes; 0 for [`DataType::String`], whose elements have no fixed
+    /// size (see [`DataType::is_string`]).
     pub fn size(self) -> usize {
         match self {
+            DataType::String => 0,
             DataType::Bool | DataType::Int8 | DataType::UInt8 => 1,
             DataType::Int16 | DataType::UInt16 | DataType::Float16 => 2,
             DataType::Int32 | DataType::UInt32 | DataType::Float32 => 4,
@@ -130,6 +136,12 @@ impl DataType {
                 self.swap_element(e);
             }
         }
+    }
+
+    /// Whether this is the variable-length [`DataType::String`] (no fixed element size; its
+    /// chunks are encoded by the `vlen-utf8` codec, not `bytes`).
+    pub fn is_string(self) -> bool {
+        matches!(self, DataType::String)
     }
 
     /// Whether this is a floating-point type.
@@ -181,6 +193,7 @@ impl DataType {
             DataType::FixedBytes(_) => "null_terminated_bytes",
             DataType::Complex64 => "complex64",
             DataType::Complex128 => "complex128",
+            DataType::String => "string",
         }
     }
 
@@ -214,6 +227,7 @@ impl DataType {
                 "float64" => DataType::Float64,
                 "complex64" => DataType::Complex64,
                 "complex128" => DataType::Complex128,
+                "string" => DataType::String,
                 _ => return Err(bad()),
             }),
             Value::Object(map) => {
@@ -257,6 +271,7 @@ mod tests {
             DataType::FixedBytes(7),
             DataType::Complex64,
             DataType::Complex128,
+            DataType::String,
         ] {
             assert_eq!(DataType::from_zarr_json(&dt.to_zarr_json()).unwrap(), dt);
         }
@@ -265,6 +280,7 @@ mod tests {
             json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 3}})
         );
         assert!(DataType::from_zarr_json(&json!("complex32")).is_err());
+        assert_eq!(DataType::String.to_zarr_json(), json!("string"));
     }
 
     #[test]
@@ -286,5 +302,7 @@ mod tests {
         let mut c = [1, 2, 3, 4, 5, 6, 7, 8];
         DataType::Complex64.swap_element(&mut c);
         assert_eq!(c, [4, 3, 2, 1, 8, 7, 6, 5]);
+        assert_eq!(DataType::String.size(), 0);
+        assert!(!DataType::String.has_endianness() && DataType::String.is_string());
     }
 }

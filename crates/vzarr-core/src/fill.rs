@@ -6,15 +6,22 @@ use serde_json::{Number, Value};
 use crate::{CoreError, DataType};
 
 /// A fill value, kept as the little-endian bytes of one element so that equality is bitwise
-/// (two NaN fill values with the same bits are equal).
+/// (two NaN fill values with the same bits are equal); for [`DataType::String`], the UTF-8
+/// bytes of the text.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct FillValue {
     bytes: Vec<u8>,
 }
 
 impl FillValue {
-    /// A fill value from the little-endian bytes of one element of `dtype`.
+    /// A fill value from the little-endian bytes of one element of `dtype` (for
+    /// [`DataType::String`], UTF-8 text of any length).
     pub fn from_le_bytes(dtype: DataType, bytes: &[u8]) -> Result<Self, CoreError> {
+        if dtype.is_string() {
+            let s = std::str::from_utf8(bytes)
+                .map_err(|_| CoreError::Metadata("string fill value is not valid UTF-8".into()))?;
+            return Ok(Self::from_text(s));
+        }
         if bytes.len() != dtype.size() {
             return Err(CoreError::Metadata(format!(
                 "fill value has {} bytes, {} needs {}",
@@ -28,7 +35,24 @@ impl FillValue {
         })
     }
 
-    /// The all-zero fill value (HDF5's default when none is set).
+    /// The fill value `text` of a [`DataType::String`] array.
+    pub fn from_text(text: &str) -> Self {
+        FillValue {
+            bytes: text.as_bytes().to_vec(),
+        }
+    }
+
+    /// The text of a [`DataType::String`] fill value (`None` for other types).
+    pub fn as_text(&self, dtype: DataType) -> Option<&str> {
+        if dtype.is_string() {
+            std::str::from_utf8(&self.bytes).ok()
+        } else {
+            None
+        }
+    }
+
+    /// The all-zero fill value (HDF5's default when none is set; the empty text for
+    /// [`DataType::String`]).
     pub fn zero(dtype: DataType) -> Self {
         FillValue {
             bytes: vec![0; dtype.size()],
@@ -74,7 +98,9 @@ impl FillValue {
             DataType::Float64 => (v as f64).to_le_bytes().to_vec(),
             DataType::Complex64 => [(v as f32).to_le_bytes(), 0f32.to_le_bytes()].concat(),
             DataType::Complex128 => [(v as f64).to_le_bytes(), 0f64.to_le_bytes()].concat(),
-            DataType::Float16 | DataType::FixedBytes(_) => return Err(out_of_range()),
+            DataType::Float16 | DataType::FixedBytes(_) | DataType::String => {
+                return Err(out_of_range());
+            }
         };
         Ok(FillValue { bytes })
     }
@@ -176,6 +202,8 @@ impl FillValue {
                         .collect(),
                 )
             }
+            // zarr-python 3.4 writes the text itself.
+            DataType::String => Value::String(String::from_utf8_lossy(&self.bytes).into_owned()),
             int => {
                 let v = self.as_i128(int).expect("integer type");
                 if let Ok(i) = i64::try_from(v) {
@@ -207,6 +235,7 @@ impl FillValue {
             (DataType::Bool, Value::Bool(b)) => Ok(FillValue {
                 bytes: vec![u8::from(*b)],
             }),
+            (DataType::String, Value::String(s)) => Ok(Self::from_text(s)),
             (DataType::FixedBytes(n), Value::String(s)) => {
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(s)
@@ -381,6 +410,30 @@ mod tests {
         );
         assert!(FillValue::from_i64(DataType::UInt8, 300).is_err());
         assert!(FillValue::from_i64(DataType::Int8, -129).is_err());
+    }
+
+    #[test]
+    fn strings() {
+        let f = FillValue::from_text("MISSING");
+        assert_eq!(f.to_zarr_json(DataType::String), json!("MISSING"));
+        assert_eq!(
+            FillValue::from_zarr_json(DataType::String, &json!("MISSING")).unwrap(),
+            f
+        );
+        assert_eq!(f.as_text(DataType::String), Some("MISSING"));
+        assert_eq!(f.as_text(DataType::UInt8), None);
+        assert_eq!(
+            FillValue::zero(DataType::String).to_zarr_json(DataType::String),
+            json!("")
+        );
+        assert_eq!(
+            FillValue::from_le_bytes(DataType::String, "wörld".as_bytes()).unwrap(),
+            FillValue::from_text("wörld")
+        );
+        assert!(FillValue::from_le_bytes(DataType::String, &[0xff]).is_err());
+        assert!(FillValue::from_zarr_json(DataType::String, &json!(0)).is_err());
+        assert!(FillValue::from_i64(DataType::String, 0).is_err());
+        assert_eq!(f.bytes_in(DataType::String, crate::Endian::Big), b"MISSING");
     }
 
     #[test]

@@ -13,10 +13,11 @@ mod fill;
 mod grid;
 pub mod limits;
 mod manifest;
+pub mod names;
 pub mod record;
 pub mod summary;
 
-pub use codec::{BloscShuffle, Codec, bytes_codec_json, hdf5_filter_name};
+pub use codec::{BloscShuffle, Codec, bytes_codec_json, hdf5_filter_name, vlen_utf8_codec_json};
 pub use dataset::{
     Attributes, ConcatInfo, ConcatPiece, Group, Provenance, Retimed, SkippedVariable, SourceRecord,
     VirtualArray, VirtualDataset, group_metadata, prefixes_of,

@@ -10,8 +10,11 @@ use crate::{
     ChunkRef, CoreError, Group, Provenance, SkippedVariable, VirtualArray, VirtualDataset,
 };
 
-/// Version of the record format; records of another version are refused.
-pub const RECORD_VERSION: u64 = 2;
+/// Version of the record format; records of another version are refused. Also raised when
+/// the scanners' output changes for the same file (3: variable-length strings stored inline,
+/// soft links followed, names Zarr does not allow mapped), so that cached and partial scans
+/// of an older vzarr are scanned again rather than planned with a different result.
+pub const RECORD_VERSION: u64 = 3;
 
 fn bad(what: impl Into<String>) -> CoreError {
     CoreError::Metadata(format!("scan record: {}", what.into()))

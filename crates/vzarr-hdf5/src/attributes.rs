@@ -287,6 +287,8 @@ fn fill_attr(dt: DataType, value: &Value, numeric: Option<&Numeric>) -> Option<V
         v => v,
     };
     let fill = match dt {
+        // netCDF-4's `_FillValue` of a `string` variable: the text.
+        DataType::String => FillValue::from_text(first.as_str()?),
         DataType::FixedBytes(n) => {
             let s = first.as_str()?.as_bytes();
             let mut b = s.to_vec();
@@ -396,5 +398,10 @@ mod tests {
             fill_attr(DataType::FixedBytes(2), &json!("abc"), None),
             Some(json!("YWI="))
         );
+        assert_eq!(
+            fill_attr(DataType::String, &json!(["MISSING"]), None),
+            Some(json!("MISSING"))
+        );
+        assert_eq!(fill_attr(DataType::String, &json!(1), None), None);
     }
 }

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use vzarr_core::names::zarr_name;
 use vzarr_hdf5_format::{Attribute, DataspaceKind, File};
 
 use crate::walk::Ctx;
@@ -73,15 +74,17 @@ fn dimension_list(
             .map_err(Clone::clone)?;
         let path = names.0.get(&r.object);
         // An object not reachable by a hard link from the root has no name.
-        out.push(path.map(|p| last_component(p).to_string()));
+        out.push(path.map(|p| zarr_name(last_component(p)).into_owned()));
     }
     Ok(Some(out))
 }
 
-/// The dimension names of a dataset at `path` in the group `group_path`: its own name for a
-/// 1-D dimension scale, else the names of the scales attached to its axes, and phony
-/// dimensions for axes without one (shared within a group by length, as netCDF-C does, never
-/// twice in one array).
+/// The dimension names of a dataset at source path `path` in the group at Zarr path
+/// `group_path`: its own name for a 1-D dimension scale, else the names of the scales
+/// attached to its axes, and phony dimensions for axes without one (shared within a group by
+/// length, as netCDF-C does, never twice in one array). Names are mapped as Zarr node names
+/// are (`vzarr_core::names::zarr_name`), so that a renamed coordinate still names its
+/// dimension.
 pub(crate) fn dimension_names(
     ctx: &mut Ctx,
     attrs: &[Attribute],
@@ -90,7 +93,8 @@ pub(crate) fn dimension_names(
     shape: &[u64],
     is_scale: bool,
 ) -> Vec<String> {
-    let own = path.rsplit('/').next().unwrap_or(path).to_string();
+    // Dimension names are the names of the scales' arrays, mapped as Zarr needs them.
+    let own = zarr_name(path.rsplit('/').next().unwrap_or(path)).into_owned();
     if is_scale && shape.len() == 1 {
         return vec![own];
     }

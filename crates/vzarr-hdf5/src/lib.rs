@@ -9,10 +9,20 @@
 //! the two to that, fixture by fixture (`tests/differential`).
 //!
 //! Policy for what cannot be virtualised: a dataset whose data type, filter or layout has no
-//! Zarr v3 equivalent that zarr-python 3.4 reads (variable-length strings, references,
-//! compound types, LZF, N-bit, ...) is left out and listed in
-//! [`vzarr_core::VirtualDataset::skipped`] with the reason; the rest of the file is still
-//! virtualised. Files that cannot be read at all are an [`Hdf5Error`].
+//! Zarr v3 equivalent that zarr-python 3.4 reads (references, compound types, LZF, N-bit,
+//! ...) is left out and listed in [`vzarr_core::VirtualDataset::skipped`] with the reason; the
+//! rest of the file is still virtualised. Files that cannot be read at all are an
+//! [`Hdf5Error`]. Variable-length strings cannot be referenced in place either: their values
+//! are read and stored inline as Zarr v3 `string` arrays, up to
+//! [`ScanOptions::max_string_bytes`] per array (`strings`).
+//!
+//! Where the two differ, by design (the differential test lists each such array and checks
+//! the rest equal; the interop tests compare the values with h5py and netCDF4-python):
+//! - variable-length string datasets, which the libhdf5 scanner leaves out, are stored inline;
+//! - soft links are followed as h5py follows them, the libhdf5 scanner lists them as skipped;
+//!   a second hard link to a dataset or group is listed as skipped (h5py's `visit` shows each
+//!   object once), the libhdf5 scanner scans it again;
+//! - names Zarr v3 does not allow are mapped (`vzarr_core::names`).
 //!
 //! Where the two differ, the libhdf5 scanner cannot give an answer or libhdf5 gives a wrong
 //! one (each is checked by the differential test):
@@ -41,10 +51,11 @@
 //!
 //! | module       | what it does |
 //! |--------------|--------------|
-//! | `walk`       | the scan entry ([`scan`]): groups and links from the root, one dataset at a time |
+//! | `walk`       | the scan entry ([`scan`]): groups and links from the root (hard, soft, external), Zarr names, one dataset at a time |
 //! | `types`      | HDF5 datatypes to vzarr data types and byte orders, or why not |
 //! | `filters`    | HDF5 filter pipelines to Zarr v3 codecs, or why not |
 //! | `layout`     | chunked, contiguous and compact storage to chunk references; chunks stored with filters skipped, re-encoded |
+//! | `strings`    | variable-length strings read from the global heap, stored inline (`string`, `vlen-utf8`) |
 //! | `fill`       | the dataset fill value (what unwritten chunks read as) |
 //! | `attributes` | attributes as JSON; bookkeeping dropped; `_FillValue` in xarray's encoding |
 //! | `dims`       | dimension names from dimension scales; phony dimensions |
@@ -60,6 +71,7 @@ mod fill;
 mod filters;
 mod layout;
 mod storage;
+mod strings;
 mod types;
 mod walk;
 
@@ -95,7 +107,15 @@ pub struct ScanOptions {
     /// again: worth a request on object storage, nothing for a local file, where keeping them
     /// would only hold up to 256 KiB per file in memory until the build ends.
     pub keep_fetched: bool,
+    /// Most bytes the inline chunks of one variable-length string array may take (their
+    /// `vlen-utf8` encoding: the UTF-8 text, plus 4 bytes per element and per chunk); a larger
+    /// array is left out with a warning naming its size and this limit. Default
+    /// [`DEFAULT_MAX_STRING_BYTES`].
+    pub max_string_bytes: u64,
 }
+
+/// The default of [`ScanOptions::max_string_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_STRING_BYTES: u64 = 64 << 20;
 
 impl ScanOptions {
     /// For local files: a 64 KiB head kept in 16 KiB blocks, and every structure beyond it
@@ -113,6 +133,7 @@ impl ScanOptions {
             cache_capacity: 64 << 10,
             cache_beyond_head: false,
             keep_fetched: false,
+            max_string_bytes: DEFAULT_MAX_STRING_BYTES,
         }
     }
 
@@ -132,6 +153,7 @@ impl ScanOptions {
             cache_capacity: 64 << 20,
             cache_beyond_head: true,
             keep_fetched: true,
+            max_string_bytes: DEFAULT_MAX_STRING_BYTES,
         }
     }
 
@@ -149,6 +171,15 @@ impl ScanOptions {
     /// [`ScanOptions::split_contiguous_bytes`]).
     pub fn with_split_contiguous_bytes(mut self, bytes: Option<u64>) -> Self {
         self.split_contiguous_bytes = bytes;
+        self
+    }
+}
+
+impl ScanOptions {
+    /// The same options, with at most `bytes` of inline chunks per variable-length string
+    /// array (see [`ScanOptions::max_string_bytes`]).
+    pub fn with_max_string_bytes(mut self, bytes: u64) -> Self {
+        self.max_string_bytes = bytes;
         self
     }
 }

@@ -1,7 +1,9 @@
 //! HDF5 datatypes: what a type is as far as the scanner cares ([`TypeInfo`]), and the vzarr
 //! [`DataType`] and [`Endian`] it maps to, or why it has no Zarr v3 equivalent that
 //! zarr-python 3.4 reads. The classification and the reasons are those of the libhdf5
-//! scanner (`vzarr-hdf5-oracle`), decided here from the datatype message itself.
+//! scanner (`vzarr-hdf5-oracle`), decided here from the datatype message itself; beyond it,
+//! variable-length strings map to the Zarr v3 `string` type (their values are read from the
+//! global heap and stored inline, `crate::strings`).
 
 use vzarr_core::{DataType, Endian};
 use vzarr_hdf5_format::{ByteOrder, CompoundMember, Datatype, StringPadding, TypeClass, VlenKind};
@@ -236,13 +238,8 @@ pub(crate) fn data_type(info: &TypeInfo) -> Result<(DataType, Endian), String> {
             }
             (DataType::FixedBytes(size), Endian::Little)
         }
-        TypeInfo::VarString => {
-            return Err(
-                "variable-length string data type: chunks hold references into the HDF5 \
-                        global heap, not the strings, so they cannot be referenced in place"
-                    .into(),
-            );
-        }
+        // Read from the global heap and stored inline (`crate::strings`).
+        TypeInfo::VarString => (DataType::String, Endian::Little),
         TypeInfo::Other(ref what) => {
             return Err(format!(
                 "unsupported data type ({what}): Zarr v3 has no equivalent that \

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use vzarr_core::{Group, SkippedVariable, VirtualArray, VirtualDataset};
+use vzarr_core::names::{ORIGINAL_NAME_ATTR, sibling_names, zarr_name};
+use vzarr_core::{DataType, FillValue, Group, SkippedVariable, VirtualArray, VirtualDataset};
 use vzarr_hdf5_format::{
     Attribute, DataspaceKind, File, Layout, LinkTarget, ObjectHeader, ObjectKind, UNLIMITED,
 };
@@ -20,6 +21,7 @@ use crate::dims::{DIMENSION_ONLY, ObjectNames, dimension_names};
 use crate::fill::dataset_fill;
 use crate::layout::{ChunkEncoding, Chunks, chunk_refs, compact_refs, contiguous_refs};
 use crate::storage::SourceStorage;
+use crate::strings::{fill_text, string_chunks};
 use crate::types::{Mapped, dataset_type};
 use crate::{Hdf5Error, ScanOptions, filters};
 
@@ -46,6 +48,27 @@ pub(crate) struct Ctx<'a> {
     /// Object paths by address (or why they cannot all be named), built when the first
     /// reference is resolved.
     pub(crate) names: Option<Result<ObjectNames, String>>,
+    /// The source path under which each group or dataset was first met through hard links
+    /// (`H5Ovisit` order: depth first, links in name order).
+    seen: HashMap<u64, String>,
+    /// Groups and datasets met below soft links so far (bounded by [`MAX_SOFT_NODES`]).
+    soft_nodes: usize,
+}
+
+/// Most groups and datasets a file's soft links may add (each soft link to a group adds its
+/// whole subtree again; a few links to links could otherwise multiply a file's objects).
+pub(crate) const MAX_SOFT_NODES: usize = 100_000;
+
+/// Where a group is in the walk.
+#[derive(Clone, Copy)]
+struct At<'p> {
+    /// Its Zarr path (names mapped as `vzarr_core::names` says).
+    path: &'p str,
+    /// Its source path in the file (`""` for the root), for messages and skipped entries.
+    source: &'p str,
+    /// Whether it was reached through hard links only (a group below a soft link is not:
+    /// there every object is listed again, as h5py's item access shows it).
+    hard: bool,
 }
 
 impl Ctx<'_> {
@@ -123,9 +146,16 @@ pub fn scan_with_head(
         phony: HashMap::new(),
         phony_count: 0,
         names: None,
+        seen: HashMap::from([(file.root_address(), "/".to_string())]),
+        soft_nodes: 0,
     };
     let mut ancestors = Vec::new();
-    walk_group(&mut ctx, file.root_address(), "", &mut ancestors)?;
+    let root = At {
+        path: "",
+        source: "",
+        hard: true,
+    };
+    walk_group(&mut ctx, file.root_address(), root, &mut ancestors)?;
     ctx.out.validate().map_err(|source| Hdf5Error::Model {
         url: ctx.url.clone(),
         object: "/".into(),
@@ -163,28 +193,41 @@ pub(crate) fn or_root(path: &str) -> &str {
     if path.is_empty() { "/" } else { path }
 }
 
-/// Walks the group whose object header is at `addr`; `ancestors` holds the addresses of the
-/// groups above it, so that a hard link back up the tree (a cycle) is not followed.
+/// Walks the group whose object header is at `addr` (at `at`); `ancestors` holds the
+/// addresses of the groups above it, so that a link back up the tree (a cycle) is not
+/// followed.
+///
+/// Links, in name order, as h5py shows them:
+/// - hard links: each group and dataset once, under the first path `H5Ovisit` (h5py's
+///   `visit`) finds it by; a further hard link to it is listed as skipped, naming that path;
+/// - soft links: followed as h5py's item access follows them, the dataset or group they lead
+///   to listed under the link's name (a group with everything below it); a dangling soft
+///   link, one to a group above it, or one past [`MAX_SOFT_NODES`] is listed as skipped;
+/// - external and user-defined links: listed as skipped, naming the target, not followed.
+///
+/// Names Zarr does not allow are mapped (`vzarr_core::names::sibling_names`), the source name
+/// kept in the attribute `vzarr_core::names::ORIGINAL_NAME_ATTR`.
 fn walk_group(
     ctx: &mut Ctx,
     addr: u64,
-    path: &str,
+    at: At<'_>,
     ancestors: &mut Vec<u64>,
 ) -> Result<(), Hdf5Error> {
     let file = ctx.file;
     let oh = file
         .object_header(addr)
-        .map_err(|e| ctx.structure_error(path, "object header", e))?;
+        .map_err(|e| ctx.structure_error(at.source, "object header", e))?;
     let attrs = file
         .attributes(&oh)
-        .map_err(|e| ctx.structure_error(path, "attributes", e))?;
-    let attributes = convert_attributes(ctx, path, &attrs, false, None);
+        .map_err(|e| ctx.structure_error(at.source, "attributes", e))?;
+    let mut attributes = convert_attributes(ctx, at.source, &attrs, false, None);
+    original_name(&mut attributes, at);
     ctx.out
         .groups
-        .insert(path.to_string(), Group { attributes });
+        .insert(at.path.to_string(), Group { attributes });
     let links = file
         .links(&oh)
-        .map_err(|e| ctx.structure_error(path, "link table", e))?;
+        .map_err(|e| ctx.structure_error(at.source, "link table", e))?;
     let heads: Vec<Range<u64>> = links
         .iter()
         .filter_map(|l| match l.target {
@@ -195,45 +238,164 @@ fn walk_group(
     if heads.len() > 1 {
         vzarr_hdf5_format::Storage::prefetch(ctx.storage, &heads);
     }
+    let zarr_names = sibling_names(links.iter().map(|l| l.name.as_str()));
     ancestors.push(addr);
-    for link in links {
-        let child = join(path, &link.name);
-        let target = match link.target {
-            LinkTarget::Hard(a) => a,
-            LinkTarget::Soft(_) => {
+    for (link, zname) in links.iter().zip(&zarr_names) {
+        let child_path = join(at.path, zname);
+        let child_source = join(at.source, &link.name);
+        let child = At {
+            path: &child_path,
+            source: &child_source,
+            hard: at.hard && matches!(link.target, LinkTarget::Hard(_)),
+        };
+        let target = match &link.target {
+            LinkTarget::Hard(a) => *a,
+            LinkTarget::Soft(to) => match soft_target(ctx, at.source, to) {
+                Ok(a) => a,
+                Err(reason) => {
+                    ctx.skip(&child_source, reason);
+                    continue;
+                }
+            },
+            LinkTarget::External { file, path } => {
                 ctx.skip(
-                    &child,
-                    "soft link (not followed; the target is scanned where it lives)",
+                    &child_source,
+                    format!(
+                        "external link to {path:?} in the file {file:?}: not followed (the \
+                         target is in another file)"
+                    ),
                 );
                 continue;
             }
-            LinkTarget::External { .. } | LinkTarget::UserDefined { .. } => {
-                ctx.skip(&child, "external or user-defined link (not followed)");
+            LinkTarget::UserDefined { class, .. } => {
+                ctx.skip(
+                    &child_source,
+                    format!("user-defined link of class {class}: not followed"),
+                );
                 continue;
             }
         };
         let oh = file
             .object_header(target)
-            .map_err(|e| ctx.structure_error(&child, "object header", e))?;
-        match file.object_kind(&oh) {
-            ObjectKind::Group if ancestors.contains(&target) => ctx.skip(
-                &child,
-                "hard link to a group above it (a cycle): not followed",
-            ),
-            ObjectKind::Group => walk_group(ctx, target, &child, ancestors)?,
-            ObjectKind::Dataset => match scan_dataset(ctx, &oh, path, &child)? {
-                Scanned::Array(a) => {
-                    ctx.out.arrays.insert(child, *a);
+            .map_err(|e| ctx.structure_error(&child_source, "object header", e))?;
+        let kind = file.object_kind(&oh);
+        if !matches!(kind, ObjectKind::Group | ObjectKind::Dataset) {
+            // Named datatypes and others hold no data.
+            continue;
+        }
+        if kind == ObjectKind::Group && ancestors.contains(&target) {
+            let how = if child.hard { "hard" } else { "soft" };
+            ctx.skip(
+                &child_source,
+                format!("{how} link to a group above it (a cycle): not followed"),
+            );
+            continue;
+        }
+        if child.hard {
+            if let Some(first) = ctx.seen.get(&target) {
+                let reason = format!(
+                    "hard link to the {} at {first} (the same object): listed once, under \
+                     the first path h5py's visit finds",
+                    if kind == ObjectKind::Group {
+                        "group"
+                    } else {
+                        "dataset"
+                    }
+                );
+                ctx.skip(&child_source, reason);
+                continue;
+            }
+            ctx.seen.insert(target, format!("/{child_source}"));
+        } else {
+            if ctx.soft_nodes >= MAX_SOFT_NODES {
+                ctx.skip(
+                    &child_source,
+                    format!(
+                        "reached through a soft link, past the {MAX_SOFT_NODES} groups and \
+                         datasets soft links may add: not followed"
+                    ),
+                );
+                continue;
+            }
+            ctx.soft_nodes += 1;
+        }
+        match kind {
+            ObjectKind::Group => walk_group(ctx, target, child, ancestors)?,
+            _ => match scan_dataset(ctx, &oh, at, child)? {
+                Scanned::Array(mut a) => {
+                    original_name(&mut a.attributes, child);
+                    ctx.out.arrays.insert(child_path.clone(), *a);
                 }
-                Scanned::Refused(reason) => ctx.skip(&child, reason),
+                Scanned::Refused(reason) => ctx.skip(&child_source, reason),
                 Scanned::DimensionOnly => {}
             },
-            // Named datatypes and others hold no data.
-            ObjectKind::NamedDatatype | ObjectKind::Other => {}
         }
     }
     ancestors.pop();
     Ok(())
+}
+
+/// The `_FillValue` attribute of a string array (netCDF-4's, of a `string` variable) is
+/// written as `missing_value`: xarray 2026.9 cannot decode a `_FillValue` attribute of a Zarr
+/// v3 string array (its `FillValueCoder` has no case for `StringDType`, so `open_zarr` fails
+/// on the whole dataset), while it masks `missing_value` values exactly as it masks
+/// `_FillValue` ones of the source. The array's `fill_value` holds the dataset's fill value
+/// (netCDF-C sets both alike). When the variable has a `missing_value` of its own, the
+/// `_FillValue` attribute is dropped, listed as left out if it differs from the fill value.
+fn string_fill_attribute(
+    ctx: &mut Ctx,
+    path: &str,
+    attributes: &mut vzarr_core::Attributes,
+    fill: &FillValue,
+) {
+    let Some(v) = attributes.shift_remove("_FillValue") else {
+        return;
+    };
+    if !attributes.contains_key("missing_value") {
+        attributes.insert("missing_value".into(), v);
+        return;
+    }
+    if v.as_str() != fill.as_text(DataType::String) {
+        ctx.skip(
+            &format!("{path}@_FillValue"),
+            format!(
+                "attribute left out: {v} differs from the dataset's fill value {:?} and the \
+                 variable has a missing_value (xarray cannot decode a _FillValue attribute of \
+                 a Zarr string array)",
+                fill.as_text(DataType::String).unwrap_or_default()
+            ),
+        );
+    }
+}
+
+/// The source name of a node whose Zarr name differs, kept as an attribute.
+fn original_name(attributes: &mut vzarr_core::Attributes, at: At<'_>) {
+    let source = at.source.rsplit('/').next().unwrap_or(at.source);
+    let name = at.path.rsplit('/').next().unwrap_or(at.path);
+    if !at.path.is_empty() && source != name {
+        attributes.insert(
+            ORIGINAL_NAME_ATTR.to_string(),
+            serde_json::Value::String(source.to_string()),
+        );
+    }
+}
+
+/// The object header address a soft link to `to` in the group at source path `group` leads
+/// to (relative targets from that group, at most `MAX_SOFT_LINKS` soft links deep), or why
+/// it leads nowhere.
+fn soft_target(ctx: &Ctx, group: &str, to: &str) -> Result<u64, String> {
+    let full = if to.starts_with('/') {
+        to.to_string()
+    } else {
+        format!("/{}", join(group, to))
+    };
+    ctx.file.resolve_path(&full).map_err(|e| {
+        let detail = match &e {
+            vzarr_hdf5_format::Error::Path { detail, .. } => detail.clone(),
+            other => other.to_string(),
+        };
+        format!("dangling soft link to {to:?} ({detail}): not followed")
+    })
 }
 
 /// What became of a dataset.
@@ -249,10 +411,12 @@ enum Scanned {
 fn scan_dataset(
     ctx: &mut Ctx,
     oh: &ObjectHeader,
-    group_path: &str,
-    path: &str,
+    group: At<'_>,
+    at: At<'_>,
 ) -> Result<Scanned, Hdf5Error> {
     let file = ctx.file;
+    // Messages name the dataset by its source path.
+    let path = at.source;
     let ds = file
         .dataset(oh)
         .map_err(|e| ctx.structure_error(path, "dataset", e))?;
@@ -267,7 +431,7 @@ fn scan_dataset(
         && space.max_dims.as_deref() == Some(&[UNLIMITED]);
     if is_scale && unlimited_1d {
         let name = path.rsplit('/').next().unwrap_or(path);
-        ctx.out.unlimited_dims.insert(name.to_string());
+        ctx.out.unlimited_dims.insert(zarr_name(name).into_owned());
     }
     if is_scale && string_attr(file, &attrs, "NAME").is_some_and(|n| n.starts_with(DIMENSION_ONLY))
     {
@@ -292,7 +456,13 @@ fn scan_dataset(
             "raw data in external files (H5Pset_external)".into(),
         ));
     }
-    let codecs = match filters::codecs(ds.filters.as_ref(), data_type) {
+    // The filters act on the stored elements: for strings, global heap ids.
+    let stored_type = if data_type.is_string() {
+        DataType::FixedBytes(ds.element_size(file) as usize)
+    } else {
+        data_type
+    };
+    let codecs = match filters::codecs(ds.filters.as_ref(), stored_type) {
         Ok(c) => c,
         Err(reason) => return Ok(Scanned::Refused(reason)),
     };
@@ -300,49 +470,65 @@ fn scan_dataset(
     let dataset_rank = shape.len();
     let mut shape = shape;
     shape.extend_from_slice(&mapped.extra_dims);
-    let fill_msg = match element_fill(&ds.fill_value, &mapped) {
-        Ok(f) => f,
-        Err(reason) => return Ok(Scanned::Refused(reason)),
-    };
-    let fill_value = dataset_fill(&fill_msg, data_type, endian)
-        .map_err(|reason| ctx.object_error(path, reason))?;
-    let Chunks { grid, manifest } = match &ds.layout.layout {
-        Layout::Chunked(ch) => {
-            let enc = ChunkEncoding {
-                fill: fill_value.bytes_in(data_type, endian),
-                codecs: &codecs,
-            };
-            let mut chunk = ch.chunk_dims.clone();
-            if chunk.len() == dataset_rank {
-                chunk.extend_from_slice(&mapped.extra_dims);
-            }
-            match chunk_refs(ctx, &ds, &chunk, &shape, &enc, path)? {
-                Ok(v) => v,
-                Err(reason) => return Ok(Scanned::Refused(reason)),
-            }
+    let (fill_value, Chunks { grid, manifest }, codecs) = if data_type.is_string() {
+        let fill = match fill_text(ctx, &ds, path)? {
+            Ok(f) => f,
+            Err(reason) => return Ok(Scanned::Refused(reason)),
+        };
+        match string_chunks(ctx, &ds, &shape, &codecs, &fill, path)? {
+            // The strings are stored inline, vlen-utf8 encoded, with no further codec.
+            Ok(chunks) => (FillValue::from_text(&fill), chunks, Vec::new()),
+            Err(reason) => return Ok(Scanned::Refused(reason)),
         }
-        Layout::Contiguous { address, .. } => {
-            if !codecs.is_empty() {
-                return Ok(Scanned::Refused("contiguous dataset with filters".into()));
+    } else {
+        let fill_msg = match element_fill(&ds.fill_value, &mapped) {
+            Ok(f) => f,
+            Err(reason) => return Ok(Scanned::Refused(reason)),
+        };
+        let fill_value = dataset_fill(&fill_msg, data_type, endian)
+            .map_err(|reason| ctx.object_error(path, reason))?;
+        let chunks = match &ds.layout.layout {
+            Layout::Chunked(ch) => {
+                let enc = ChunkEncoding {
+                    fill: fill_value.bytes_in(data_type, endian),
+                    codecs: &codecs,
+                };
+                let mut chunk = ch.chunk_dims.clone();
+                if chunk.len() == dataset_rank {
+                    chunk.extend_from_slice(&mapped.extra_dims);
+                }
+                match chunk_refs(ctx, &ds, &chunk, &shape, &enc, path)? {
+                    Ok(v) => v,
+                    Err(reason) => return Ok(Scanned::Refused(reason)),
+                }
             }
-            contiguous_refs(ctx, *address, &shape, data_type.size(), path)?
-        }
-        Layout::Compact { data } => compact_refs(ctx, data, &shape, data_type.size(), path)?,
-        Layout::Virtual { .. } => {
-            return Ok(Scanned::Refused(
-                "virtual dataset (VDS): its data lives in other datasets".into(),
-            ));
-        }
+            Layout::Contiguous { address, .. } => {
+                if !codecs.is_empty() {
+                    return Ok(Scanned::Refused("contiguous dataset with filters".into()));
+                }
+                contiguous_refs(ctx, *address, &shape, data_type.size(), path)?
+            }
+            Layout::Compact { data } => compact_refs(ctx, data, &shape, data_type.size(), path)?,
+            Layout::Virtual { .. } => {
+                return Ok(Scanned::Refused(
+                    "virtual dataset (VDS): its data lives in other datasets".into(),
+                ));
+            }
+        };
+        (fill_value, chunks, codecs)
     };
 
     let mut attributes = convert_attributes(ctx, path, &attrs, is_scale, Some(data_type));
+    if data_type.is_string() {
+        string_fill_attribute(ctx, path, &mut attributes, &fill_value);
+    }
     if let Some(members) = &mapped.enum_members {
         enum_attributes(&mut attributes, members);
     }
     let mut dimension_names = dimension_names(
         ctx,
         &attrs,
-        group_path,
+        group.path,
         path,
         &shape[..dataset_rank],
         is_scale,

@@ -211,6 +211,13 @@ fn axis_chunks(arrays: &[&VirtualArray], k: usize) -> (Vec<AxisChunk>, u64) {
     (along, extent)
 }
 
+/// Whether a padded chunk of `src` along axis `k` is shortened by referencing fewer bytes:
+/// uncompressed fixed-size elements with `k` outermost (the valid rows are a prefix). String
+/// chunks are re-encoded instead (their elements have no fixed size).
+fn trims_by_reference(src: &VirtualArray, k: usize) -> bool {
+    src.codecs.is_empty() && k == 0 && !src.data_type.is_string()
+}
+
 /// Concatenates one variable along axis `k`: grids, chunk references, padded edge chunks.
 fn concat_array(
     path: &str,
@@ -260,7 +267,7 @@ fn concat_array(
     let mut jobs = Vec::new();
     for f in padded_files {
         let src = arrays[f];
-        if src.codecs.is_empty() && k == 0 {
+        if trims_by_reference(src, k) {
             continue;
         }
         for (lin, r) in src.manifest.iter_stored() {
@@ -305,7 +312,7 @@ fn concat_array(
                 chunk: idx.clone(),
                 source: Box::new(source),
             };
-            if src.codecs.is_empty() && k == 0 {
+            if trims_by_reference(src, k) {
                 // Uncompressed, concatenation axis outermost: the valid rows are a prefix.
                 let row = values::chunk_bytes(&nominal[1..], esize).map_err(|_| {
                     refused(EdgeChunkError::TooLarge {

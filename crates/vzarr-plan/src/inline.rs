@@ -1,6 +1,7 @@
 //! Bytes the planner writes itself, stored inline in the manifest: arrays of re-encoded values
 //! (CF time coordinates and bounds), and padded edge chunks decoded, cut to their valid part
-//! and re-encoded with the variable's own codecs.
+//! and re-encoded with the variable's own codecs (string chunks: their elements, encoded again
+//! as a `vlen-utf8` chunk).
 
 use std::collections::HashMap;
 
@@ -202,6 +203,14 @@ fn valid_prefix(
     keep: u64,
     reader: &dyn SourceStore,
 ) -> Result<Vec<u8>, EdgeChunkError> {
+    if src.data_type.is_string() {
+        // Strings: the elements of the valid part, encoded again as a vlen-utf8 chunk.
+        let enc = values::encoded_chunk(src, lin, reader).map_err(EdgeChunkError::Decode)?;
+        let items =
+            values::string_chunk(src, chain, nominal, enc).map_err(EdgeChunkError::Decode)?;
+        let cut = values::slice_prefix_items(&items, nominal, axis, keep);
+        return vzarr_codec::vlen_utf8::encode(&cut).map_err(EdgeChunkError::Encode);
+    }
     let raw = values::raw_chunk(src, chain, lin, reader).map_err(EdgeChunkError::Decode)?;
     let cut = values::slice_prefix(&raw, nominal, axis, keep, src.data_type.size());
     chain.encode(&cut).map_err(EdgeChunkError::Encode)

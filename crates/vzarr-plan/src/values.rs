@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use vzarr_codec::ByteCodecs;
+use vzarr_codec::{ByteCodecs, vlen_utf8};
 use vzarr_core::{ChunkRef, DataType, Endian, VirtualArray};
 use vzarr_source::SourceStore;
 
@@ -35,6 +35,33 @@ pub(crate) fn encoded_chunk(
     }
 }
 
+/// The elements of a string chunk of nominal shape `shape` from its encoded bytes (the fill
+/// value when `None`). String chunks with codecs after `vlen-utf8` are refused: vzarr writes
+/// none, and their decoded size cannot be bounded before decoding.
+pub(crate) fn string_chunk(
+    array: &VirtualArray,
+    codecs: &ByteCodecs,
+    shape: &[u64],
+    enc: Option<Vec<u8>>,
+) -> Result<Vec<String>, ReadError> {
+    // Each element takes at least 4 bytes encoded.
+    let n = chunk_bytes(shape, 4)? / 4;
+    let Some(enc) = enc else {
+        let fill = array
+            .fill_value
+            .as_text(array.data_type)
+            .unwrap_or_default();
+        return Ok(vec![fill.to_string(); n]);
+    };
+    if !codecs.is_empty() {
+        return Err(ReadError::Codec(vzarr_codec::CodecError::Unsupported(
+            "vlen-utf8".into(),
+            "string chunks with further codecs are not decoded here".into(),
+        )));
+    }
+    Ok(vlen_utf8::decode(&enc, n)?)
+}
+
 /// Number of bytes of a chunk of `shape` with elements of `esize` bytes.
 pub(crate) fn chunk_bytes(shape: &[u64], esize: usize) -> Result<usize, ReadError> {
     shape
@@ -57,7 +84,9 @@ pub(crate) fn raw_chunk(
     decode_chunk(array, codecs, i, encoded_chunk(array, i, reader)?)
 }
 
-/// Decodes the encoded bytes `enc` of chunk `i` (the fill value when `None`).
+/// Decodes the encoded bytes `enc` of chunk `i` (the fill value when `None`). The "raw" bytes
+/// of a string chunk are its elements as a `vlen-utf8` chunk ([`vzarr_codec::vlen_utf8`]),
+/// checked and in the one encoding a list of strings has, so equal values give equal bytes.
 pub(crate) fn decode_chunk(
     array: &VirtualArray,
     codecs: &ByteCodecs,
@@ -66,6 +95,11 @@ pub(crate) fn decode_chunk(
 ) -> Result<Vec<u8>, ReadError> {
     let index = array.grid.chunk_index(i as u64);
     let shape = array.grid.chunk_shape(&index);
+    if array.data_type.is_string() {
+        return Ok(vlen_utf8::encode(&string_chunk(
+            array, codecs, &shape, enc,
+        )?)?);
+    }
     let n = chunk_bytes(&shape, array.data_type.size())?;
     match enc {
         None => Ok(array
@@ -243,6 +277,25 @@ pub(crate) fn from_f64(values: &[f64], dt: DataType) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Keeps the first `keep` indices along `axis` of a C-order chunk of `shape` whose elements
+/// are items of a list (strings).
+pub(crate) fn slice_prefix_items<T: Clone>(
+    items: &[T],
+    shape: &[u64],
+    axis: usize,
+    keep: u64,
+) -> Vec<T> {
+    let outer: u64 = shape[..axis].iter().product();
+    let inner = shape[axis + 1..].iter().product::<u64>() as usize;
+    let stride = shape[axis] as usize * inner;
+    let run = keep as usize * inner;
+    let mut out = Vec::with_capacity(outer as usize * run);
+    for o in 0..outer as usize {
+        out.extend_from_slice(&items[o * stride..o * stride + run]);
+    }
+    out
+}
+
 /// Keeps the first `keep` indices along `axis` of a C-order chunk of `shape`.
 pub(crate) fn slice_prefix(
     raw: &[u8],
@@ -282,6 +335,40 @@ mod tests {
             slice_prefix(&raw, &[2, 3, 2], 2, 1, 1),
             vec![0, 2, 4, 6, 8, 10]
         );
+    }
+
+    #[test]
+    fn slice_prefix_items_matches_the_bytes_version() {
+        let raw: Vec<u8> = (0..12).collect();
+        for (axis, keep) in [(0, 1), (1, 2), (2, 1)] {
+            assert_eq!(
+                slice_prefix_items(&raw, &[2, 3, 2], axis, keep),
+                slice_prefix(&raw, &[2, 3, 2], axis, keep, 1)
+            );
+        }
+    }
+
+    #[test]
+    fn string_chunks_decode_to_their_canonical_bytes_or_the_fill() {
+        use vzarr_core::{ChunkGrid, ChunkManifest, FillValue};
+        let a = VirtualArray {
+            data_type: DataType::String,
+            endian: Endian::Little,
+            fill_value: FillValue::from_text("NA"),
+            codecs: vec![],
+            dimension_names: vec!["t".into()],
+            attributes: Default::default(),
+            grid: ChunkGrid::regular(&[3], &[2]).unwrap(),
+            manifest: ChunkManifest::new_missing(2),
+        };
+        let c = ByteCodecs::new(&[]).unwrap();
+        let enc = vlen_utf8::encode(&["x", "y"]).unwrap();
+        assert_eq!(decode_chunk(&a, &c, 0, Some(enc.clone())).unwrap(), enc);
+        assert_eq!(
+            decode_chunk(&a, &c, 1, None).unwrap(),
+            vlen_utf8::encode(&["NA", "NA"]).unwrap()
+        );
+        assert!(decode_chunk(&a, &c, 0, Some(vec![1, 0, 0, 0])).is_err());
     }
 
     #[test]

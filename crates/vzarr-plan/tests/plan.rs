@@ -503,3 +503,113 @@ fn a_static_variable_that_differs_is_named_with_the_files_in_time_order() {
         .collect();
     assert_eq!(reads, [6, 4, 6]);
 }
+
+/// A string array of `values` along `dims` (shape `shape`, chunks `chunk`), stored inline
+/// vlen-utf8 as the HDF5 scanner writes it (edge chunks padded with the fill value).
+fn string_array(values: &[String], dims: &[&str], shape: &[u64], chunk: &[u64]) -> VirtualArray {
+    use vzarr_core::{ChunkGrid, ChunkManifest, Endian};
+    let grid = ChunkGrid::regular(shape, chunk).unwrap();
+    let n = grid.n_chunks().unwrap() as usize;
+    let mut manifest = ChunkManifest::new_missing(n);
+    for i in 0..n {
+        let idx = grid.chunk_index(i as u64);
+        let origin = grid.chunk_origin(&idx);
+        let nominal = grid.chunk_shape(&idx);
+        // 1-D or 2-D only here.
+        let mut items = Vec::new();
+        let rows = nominal[0];
+        let cols = nominal.get(1).copied().unwrap_or(1);
+        for r in 0..rows {
+            for c in 0..cols {
+                let (gr, gc) = (origin[0] + r, origin.get(1).copied().unwrap_or(0) + c);
+                let inside = gr < shape[0] && shape.get(1).is_none_or(|&w| gc < w);
+                let width = shape.get(1).copied().unwrap_or(1);
+                items.push(if inside {
+                    values[(gr * width + gc) as usize].clone()
+                } else {
+                    "NA".to_string()
+                });
+            }
+        }
+        manifest
+            .set_inline(i, vzarr_codec::vlen_utf8::encode(&items).unwrap())
+            .unwrap();
+    }
+    VirtualArray {
+        data_type: DataType::String,
+        endian: Endian::Little,
+        fill_value: FillValue::from_text("NA"),
+        codecs: vec![],
+        dimension_names: dims.iter().map(|d| d.to_string()).collect(),
+        attributes: Default::default(),
+        grid,
+        manifest,
+    }
+}
+
+#[test]
+fn string_variables_concatenate_and_static_ones_are_kept_once() {
+    // Two months; a per-day label along time in chunks of 10 (January's last chunk holds 1
+    // valid day of 10: re-encoded), and a static list of station names.
+    let stations: Vec<String> = ["Oslo", "Tromsø", ""]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut inputs = vec![
+        month_file("file:///a.nc", 0, 31, 10, 0, &[]),
+        month_file("file:///b.nc", 31, 28, 10, 0, &[]),
+    ];
+    let mut labels_all = Vec::new();
+    for (ds, (start, len)) in inputs.iter_mut().zip([(0u64, 31u64), (31, 28)]) {
+        let labels: Vec<String> = (start..start + len).map(|d| format!("day {d} ✓")).collect();
+        labels_all.extend(labels.clone());
+        ds.arrays.insert(
+            "label".into(),
+            string_array(&labels, &["time"], &[len], &[10]),
+        );
+        ds.arrays.insert(
+            "station".into(),
+            string_array(&stations, &["station"], &[3], &[2]),
+        );
+    }
+    let (ds, report) = plan(inputs.clone(), &opts(), &MemReader::default()).unwrap();
+    assert!(report.concatenated.contains(&"label".to_string()));
+    assert_eq!(report.kept_once, vec!["station".to_string()]);
+    assert_eq!(
+        report.trimmed_chunks, 0,
+        "string chunks are never trimmed by reference"
+    );
+    assert_eq!(report.materialised_chunks, 1);
+    let label = &ds.arrays["label"];
+    assert_eq!(label.data_type, DataType::String);
+    let DimGrid::Varying { edges, .. } = &label.grid.dims()[0] else {
+        panic!("expected varying")
+    };
+    // The last chunk keeps its nominal edge past the end of the axis.
+    assert_eq!(edges, &vec![10, 10, 10, 1, 10, 10, 10]);
+    // Every element, chunk by chunk, equals the labels in time order.
+    let mut got = Vec::new();
+    for i in 0..edges.len() {
+        let ChunkRef::Inline(b) = label.manifest.get(i) else {
+            panic!("chunk {i} not inline")
+        };
+        let nominal = label.grid.chunk_shape(&[i as u64])[0] as usize;
+        let valid = label.grid.chunk_valid_shape(&[i as u64])[0] as usize;
+        let items = vzarr_codec::vlen_utf8::decode(b, nominal).unwrap();
+        got.extend(items.into_iter().take(valid));
+    }
+    assert_eq!(got, labels_all);
+    // A static string variable that differs in one file is refused, naming it.
+    let other: Vec<String> = ["Oslo", "Bergen", ""]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    inputs[1].arrays.insert(
+        "station".into(),
+        string_array(&other, &["station"], &[3], &[2]),
+    );
+    let e = plan(inputs, &opts(), &MemReader::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("station") && e.contains("identical"), "{e}");
+}

@@ -5,7 +5,8 @@
 //!   through `vzarr-source` (local paths, `file://`, `s3://`, `gs://`, `az://`,
 //!   `http(s)://`; credentials and endpoints from the environment as `object_store`'s
 //!   builders read them), nearby byte ranges coalesced and fetched concurrently, and decoded
-//!   with zarrs (regular and rectilinear grids, every codec vzarr emits, and the
+//!   with zarrs (regular and rectilinear grids, every codec vzarr emits, the `string` data
+//!   type with `vlen-utf8` chunks, checked before zarrs decodes them, and the
 //!   `null_terminated_bytes` data type added here).
 //! - Every URL is checked against the allowed prefixes (recorded in the references or given
 //!   by the user, symbolic links resolved) before anything is fetched; sources are checked
@@ -34,7 +35,8 @@ pub use reader::{
 };
 pub use select::{AxisSelection, ResolvedSelection, Selection, parse_selection};
 pub use values::{
-    Difference, RawArray, Scalar, compare, extract_box, scalar, swap_elements, to_f64s, unravel,
+    Difference, RawArray, Scalar, box_positions, compare, compare_strings, extract_box, scalar,
+    swap_elements, to_f64s, unravel,
 };
 pub use vzarr_codec::{Fletcher32Codec, h5_fletcher32, register_zarrs_fixes};
 pub use vzarr_kerchunk::{ParseError, ParseLimits, ParsedRefs, parse_refs};

@@ -413,8 +413,17 @@ impl<'r> ArrayReader<'r> {
         self.meta.data_type
     }
 
-    /// Refuses arrays whose compressed chunks would not fit the chunk size limit when decoded.
+    /// Refuses arrays whose compressed chunks would not fit the chunk size limit when decoded,
+    /// and string arrays with codecs after `vlen-utf8` (vzarr writes none; their decoded size
+    /// cannot be bounded before decoding).
     pub fn check_chunk_size(&self) -> Result<(), ReadError> {
+        if self.meta.data_type.is_string() && !self.meta.codecs.is_empty() {
+            return Err(ReadError::array(
+                &self.path,
+                "string array with codecs after vlen-utf8: not read here (vzarr writes string \
+                 chunks uncompressed)",
+            ));
+        }
         let n = max_chunk_bytes(self.meta);
         let limit = self.reader.options.max_chunk_bytes;
         if !self.meta.codecs.is_empty() && n > limit {
@@ -532,6 +541,36 @@ impl<'r> ArrayReader<'r> {
         Ok(raw.into_owned())
     }
 
+    /// Decodes the box `ranges` of a string array into its elements (C order), with the chunks
+    /// in `fetched` (others are fetched on demand).
+    pub fn decode_box_strings(
+        &self,
+        fetched: &FetchedChunks,
+        ranges: &[Range<u64>],
+    ) -> Result<Vec<String>, ReadError> {
+        self.check_ranges(ranges)?;
+        self.check_chunk_size()?;
+        let store = Arc::new(RefStore::new(
+            self.reader.shared.clone(),
+            &self.path,
+            fetched.bytes.clone(),
+        ));
+        self.retrieve_strings(store, ranges)
+    }
+
+    fn retrieve_strings(
+        &self,
+        store: Arc<RefStore>,
+        ranges: &[Range<u64>],
+    ) -> Result<Vec<String>, ReadError> {
+        if !self.meta.data_type.is_string() {
+            return Err(ReadError::array(&self.path, "not a string array"));
+        }
+        let arr = self.zarr.with_storage(store);
+        arr.retrieve_array_subset::<Vec<String>>(&ArraySubset::new_with_ranges(ranges))
+            .map_err(|e| ReadError::array(&self.path, format!("decoding failed: {e}")))
+    }
+
     /// Decodes the box `ranges` straight into `out` (the C-order bytes of a box of `out_shape`)
     /// at the position `rel` inside it.
     fn decode_into(
@@ -570,6 +609,26 @@ impl<'r> ArrayReader<'r> {
         self.check_ranges(ranges)?;
         self.check_chunk_size()?;
         let shape: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
+        if self.meta.data_type.is_string() {
+            // Inline chunks, decoded batch by batch of chunk rows like the others.
+            // Batches split axis 0 only: their elements follow each other in C order.
+            let mut strings = Vec::new();
+            for b in self.batches(ranges) {
+                let fetched = self.fetch_chunks(&b.lins)?;
+                let store = Arc::new(RefStore::new(
+                    self.reader.shared.clone(),
+                    &self.path,
+                    fetched.bytes,
+                ));
+                strings.extend(self.retrieve_strings(store, &b.ranges)?);
+            }
+            return Ok(RawArray {
+                data_type: self.meta.data_type,
+                shape,
+                bytes: Vec::new(),
+                strings,
+            });
+        }
         let esize = self.meta.data_type.size();
         let total = shape
             .iter()
@@ -589,6 +648,7 @@ impl<'r> ArrayReader<'r> {
                 data_type: self.meta.data_type,
                 shape,
                 bytes: out,
+                strings: Vec::new(),
             });
         }
         let batches = self.batches(ranges);
@@ -620,6 +680,7 @@ impl<'r> ArrayReader<'r> {
             data_type: self.meta.data_type,
             shape,
             bytes: out,
+            strings: Vec::new(),
         })
     }
 
@@ -632,6 +693,22 @@ impl<'r> ArrayReader<'r> {
     /// Reads the box `ranges` into an ndarray of `T` (which must match the data type, e.g.
     /// `f32` for `float32`, `u8` for `uint8`).
     pub fn read<T: ElementOwned>(&self, ranges: &[Range<u64>]) -> Result<ArrayD<T>, ReadError> {
+        if self.meta.data_type.is_string() {
+            // `String` elements: through zarrs' element conversion.
+            self.check_ranges(ranges)?;
+            self.check_chunk_size()?;
+            let arr = self.zarr.with_storage(Arc::new(RefStore::new(
+                self.reader.shared.clone(),
+                &self.path,
+                HashMap::new(),
+            )));
+            let values = arr
+                .retrieve_array_subset::<Vec<T>>(&ArraySubset::new_with_ranges(ranges))
+                .map_err(|e| ReadError::array(&self.path, format!("decoding failed: {e}")))?;
+            let shape: Vec<usize> = ranges.iter().map(|r| (r.end - r.start) as usize).collect();
+            return ArrayD::from_shape_vec(shape, values)
+                .map_err(|e| ReadError::array(&self.path, e));
+        }
         let raw = self.read_raw(ranges)?;
         let values = T::from_array_bytes(self.zarr.data_type(), ArrayBytes::new_flen(raw.bytes))
             .map_err(|e| ReadError::array(&self.path, e))?;
@@ -665,6 +742,24 @@ fn apply_steps(bbox: RawArray, r: &ResolvedSelection) -> RawArray {
     let esize = bbox.data_type.size();
     let counts = r.counts();
     let n: u64 = counts.iter().product();
+    if bbox.data_type.is_string() {
+        let strings = (0..n)
+            .map(|k| {
+                let idx = unravel(k, &counts);
+                let mut lin = 0usize;
+                for ((i, s), d) in idx.iter().zip(&r.steps).zip(&bbox.shape) {
+                    lin = lin * *d as usize + (*i * *s) as usize;
+                }
+                bbox.strings[lin].clone()
+            })
+            .collect();
+        return RawArray {
+            data_type: bbox.data_type,
+            shape: out_shape,
+            bytes: Vec::new(),
+            strings,
+        };
+    }
     let mut bytes = Vec::with_capacity(n as usize * esize);
     for k in 0..n {
         let idx = unravel(k, &counts);
@@ -678,6 +773,7 @@ fn apply_steps(bbox: RawArray, r: &ResolvedSelection) -> RawArray {
         data_type: bbox.data_type,
         shape: out_shape,
         bytes,
+        strings: Vec::new(),
     }
 }
 

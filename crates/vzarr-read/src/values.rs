@@ -11,8 +11,10 @@ pub struct RawArray {
     pub data_type: DataType,
     /// Shape.
     pub shape: Vec<u64>,
-    /// Element bytes in native byte order (byte strings as stored).
+    /// Element bytes in native byte order (byte strings as stored); empty for strings.
     pub bytes: Vec<u8>,
+    /// The elements of a [`DataType::String`] array, C order; empty for other types.
+    pub strings: Vec<String>,
 }
 
 /// One element, decoded.
@@ -36,6 +38,8 @@ pub enum Scalar<'a> {
     C64(f32, f32),
     /// A complex128 value (real, imaginary).
     C128(f64, f64),
+    /// A variable-length string.
+    Str(&'a str),
 }
 
 fn arr<const N: usize>(b: &[u8]) -> [u8; N] {
@@ -44,9 +48,11 @@ fn arr<const N: usize>(b: &[u8]) -> [u8; N] {
     a
 }
 
-/// Decodes one element of `dt` from native bytes (`b` holds at least `dt.size()` bytes).
+/// Decodes one element of `dt` from native bytes (`b` holds at least `dt.size()` bytes; for
+/// [`DataType::String`], the element's UTF-8 text, which is empty if it is not UTF-8).
 pub fn scalar(dt: DataType, b: &[u8]) -> Scalar<'_> {
     match dt {
+        DataType::String => Scalar::Str(std::str::from_utf8(b).unwrap_or_default()),
         DataType::Bool => Scalar::Bool(b[0] != 0),
         DataType::Int8 => Scalar::Int(i64::from(b[0] as i8)),
         DataType::Int16 => Scalar::Int(i64::from(i16::from_ne_bytes(arr(b)))),
@@ -131,6 +137,7 @@ impl Scalar<'_> {
                 },
                 float_text(im, || im.to_string())
             ),
+            Scalar::Str(s) => serde_json::to_string(s).unwrap_or_default(),
         }
     }
 
@@ -158,6 +165,7 @@ impl Scalar<'_> {
             Scalar::C128(re, im) => {
                 Value::Array(vec![Scalar::F64(re).to_json(), Scalar::F64(im).to_json()])
             }
+            Scalar::Str(s) => Value::from(s),
         }
     }
 }
@@ -165,6 +173,9 @@ impl Scalar<'_> {
 impl RawArray {
     /// Number of elements.
     pub fn len(&self) -> usize {
+        if self.data_type.is_string() {
+            return self.strings.len();
+        }
         self.bytes.len() / self.data_type.size().max(1)
     }
 
@@ -175,6 +186,9 @@ impl RawArray {
 
     /// The element at C-order position `i`.
     pub fn get(&self, i: usize) -> Option<Scalar<'_>> {
+        if self.data_type.is_string() {
+            return self.strings.get(i).map(|s| Scalar::Str(s));
+        }
         let n = self.data_type.size();
         let b = self.bytes.get(i.checked_mul(n)?..(i + 1).checked_mul(n)?)?;
         Some(scalar(self.data_type, b))
@@ -249,6 +263,23 @@ pub fn unravel(mut lin: u64, shape: &[u64]) -> Vec<u64> {
     out
 }
 
+/// The C-order positions, in an array of `shape`, of the elements of the box
+/// `start`+`count`, in C order over the box.
+pub fn box_positions(shape: &[u64], start: &[u64], count: &[u64]) -> Vec<usize> {
+    let n: u64 = count.iter().product();
+    (0..n)
+        .map(|k| {
+            unravel(k, count)
+                .iter()
+                .zip(start)
+                .zip(shape)
+                .fold(0usize, |lin, ((i, s), d)| {
+                    lin * *d as usize + (i + s) as usize
+                })
+        })
+        .collect()
+}
+
 /// Copies the box `start`+`count` out of C-order `bytes` of `shape` (elements of `esize`
 /// bytes).
 pub fn extract_box(
@@ -311,7 +342,7 @@ fn as_f64(s: Scalar<'_>) -> Option<f64> {
     match s {
         Scalar::F16(v) | Scalar::F32(v) => Some(f64::from(v)),
         Scalar::F64(v) => Some(v),
-        Scalar::Bytes(_) | Scalar::C64(..) | Scalar::C128(..) => None,
+        Scalar::Bytes(_) | Scalar::C64(..) | Scalar::C128(..) | Scalar::Str(_) => None,
         other => as_i128(other).map(|i| i as f64),
     }
 }
@@ -395,6 +426,39 @@ fn complex_equal(a: Scalar<'_>, b: Scalar<'_>) -> bool {
     }
 }
 
+/// Compares two lists of strings element by element; `None` when all are equal.
+pub fn compare_strings<A: AsRef<str>, B: AsRef<str>>(
+    ours: &[A],
+    theirs: &[B],
+) -> Option<Difference> {
+    if ours.len() != theirs.len() {
+        return Some(Difference {
+            count: ours.len().max(theirs.len()) as u64,
+            first: 0,
+            ours: format!("{} values", ours.len()),
+            theirs: format!("{} values", theirs.len()),
+        });
+    }
+    let mut diff: Option<Difference> = None;
+    for (i, (a, b)) in ours.iter().zip(theirs).enumerate() {
+        let (a, b) = (a.as_ref(), b.as_ref());
+        if a != b {
+            match &mut diff {
+                Some(d) => d.count += 1,
+                None => {
+                    diff = Some(Difference {
+                        count: 1,
+                        first: i,
+                        ours: Scalar::Str(a).to_text(),
+                        theirs: Scalar::Str(b).to_text(),
+                    })
+                }
+            }
+        }
+    }
+    diff
+}
+
 /// Swaps each `esize`-byte element of `bytes` in place (big-endian to native on little-endian
 /// machines and back).
 pub fn swap_elements(bytes: &mut [u8], esize: usize) {
@@ -419,6 +483,7 @@ mod tests {
             data_type: DataType::Float32,
             shape: vec![2, 3],
             bytes: f32s(&[1.0, 0.1, f32::NAN, -2.5, f32::INFINITY, 1e20]),
+            strings: vec![],
         };
         assert_eq!(a.to_text(), "1 0.1 nan\n-2.5 inf 100000000000000000000\n");
         assert_eq!(
@@ -429,12 +494,14 @@ mod tests {
             data_type: DataType::FixedBytes(3),
             shape: vec![2],
             bytes: b"ab\0\xff\0\0".to_vec(),
+            strings: vec![],
         };
         assert_eq!(s.to_text(), "\"ab\" \"\\xff\"\n");
         let z = RawArray {
             data_type: DataType::Int16,
             shape: vec![],
             bytes: 7i16.to_ne_bytes().to_vec(),
+            strings: vec![],
         };
         assert_eq!(z.to_text(), "7\n");
         assert_eq!(z.to_json(), serde_json::json!(7));
@@ -442,8 +509,18 @@ mod tests {
             data_type: DataType::UInt8,
             shape: vec![2, 1, 2],
             bytes: vec![1, 2, 3, 4],
+            strings: vec![],
         };
         assert_eq!(c.to_text(), "[0, :, :]\n1 2\n\n[1, :, :]\n3 4\n");
+        let t = RawArray {
+            data_type: DataType::String,
+            shape: vec![2],
+            bytes: vec![],
+            strings: vec!["a b".into(), "wörld\"".into()],
+        };
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.to_text(), "\"a b\" \"wörld\\\"\"\n");
+        assert_eq!(t.to_json(), serde_json::json!(["a b", "wörld\""]));
     }
 
     #[test]
@@ -501,6 +578,16 @@ mod tests {
             Vec::<u8>::new()
         );
         assert_eq!(extract_box(&[9], &[], 1, &[], &[]), vec![9]);
+        assert_eq!(box_positions(&[3, 4], &[1, 1], &[2, 2]), vec![5, 6, 9, 10]);
+        assert_eq!(box_positions(&[], &[], &[]), vec![0]);
+        assert!(box_positions(&[3, 4], &[0, 0], &[0, 2]).is_empty());
+        assert_eq!(compare_strings(&["a", "b"], &["a", "b"]), None);
+        let d = compare_strings(&["a", "b", "c"], &["a", "x", "y"]).unwrap();
+        assert_eq!(
+            (d.count, d.first, d.ours.as_str(), d.theirs.as_str()),
+            (2, 1, "\"b\"", "\"x\"")
+        );
+        assert!(compare_strings(&["a"], &["a", "b"]).is_some());
         assert_eq!(unravel(5, &[2, 3]), vec![1, 2]);
     }
 }

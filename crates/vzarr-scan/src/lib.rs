@@ -62,6 +62,10 @@ pub struct ScanOptions {
     /// Where the libhdf5 scanner runs: in a supervised worker process (a crash or hang of
     /// libhdf5 fails that file only), or in this process when `None`.
     pub libhdf5_worker: Option<worker::Libhdf5Worker>,
+    /// Most bytes of inline chunks per variable-length string array (native HDF5 scanner;
+    /// `None`: [`vzarr_hdf5::DEFAULT_MAX_STRING_BYTES`]); larger arrays are left out with a
+    /// warning (see [`vzarr_hdf5::ScanOptions::max_string_bytes`]).
+    pub max_string_bytes: Option<u64>,
 }
 
 impl ScanOptions {
@@ -74,6 +78,12 @@ impl ScanOptions {
     /// Options scanning HDF5 and NetCDF4 files with `scanner`.
     pub fn with_hdf5_scanner(mut self, scanner: Hdf5Scanner) -> Self {
         self.hdf5_scanner = scanner;
+        self
+    }
+
+    /// Options storing at most `bytes` of strings per array (see the field).
+    pub fn with_max_string_bytes(mut self, bytes: Option<u64>) -> Self {
+        self.max_string_bytes = bytes;
         self
     }
 
@@ -290,16 +300,28 @@ pub(crate) fn scan_opened(
         Format::Hdf5 { .. } => match opts.hdf5_scanner {
             Hdf5Scanner::Native => {
                 let o = vzarr_hdf5::ScanOptions::for_url(src.url())
-                    .with_split_contiguous_bytes(opts.split_contiguous_bytes);
+                    .with_split_contiguous_bytes(opts.split_contiguous_bytes)
+                    .with_max_string_bytes(
+                        opts.max_string_bytes
+                            .unwrap_or(vzarr_hdf5::DEFAULT_MAX_STRING_BYTES),
+                    );
                 vzarr_hdf5::scan_with_head(src.clone(), &opened.head, &o)?
             }
-            Hdf5Scanner::Libhdf5 => scan_libhdf5(source, opts)?,
+            Hdf5Scanner::Libhdf5 => {
+                let mut ds = scan_libhdf5(source, opts)?;
+                // The native scanner maps names as it walks; the libhdf5 scanner's output
+                // (kept as the oracle's) is mapped here.
+                vzarr_core::names::make_names_zarr_safe(&mut ds);
+                ds
+            }
         },
         Format::NetCdf3 { .. } => {
             let o = vzarr_netcdf3::ScanOptions {
                 split_contiguous_bytes: opts.split_contiguous_bytes,
             };
             let mut ds = vzarr_netcdf3::scan(src.as_ref(), &o)?;
+            // netCDF allows names Zarr reserves (`__x`).
+            vzarr_core::names::make_names_zarr_safe(&mut ds);
             keep_head(&mut ds, src.url(), &opened.head);
             ds
         }

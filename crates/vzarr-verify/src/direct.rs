@@ -10,18 +10,21 @@ use std::ops::Range;
 use std::ptr;
 use std::sync::Arc;
 
-use hdf5_sys::h5::hsize_t;
-use hdf5_sys::h5d::{H5Dget_space, H5Dget_type, H5Dread};
+use hdf5_sys::h5::{H5free_memory, haddr_t, hsize_t};
+use hdf5_sys::h5d::{
+    H5Dget_chunk_info_by_coord, H5Dget_create_plist, H5Dget_space, H5Dget_type, H5Dread,
+};
 use hdf5_sys::h5i::hid_t;
-use hdf5_sys::h5p::H5P_DEFAULT;
+use hdf5_sys::h5p::{H5P_DEFAULT, H5Pclose, H5Pget_chunk, H5Pget_fill_value};
 use hdf5_sys::h5s::{
     H5S_ALL, H5S_seloper_t, H5Sclose, H5Screate_simple, H5Sget_simple_extent_dims,
     H5Sget_simple_extent_ndims, H5Sselect_hyperslab,
 };
 use hdf5_sys::h5t::{
-    H5T_class_t, H5T_order_t, H5T_sign_t, H5Tclose, H5Tget_array_dims2, H5Tget_array_ndims,
-    H5Tget_class, H5Tget_member_offset, H5Tget_member_type, H5Tget_nmembers, H5Tget_order,
-    H5Tget_sign, H5Tget_size, H5Tget_super, H5Tis_variable_str,
+    H5T_C_S1, H5T_VARIABLE, H5T_class_t, H5T_order_t, H5T_sign_t, H5Tclose, H5Tcopy,
+    H5Tget_array_dims2, H5Tget_array_ndims, H5Tget_class, H5Tget_cset, H5Tget_member_offset,
+    H5Tget_member_type, H5Tget_nmembers, H5Tget_order, H5Tget_sign, H5Tget_size, H5Tget_super,
+    H5Tis_variable_str, H5Treclaim, H5Tset_cset, H5Tset_size,
 };
 use vzarr_core::DataType;
 use vzarr_netcdf3::Header;
@@ -33,7 +36,8 @@ use vzarr_source::{ByteSource, Format, Scheme, SourceStore, locate, sniff};
 pub(crate) struct SourceValues {
     /// Element type as the source stores it.
     pub(crate) dtype: DataType,
-    /// Native-endian element bytes, C order.
+    /// Native-endian element bytes, C order; for [`DataType::String`], the strings encoded as
+    /// a `vlen-utf8` chunk ([`vzarr_codec::vlen_utf8`]).
     pub(crate) bytes: Vec<u8>,
 }
 
@@ -140,7 +144,7 @@ unsafe fn hdf5_dtype(ftype: hid_t) -> Result<(DataType, bool), String> {
             }
             H5T_class_t::H5T_STRING => {
                 if H5Tis_variable_str(ftype) > 0 {
-                    return Err("variable-length strings are not supported".into());
+                    return Ok((DataType::String, false));
                 }
                 Ok((DataType::FixedBytes(size), false))
             }
@@ -266,6 +270,15 @@ pub(crate) fn hdf5_read(
                 }
             }
             let n: usize = count.iter().map(|&c| c as usize).product();
+            if dtype == DataType::String {
+                let strings = if n == 0 {
+                    Vec::new()
+                } else {
+                    hdf5_read_strings(id, ftype.0, space.0, start, count, n)?
+                };
+                let bytes = vzarr_codec::vlen_utf8::encode(&strings).map_err(|e| e.to_string())?;
+                return Ok(SourceValues { dtype, bytes });
+            }
             let mut buf = vec![0u8; n * esize];
             if n > 0 {
                 let status = if rank == 0 {
@@ -313,6 +326,145 @@ pub(crate) fn hdf5_read(
             Ok(SourceValues { dtype, bytes: buf })
         }
     })
+}
+
+/// Reads the region `start`+`count` (`n` elements) of a variable-length string dataset `id`
+/// (file type `ftype`, dataspace `space`) as the HDF5 library hands the strings out: C
+/// strings in the file's character set, NULL read as empty.
+///
+/// A read-only file refuses to read never-written chunks of such a dataset when it has a fill
+/// value (the library would write the fill value into the global heap: "no write intent on
+/// file"); a region inside one chunk that was never written then reads as the dataset's fill
+/// value, which the library gives for it in a writable file.
+///
+/// # Safety
+/// Valid identifiers; call inside `hdf5::sync::sync`; the region lies inside the extent.
+unsafe fn hdf5_read_strings(
+    id: hid_t,
+    ftype: hid_t,
+    space: hid_t,
+    start: &[u64],
+    count: &[u64],
+    n: usize,
+) -> Result<Vec<String>, String> {
+    // SAFETY: the caller's identifiers are valid; the memory type, dataspace, property list
+    // and buffers created here are owned and released here; `buf` holds `n` pointers, as
+    // many as the memory dataspace selects; pointers the library returns are NULL or
+    // NUL-terminated strings it allocated, freed by `H5Treclaim`/`H5free_memory`.
+    unsafe {
+        let mtype = Hid(H5Tcopy(*H5T_C_S1), H5Tclose);
+        if mtype.0 < 0
+            || H5Tset_size(mtype.0, H5T_VARIABLE) < 0
+            || H5Tset_cset(mtype.0, H5Tget_cset(ftype)) < 0
+        {
+            return Err("cannot make the memory type of variable-length strings".into());
+        }
+        let rank = count.len();
+        let mem = Hid(
+            if rank == 0 {
+                hdf5_sys::h5s::H5Screate(hdf5_sys::h5s::H5S_class_t::H5S_SCALAR)
+            } else {
+                H5Screate_simple(rank as i32, count.as_ptr(), ptr::null())
+            },
+            H5Sclose,
+        );
+        if mem.0 < 0 {
+            return Err("cannot make the memory dataspace".into());
+        }
+        if rank > 0
+            && H5Sselect_hyperslab(
+                space,
+                H5S_seloper_t::H5S_SELECT_SET,
+                start.as_ptr(),
+                ptr::null(),
+                count.as_ptr(),
+                ptr::null(),
+            ) < 0
+        {
+            return Err("hyperslab selection failed".into());
+        }
+        let mut buf: Vec<*mut std::ffi::c_char> = vec![ptr::null_mut(); n];
+        let status = H5Dread(
+            id,
+            mtype.0,
+            mem.0,
+            space,
+            H5P_DEFAULT,
+            buf.as_mut_ptr().cast(),
+        );
+        if status < 0 {
+            return match unwritten_chunk_fill(id, mtype.0, start, count)? {
+                Some(fill) => Ok(vec![fill; n]),
+                None => Err("H5Dread of variable-length strings failed".into()),
+            };
+        }
+        let out: Result<Vec<String>, String> = buf
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| {
+                if p.is_null() {
+                    return Ok(String::new());
+                }
+                let b = std::ffi::CStr::from_ptr(p).to_bytes();
+                std::str::from_utf8(b)
+                    .map(str::to_string)
+                    .map_err(|e| format!("string {i} of the region is not UTF-8: {e}"))
+            })
+            .collect();
+        H5Treclaim(mtype.0, mem.0, H5P_DEFAULT, buf.as_mut_ptr().cast());
+        out
+    }
+}
+
+/// The fill value of the dataset `id` (as `mtype`, a variable-length C string) if the region
+/// `start`+`count` lies inside one chunk that was never written; `None` otherwise.
+///
+/// # Safety
+/// Valid identifiers; call inside `hdf5::sync::sync`.
+unsafe fn unwritten_chunk_fill(
+    id: hid_t,
+    mtype: hid_t,
+    start: &[u64],
+    count: &[u64],
+) -> Result<Option<String>, String> {
+    // SAFETY: as in `hdf5_read_strings`; `dims` holds `start.len()` entries, the rank the
+    // library reports is checked against it; the fill value pointer is the library's, freed
+    // with `H5free_memory`.
+    unsafe {
+        let dcpl = Hid(H5Dget_create_plist(id), H5Pclose);
+        if dcpl.0 < 0 || start.is_empty() {
+            return Ok(None);
+        }
+        let mut dims = vec![0 as hsize_t; start.len()];
+        if H5Pget_chunk(dcpl.0, dims.len() as i32, dims.as_mut_ptr()) != dims.len() as i32 {
+            return Ok(None); // Not chunked.
+        }
+        let mut origin = Vec::with_capacity(dims.len());
+        for ((&s, &c), &d) in start.iter().zip(count).zip(&dims) {
+            let o = s / d.max(1) * d.max(1);
+            if c == 0 || s + c > o + d {
+                return Ok(None); // Not inside one chunk.
+            }
+            origin.push(o);
+        }
+        let (mut mask, mut addr, mut size) = (0u32, 0 as haddr_t, 0 as hsize_t);
+        if H5Dget_chunk_info_by_coord(id, origin.as_ptr(), &mut mask, &mut addr, &mut size) < 0 {
+            return Ok(None);
+        }
+        if size != 0 {
+            return Ok(None); // Written: the read failed for another reason.
+        }
+        let mut p: *mut std::ffi::c_char = ptr::null_mut();
+        if H5Pget_fill_value(dcpl.0, mtype, (&mut p as *mut *mut std::ffi::c_char).cast()) < 0 {
+            return Err("cannot read the dataset's fill value".into());
+        }
+        if p.is_null() {
+            return Ok(Some(String::new()));
+        }
+        let s = std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned();
+        H5free_memory(p.cast());
+        Ok(Some(s))
+    }
 }
 
 fn nc_dtype(t: &netcdf::types::NcVariableType) -> Result<DataType, String> {

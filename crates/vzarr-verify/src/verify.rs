@@ -13,10 +13,12 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
+use vzarr_codec::vlen_utf8;
 use vzarr_core::summary::human_bytes;
 use vzarr_core::{ChunkRef, VirtualArray};
 use vzarr_read::{
-    Difference, FetchedChunks, ReadError, Reader, compare, extract_box, to_f64s, unravel,
+    Difference, FetchedChunks, ReadError, Reader, box_positions, compare, compare_strings,
+    extract_box, to_f64s, unravel,
 };
 
 use crate::VerifyError;
@@ -484,6 +486,7 @@ pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, Ver
                 report.chunks_checked += 1;
                 let ranges: Vec<Range<u64>> =
                     origin.iter().zip(&count).map(|(&o, &c)| o..o + c).collect();
+                let source_path = source_path(ds, path);
                 check_chunk(
                     reader,
                     &mut direct,
@@ -492,12 +495,23 @@ pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, Ver
                     &mut skipped_arrays,
                     ChunkCtx {
                         path,
+                        source_path: &source_path,
                         array,
                         idx: &idx,
                         origin: &origin,
                         count: &count,
                     },
-                    || ar.decode_box(&fetched, &ranges),
+                    || {
+                        if array.data_type.is_string() {
+                            // Strings travel as a vlen-utf8 chunk, as the source's do (one
+                            // that cannot be encoded, of more than 4 GiB, is reported below
+                            // as unreadable).
+                            let v = ar.decode_box_strings(&fetched, &ranges)?;
+                            Ok(vlen_utf8::encode(&v).unwrap_or_default())
+                        } else {
+                            ar.decode_box(&fetched, &ranges)
+                        }
+                    },
                 );
                 if let Some(p) = &opts.progress {
                     p(VerifyProgress {
@@ -516,10 +530,38 @@ pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, Ver
 
 struct ChunkCtx<'a> {
     path: &'a str,
+    /// The array's path in its sources (names Zarr does not allow are mapped in the
+    /// manifest; the source names are kept in attributes).
+    source_path: &'a str,
     array: &'a VirtualArray,
     idx: &'a [u64],
     origin: &'a [u64],
     count: &'a [u64],
+}
+
+/// The path in the source of the array at `path`: each component's source name, kept in the
+/// attribute `vzarr:original_name` of groups and arrays whose names were mapped.
+fn source_path(ds: &vzarr_core::VirtualDataset, path: &str) -> String {
+    use vzarr_core::names::ORIGINAL_NAME_ATTR;
+    let mut out: Vec<String> = Vec::new();
+    let mut at = String::new();
+    for comp in path.split('/') {
+        if !at.is_empty() {
+            at.push('/');
+        }
+        at.push_str(comp);
+        let attrs = ds
+            .arrays
+            .get(&at)
+            .map(|a| &a.attributes)
+            .or_else(|| ds.groups.get(&at).map(|g| &g.attributes));
+        let name = attrs
+            .and_then(|a| a.get(ORIGINAL_NAME_ATTR))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or(comp);
+        out.push(name.to_string());
+    }
+    out.join("/")
 }
 
 /// Compares CF time values in different units by their decoded instants (exact, to the
@@ -599,6 +641,7 @@ fn check_chunk(
         return;
     }
     let esize = c.array.data_type.size();
+    let strings = c.array.data_type.is_string();
     let limit = reader.options().max_chunk_bytes;
     let region = n.saturating_mul(esize as u64);
     let nominal = if c.array.codecs.is_empty() {
@@ -653,7 +696,26 @@ fn check_chunk(
         }
     };
     let dt = c.array.data_type;
-    if ours.len() as u64 != region {
+    let ours_strings = if strings {
+        match vlen_utf8::decode(&ours, n as usize) {
+            Ok(v) => v,
+            Err(e) => {
+                let m = Mismatch {
+                    array: c.path.to_string(),
+                    chunk: c.idx.to_vec(),
+                    source: first_url,
+                    differing: 0,
+                    first_index: None,
+                    reason: format!("decoded strings unreadable: {e}"),
+                };
+                fail(report, opts, m, &mut counted);
+                return;
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    if !strings && ours.len() as u64 != region {
         let m = Mismatch {
             array: c.path.to_string(),
             chunk: c.idx.to_vec(),
@@ -679,7 +741,7 @@ fn check_chunk(
         } else {
             (s.src_start.clone(), s.count.clone())
         };
-        let theirs = match direct.read(&s.url, c.path, &src_start, &src_count) {
+        let theirs = match direct.read(&s.url, c.source_path, &src_start, &src_count) {
             Ok(v) => v,
             Err(e) => {
                 let m = Mismatch {
@@ -694,9 +756,41 @@ fn check_chunk(
                 continue;
             }
         };
-        let sub = extract_box(&ours, c.count, esize, &s.box_start, &s.count);
-        let nvals = (sub.len() / esize.max(1)) as u64;
+        let sub = if strings {
+            Vec::new()
+        } else {
+            extract_box(&ours, c.count, esize, &s.box_start, &s.count)
+        };
+        let nvals = if strings {
+            s.count.iter().product()
+        } else {
+            (sub.len() / esize.max(1)) as u64
+        };
         let diff = match &retimed {
+            None if strings => {
+                let ours: Vec<&String> = box_positions(c.count, &s.box_start, &s.count)
+                    .into_iter()
+                    .map(|i| &ours_strings[i])
+                    .collect();
+                if theirs.dtype.is_string() {
+                    match vlen_utf8::decode(&theirs.bytes, nvals as usize) {
+                        Ok(t) => compare_strings(&ours, &t),
+                        Err(e) => Some(Difference {
+                            count: nvals,
+                            first: 0,
+                            ours: format!("{nvals} strings"),
+                            theirs: format!("unreadable strings ({e})"),
+                        }),
+                    }
+                } else {
+                    Some(Difference {
+                        count: nvals,
+                        first: 0,
+                        ours: "strings".into(),
+                        theirs: format!("values of type {}", theirs.dtype.name()),
+                    })
+                }
+            }
             None => compare(dt, &sub, theirs.dtype, &theirs.bytes),
             Some((ou, su)) => {
                 let calendar = cf.map(|r| r.calendar.as_str());

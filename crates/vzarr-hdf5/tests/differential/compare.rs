@@ -41,6 +41,9 @@ pub(crate) struct Stats {
     pub reason_changed: usize,
     /// Enum arrays on which the native scanner adds CF `flag_values`/`flag_meanings`.
     pub enum_attributes: usize,
+    /// Differences by design, taken out before the comparison and listed
+    /// (`crate::by_design`).
+    pub by_design: usize,
 }
 
 impl Stats {
@@ -61,6 +64,7 @@ impl Stats {
         self.native_only += o.native_only;
         self.reason_changed += o.reason_changed;
         self.enum_attributes += o.enum_attributes;
+        self.by_design += o.by_design;
     }
 }
 
@@ -437,6 +441,16 @@ pub(crate) fn compare(
     }
     let diffs = match (&a, &b) {
         (Ok(x), Ok(y)) => {
+            let (mut x, mut y) = (x.clone(), y.clone());
+            let listed = crate::by_design::reconcile(&mut x, &mut y);
+            if !listed.is_empty() && split.is_none() && matches!(bytes, Bytes::Local) {
+                println!("by design, {}:", path.display());
+                for l in &listed {
+                    println!("  {l}");
+                }
+            }
+            st.by_design += listed.len();
+            let (x, y) = (&x, &y);
             let mut d = differences(x, y, &misnumbered);
             if d.is_empty() {
                 count(x, st);

@@ -5,8 +5,10 @@
 //!
 //! One test binary: linking the static libhdf5 is slow.
 
+mod by_design;
 mod compare;
 mod gen_files;
+mod hostile_strings;
 mod raw;
 mod real;
 mod robustness;
