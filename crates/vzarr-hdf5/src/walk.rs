@@ -284,13 +284,13 @@ fn scan_dataset(
         Ok(v) => v,
         Err(reason) => return Ok(Scanned::Refused(reason)),
     };
-    let (data_type, endian) = (mapped.data_type, mapped.endian);
+    let (data_type, endian) = (mapped.data_type.clone(), mapped.endian);
     if ds.external_files.is_some_and(|n| n > 0) {
         return Ok(Scanned::Refused(
             "raw data in external files (H5Pset_external)".into(),
         ));
     }
-    let codecs = match filters::codecs(ds.filters.as_ref(), data_type) {
+    let codecs = match filters::codecs(ds.filters.as_ref(), data_type.clone()) {
         Ok(c) => c,
         Err(reason) => return Ok(Scanned::Refused(reason)),
     };
@@ -302,12 +302,12 @@ fn scan_dataset(
         Ok(f) => f,
         Err(reason) => return Ok(Scanned::Refused(reason)),
     };
-    let fill_value = dataset_fill(&fill_msg, data_type, endian)
+    let fill_value = dataset_fill(&fill_msg, data_type.clone(), endian)
         .map_err(|reason| ctx.object_error(path, reason))?;
     let Chunks { grid, manifest } = match &ds.layout.layout {
         Layout::Chunked(ch) => {
             let enc = ChunkEncoding {
-                fill: fill_value.bytes_in(data_type, endian),
+                fill: fill_value.bytes_in(data_type.clone(), endian),
                 codecs: &codecs,
             };
             let mut chunk = ch.chunk_dims.clone();
@@ -333,7 +333,7 @@ fn scan_dataset(
         }
     };
 
-    let mut attributes = convert_attributes(ctx, path, &attrs, is_scale, Some(data_type));
+    let mut attributes = convert_attributes(ctx, path, &attrs, is_scale, Some(data_type.clone()));
     if let Some(members) = &mapped.enum_members {
         enum_attributes(&mut attributes, members);
     }

@@ -70,7 +70,7 @@ pub(crate) fn decode_chunk(
     match enc {
         None => Ok(array
             .fill_value
-            .bytes_in(array.data_type, array.endian)
+            .bytes_in(array.data_type.clone(), array.endian)
             .repeat(n / array.data_type.size().max(1))),
         Some(enc) => Ok(codecs.decode(&enc, n)?),
     }
@@ -294,7 +294,7 @@ mod tests {
             DataType::Float64,
             DataType::Int64,
         ] {
-            let b = from_f64(&v, dt).unwrap();
+            let b = from_f64(&v, dt.clone()).unwrap();
             assert_eq!(as_f64(&b, dt, Endian::Little).unwrap(), v);
         }
         assert!(from_f64(&[0.5], DataType::Int32).is_none());

@@ -410,7 +410,7 @@ impl<'r> ArrayReader<'r> {
 
     /// Element type.
     pub fn data_type(&self) -> DataType {
-        self.meta.data_type
+        self.meta.data_type.clone()
     }
 
     /// Refuses arrays whose compressed chunks would not fit the chunk size limit when decoded.
@@ -586,7 +586,7 @@ impl<'r> ArrayReader<'r> {
         out.resize(total, 0);
         if total == 0 {
             return Ok(RawArray {
-                data_type: self.meta.data_type,
+                data_type: self.meta.data_type.clone(),
                 shape,
                 bytes: out,
             });
@@ -617,7 +617,7 @@ impl<'r> ArrayReader<'r> {
             Ok(())
         })?;
         Ok(RawArray {
-            data_type: self.meta.data_type,
+            data_type: self.meta.data_type.clone(),
             shape,
             bytes: out,
         })

@@ -652,7 +652,7 @@ fn check_chunk(
             return;
         }
     };
-    let dt = c.array.data_type;
+    let dt = c.array.data_type.clone();
     if ours.len() as u64 != region {
         let m = Mismatch {
             array: c.path.to_string(),
@@ -697,10 +697,18 @@ fn check_chunk(
         let sub = extract_box(&ours, c.count, esize, &s.box_start, &s.count);
         let nvals = (sub.len() / esize.max(1)) as u64;
         let diff = match &retimed {
-            None => compare(dt, &sub, theirs.dtype, &theirs.bytes),
+            None => compare(dt.clone(), &sub, theirs.dtype.clone(), &theirs.bytes),
             Some((ou, su)) => {
                 let calendar = cf.map(|r| r.calendar.as_str());
-                match compare_instants(dt, &sub, theirs.dtype, &theirs.bytes, ou, su, calendar) {
+                match compare_instants(
+                    dt.clone(),
+                    &sub,
+                    theirs.dtype.clone(),
+                    &theirs.bytes,
+                    ou,
+                    su,
+                    calendar,
+                ) {
                     Ok(d) => d,
                     Err(reason) => {
                         report.skipped.push(Skipped {
