@@ -25,6 +25,7 @@ mod error;
 mod reader;
 mod select;
 mod store;
+mod struct_dtype;
 mod values;
 
 pub use dtype::NullTerminatedBytesDataType;
@@ -33,6 +34,7 @@ pub use reader::{
     ArrayReader, FetchedChunks, ReadOptions, ReadStats, Reader, max_chunk_bytes, open, open_bytes,
 };
 pub use select::{AxisSelection, ResolvedSelection, Selection, parse_selection};
+pub use struct_dtype::StructDataType;
 pub use values::{
     Difference, RawArray, Scalar, compare, extract_box, scalar, swap_elements, to_f64s, unravel,
 };
