@@ -18,7 +18,7 @@ pub fn float_value(v: f64) -> Value {
 
 /// The `_FillValue` attribute as xarray's Zarr v3 backend decodes it: for float arrays the
 /// base64 of the value packed as little-endian float64, for integer arrays a JSON integer, for
-/// bool arrays a JSON bool, for byte-string arrays the base64 of the bytes; for complex arrays `[real, imaginary]`.
+/// bool arrays a JSON bool, for byte-string arrays the base64 of the bytes; for complex arrays `[real, imaginary]`; for struct arrays an object of field values.
 pub fn cf_fill_value(dtype: DataType, fill: &FillValue) -> Value {
     let b64 = |bytes: &[u8]| Value::String(base64::engine::general_purpose::STANDARD.encode(bytes));
     match dtype {
@@ -30,7 +30,9 @@ pub fn cf_fill_value(dtype: DataType, fill: &FillValue) -> Value {
             b64(&fill.as_f64(dtype).expect("float").to_le_bytes())
         }
         DataType::FixedBytes(_) => b64(fill.le_bytes()),
-        DataType::Complex64 | DataType::Complex128 => fill.to_zarr_json(dtype),
+        DataType::Complex64 | DataType::Complex128 | DataType::Struct(_) => {
+            fill.to_zarr_json(dtype)
+        }
         DataType::Bool => Value::Bool(fill.le_bytes()[0] != 0),
         int => {
             let v = fill.as_i128(int).expect("integer");
