@@ -108,7 +108,15 @@ def assert_values_equal(expected, actual, where: str):
     assert e.shape == a.shape, f"{where}: shape {a.shape} != {e.shape}"
     assert e.dtype.kind == a.dtype.kind, f"{where}: dtype {a.dtype} != {e.dtype}"
     assert e.dtype.itemsize == a.dtype.itemsize, f"{where}: dtype {a.dtype} != {e.dtype}"
-    if e.dtype.kind == "c":
+    if e.dtype.names is not None:
+        # Structs: the same fields (a struct lists them in offset order, which may not be the
+        # order of the HDF5 members), each field's values equal.
+        assert sorted(a.dtype.names or ()) == sorted(e.dtype.names), (
+            f"{where}: fields {a.dtype.names} != {e.dtype.names}"
+        )
+        for name in e.dtype.names:
+            assert_values_equal(e[name], a[name], f"{where}.{name}")
+    elif e.dtype.kind == "c":
         # Each part as a float: bitwise where both are numbers, NaN positions equal.
         part = f"f{e.dtype.itemsize // 2}"
         ep = np.ascontiguousarray(e.astype(e.dtype.newbyteorder("="))).view(part)

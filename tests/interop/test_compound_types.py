@@ -69,11 +69,34 @@ def make_types_file(path):
             f, "native_c128_le", h5py.h5t.COMPLEX_IEEE_F64LE, cplx((6, 4), "<c16"),
             h5py.h5t.NATIVE_DOUBLE_COMPLEX, chunks=(4, 4),
         )
-        # Compounds that look like complex numbers but are not: left out (for now).
+        # Compounds that look like complex numbers but are not: structs.
         swapped = np.dtype([("i", "<f4"), ("r", "<f4")])
-        f.create_dataset("not_complex_order", data=np.zeros(3, swapped))
+        f.create_dataset("struct_i_r", data=np.arange(6, dtype="<f4").view(swapped))
         mixed = np.dtype([("r", "<f4"), ("i", "<f8")])
-        f.create_dataset("not_complex_mixed", data=np.zeros(3, mixed))
+        f.create_dataset("struct_mixed_sizes", data=np.array([(1.5, 2.25), (-3, np.nan)], mixed))
+
+        # Other compounds: PyTables-style flat tables (packed, as h5py writes them), nested.
+        table = np.dtype([("id", "<i4"), ("name", "S6"), ("t", "<f8"), ("flag", "u1"), ("v", "<f4")])
+        rows = np.array([(i, f"n{i}".encode(), i * 0.5, i % 2, -i) for i in range(11)], table)
+        f.create_dataset("table_contig", data=rows)
+        f.create_dataset("table_chunked", data=rows, chunks=(4,), compression="gzip", shuffle=True, maxshape=(None,))
+        f.create_dataset("table_be", data=rows.astype(table.newbyteorder(">")))
+        inner = np.dtype([("x", "<i2"), ("y", "<f4")])
+        nested = np.dtype([("a", "<i8"), ("p", inner), ("c", "<c8")])
+        vals = np.zeros(5, nested)
+        vals["a"] = np.arange(5)
+        vals["p"]["x"] = np.arange(5) * 3
+        vals["p"]["y"] = np.arange(5) / 4
+        vals["c"] = cplx((5,), "<c8")
+        f.create_dataset("table_nested", data=vals, chunks=(2,))
+        f.create_dataset("table_fill", shape=(6,), dtype=table, chunks=(4,),
+                         fillvalue=np.array((-1, b"none", np.nan, 9, 2.5), table))[:2] = rows[:2]
+        # Left out: padding between members, mixed byte orders, vlen member, array member.
+        padded = np.dtype({"names": ["a", "b"], "formats": ["u1", "<f8"], "offsets": [0, 8], "itemsize": 16})
+        f.create_dataset("padded", data=np.zeros(3, padded))
+        f.create_dataset("mixed_endian", data=np.zeros(3, np.dtype([("a", "<i4"), ("b", ">i4")])))
+        f.create_dataset("vlen_member", data=np.array([(1, "x")], np.dtype([("a", "<i4"), ("s", h5py.string_dtype())])))
+        f.create_dataset("array_member", data=np.zeros(2, np.dtype([("a", "<i4"), ("v", "<f4", (3,))])))
 
         # Enums.
         e8 = h5py.enum_dtype({"low": -1, "zero": 0, "very high": 5}, basetype="i1")
@@ -99,8 +122,10 @@ def make_types_file(path):
         f.create_dataset("array_f8x2_be", shape=(4,), dtype=np.dtype((">f8", (2,))))[...] = RNG.normal(size=(4, 2))
         f.create_dataset("array_c64x2", shape=(3,), dtype=np.dtype(("<c8", (2,))))[...] = cplx((3, 2), "<c8")
     return {
-        "not_complex_order": "compound",
-        "not_complex_mixed": "compound",
+        "padded": "padding between members",
+        "mixed_endian": "both byte orders",
+        "vlen_member": 'member "s" is of a variable-length type',
+        "array_member": 'member "v" is of an array data type',
     }
 
 
@@ -135,6 +160,10 @@ def assert_exact(expected, actual, where):
         ev = e.astype(e.dtype.newbyteorder("=")).view(f"u{e.dtype.itemsize // (2 if e.dtype.kind == 'c' else 1)}")
         av = a.astype(a.dtype.newbyteorder("=")).view(f"u{a.dtype.itemsize // (2 if a.dtype.kind == 'c' else 1)}")
         assert np.array_equal(ev, av), f"{where}: bits differ"
+    elif e.dtype.names is not None:
+        # Structs: same fields, same bytes once in the source's byte order (NaN included).
+        assert e.dtype.names == a.dtype.names, f"{where}: fields {a.dtype.names} != {e.dtype.names}"
+        assert a.astype(e.dtype).tobytes() == e.tobytes(), f"{where}: bytes differ"
     else:
         assert np.array_equal(e, a), f"{where}: values differ"
 
@@ -151,7 +180,7 @@ def test_values_equal_h5py(types_file):
             assert name in group, f"{name} missing"
             assert_exact(h5_values(ds), group[name][...], name)
             checked += 1
-    assert checked >= 19
+    assert checked >= 26
 
 
 def test_metadata(types_file):
@@ -173,6 +202,23 @@ def test_metadata(types_file):
     assert a["dimension_names"][2:] == ["array_i2x2x3_chunked_dim_0", "array_i2x2x3_chunked_dim_1"]
 
 
+def test_struct_metadata_is_zarr_pythons(types_file):
+    """Our struct metadata is what zarr-python 3.4 writes for the same numpy dtype."""
+    src, _, refs, _ = types_file
+    with h5py.File(src, "r") as f:
+        for name in ["table_contig", "table_nested", "table_be", "table_fill"]:
+            ours = json.loads(refs["refs"][f"{name}/zarr.json"])
+            st = zarr.storage.MemoryStore()
+            dt = f[name].dtype
+            zarr.create_array(st, shape=(1,), dtype=dt.newbyteorder("<") if dt.byteorder != "|" else dt,
+                              fill_value=f[name].fillvalue)
+            theirs = json.loads(st._store_dict["zarr.json"].to_bytes())
+            assert ours["data_type"] == theirs["data_type"], name
+            if name == "table_fill":
+                fv = ours["fill_value"]
+                assert fv["id"] == -1 and fv["flag"] == 9 and fv["v"] == 2.5 and fv["t"] == "NaN", fv
+
+
 def test_left_out_say_why(types_file):
     src, _, _, skipped = types_file
     report = inspect_json(src)
@@ -188,6 +234,10 @@ def test_xarray_reads_them(types_file):
     with h5py.File(src, "r") as f:
         for name in ["c64_le_chunked", "c128_be_chunked", "native_c128_le", "array_f4x3", "enum_i8", "bitfield_b64_be"]:
             assert_exact(f[name][()], ds[name].values, f"xarray {name}")
+        for name in ["table_chunked", "table_be", "table_nested"]:
+            want, got = f[name][()], ds[name].values
+            assert want.dtype.names == got.dtype.names, name
+            assert want.tobytes() == got.astype(want.dtype).tobytes(), f"xarray {name}"
         # The fill value of a complex array decodes as the source's unwritten elements.
         assert_exact(f["c64_fill"][()], ds["c64_fill"].values, "xarray c64_fill")
     assert ds["enum_u16_be"].attrs["flag_meanings"] == "B A C"

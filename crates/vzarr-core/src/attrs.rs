@@ -19,7 +19,7 @@ pub fn float_value(v: f64) -> Value {
 /// The `_FillValue` attribute as xarray's Zarr v3 backend decodes it: for float arrays the
 /// base64 of the value packed as little-endian float64, for integer arrays a JSON integer, for
 /// bool arrays a JSON bool, for byte-string arrays the base64 of the bytes, for string arrays
-/// the text; for complex arrays `[real, imaginary]`.
+/// the text; for complex arrays `[real, imaginary]`; for struct arrays an object of field values.
 pub fn cf_fill_value(dtype: DataType, fill: &FillValue) -> Value {
     let b64 = |bytes: &[u8]| Value::String(base64::engine::general_purpose::STANDARD.encode(bytes));
     match dtype {
@@ -31,7 +31,9 @@ pub fn cf_fill_value(dtype: DataType, fill: &FillValue) -> Value {
             b64(&fill.as_f64(dtype).expect("float").to_le_bytes())
         }
         DataType::FixedBytes(_) => b64(fill.le_bytes()),
-        DataType::Complex64 | DataType::Complex128 => fill.to_zarr_json(dtype),
+        DataType::Complex64 | DataType::Complex128 | DataType::Struct(_) => {
+            fill.to_zarr_json(dtype)
+        }
         DataType::String => Value::String(String::from_utf8_lossy(fill.le_bytes()).into_owned()),
         DataType::Bool => Value::Bool(fill.le_bytes()[0] != 0),
         int => {

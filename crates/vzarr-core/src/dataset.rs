@@ -96,7 +96,7 @@ impl VirtualArray {
         );
         m.insert(
             "fill_value".into(),
-            self.fill_value.to_zarr_json(self.data_type),
+            self.fill_value.to_zarr_json(self.data_type.clone()),
         );
         m.insert("codecs".into(), Value::Array(self.codecs_json()));
         m.insert("attributes".into(), Value::Object(self.attributes.clone()));
@@ -133,7 +133,7 @@ impl VirtualArray {
             &shape,
         )?;
         let fill_value = FillValue::from_zarr_json(
-            data_type,
+            data_type.clone(),
             doc.get("fill_value").ok_or_else(|| bad("no fill_value"))?,
         )?;
         let codecs_json = doc

@@ -1,8 +1,23 @@
 //! Element data types and byte order of virtual arrays.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use crate::CoreError;
+
+/// Most fields of a `struct` data type read from metadata, and most nesting depth.
+const MAX_STRUCT_FIELDS: usize = 4096;
+const MAX_STRUCT_DEPTH: usize = 16;
+
+/// One field of a [`DataType::Struct`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct StructField {
+    /// Field name.
+    pub name: String,
+    /// Field type.
+    pub data_type: DataType,
+}
 
 /// Byte order of multi-byte elements as they are stored in the source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -24,7 +39,7 @@ impl Endian {
 }
 
 /// Element type of a virtual array, as Zarr v3 names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum DataType {
     /// One byte, 0 or 1.
     Bool,
@@ -60,6 +75,9 @@ pub enum DataType {
     /// zarr-python 3.4 writes numpy `StringDType` arrays). Its elements have no fixed size:
     /// [`DataType::size`] is 0.
     String,
+    /// Packed fields, one after the other without padding (zarr-python's `struct`, numpy
+    /// structured types; zarr-extensions `data-types/struct`).
+    Struct(Arc<[StructField]>),
 }
 
 impl DataType {
@@ -90,7 +108,7 @@ impl DataType {
 
     /// Size of one element in bytes; 0 for [`DataType::String`], whose elements have no fixed
     /// size (see [`DataType::is_string`]).
-    pub fn size(self) -> usize {
+    pub fn size(&self) -> usize {
         match self {
             DataType::String => 0,
             DataType::Bool | DataType::Int8 | DataType::UInt8 => 1,
@@ -98,24 +116,29 @@ impl DataType {
             DataType::Int32 | DataType::UInt32 | DataType::Float32 => 4,
             DataType::Int64 | DataType::UInt64 | DataType::Float64 | DataType::Complex64 => 8,
             DataType::Complex128 => 16,
-            DataType::FixedBytes(n) => n,
+            DataType::FixedBytes(n) => *n,
+            DataType::Struct(fields) => fields.iter().map(|f| f.data_type.size()).sum(),
         }
     }
 
     /// Whether the byte order matters for this type (elements wider than one byte that are not
     /// byte strings).
-    pub fn has_endianness(self) -> bool {
-        !matches!(self, DataType::FixedBytes(_)) && self.size() > 1
+    pub fn has_endianness(&self) -> bool {
+        match self {
+            DataType::FixedBytes(_) => false,
+            DataType::Struct(fields) => fields.iter().any(|f| f.data_type.has_endianness()),
+            _ => self.size() > 1,
+        }
     }
 
     /// Whether this is a complex type.
-    pub fn is_complex(self) -> bool {
+    pub fn is_complex(&self) -> bool {
         matches!(self, DataType::Complex64 | DataType::Complex128)
     }
 
     /// Swaps the byte order of one element in place (big-endian to little-endian and back):
     /// each part of a complex number on its own, byte strings never.
-    pub fn swap_element(self, element: &mut [u8]) {
+    pub fn swap_element(&self, element: &mut [u8]) {
         match self {
             DataType::FixedBytes(_) => {}
             DataType::Complex64 | DataType::Complex128 => {
@@ -124,13 +147,23 @@ impl DataType {
                     part.reverse();
                 }
             }
+            DataType::Struct(fields) => {
+                let mut at = 0;
+                for f in fields.iter() {
+                    let n = f.data_type.size();
+                    if let Some(part) = element.get_mut(at..at + n) {
+                        f.data_type.swap_element(part);
+                    }
+                    at += n;
+                }
+            }
             _ => element.reverse(),
         }
     }
 
     /// Swaps the byte order of every element of `bytes` in place (see
     /// [`DataType::swap_element`]).
-    pub fn swap_elements(self, bytes: &mut [u8]) {
+    pub fn swap_elements(&self, bytes: &mut [u8]) {
         if self.has_endianness() {
             for e in bytes.chunks_exact_mut(self.size()) {
                 self.swap_element(e);
@@ -140,12 +173,12 @@ impl DataType {
 
     /// Whether this is the variable-length [`DataType::String`] (no fixed element size; its
     /// chunks are encoded by the `vlen-utf8` codec, not `bytes`).
-    pub fn is_string(self) -> bool {
+    pub fn is_string(&self) -> bool {
         matches!(self, DataType::String)
     }
 
     /// Whether this is a floating-point type.
-    pub fn is_float(self) -> bool {
+    pub fn is_float(&self) -> bool {
         matches!(
             self,
             DataType::Float16 | DataType::Float32 | DataType::Float64
@@ -153,7 +186,7 @@ impl DataType {
     }
 
     /// Whether this is a signed integer type.
-    pub fn is_signed_int(self) -> bool {
+    pub fn is_signed_int(&self) -> bool {
         matches!(
             self,
             DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
@@ -161,7 +194,7 @@ impl DataType {
     }
 
     /// Whether this is an unsigned integer type.
-    pub fn is_unsigned_int(self) -> bool {
+    pub fn is_unsigned_int(&self) -> bool {
         matches!(
             self,
             DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64
@@ -169,14 +202,22 @@ impl DataType {
     }
 
     /// Short human-readable name (`int16`, `float32`, `S8`, ...).
-    pub fn name(self) -> String {
+    pub fn name(&self) -> String {
         match self {
             DataType::FixedBytes(n) => format!("S{n}"),
+            DataType::Struct(fields) => format!(
+                "struct{{{}}}",
+                fields
+                    .iter()
+                    .map(|f| format!("{}: {}", f.name, f.data_type.name()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             other => other.zarr_name().to_string(),
         }
     }
 
-    fn zarr_name(self) -> &'static str {
+    fn zarr_name(&self) -> &'static str {
         match self {
             DataType::Bool => "bool",
             DataType::Int8 => "int8",
@@ -194,15 +235,23 @@ impl DataType {
             DataType::Complex64 => "complex64",
             DataType::Complex128 => "complex128",
             DataType::String => "string",
+            DataType::Struct(_) => "struct",
         }
     }
 
     /// The Zarr v3 `data_type` metadata value.
-    pub fn to_zarr_json(self) -> Value {
+    pub fn to_zarr_json(&self) -> Value {
         match self {
             DataType::FixedBytes(n) => json!({
                 "name": "null_terminated_bytes",
                 "configuration": {"length_bytes": n}
+            }),
+            DataType::Struct(fields) => json!({
+                "name": "struct",
+                "configuration": {"fields": fields
+                    .iter()
+                    .map(|f| json!({"name": f.name, "data_type": f.data_type.to_zarr_json()}))
+                    .collect::<Vec<_>>()}
             }),
             other => Value::String(other.zarr_name().to_string()),
         }
@@ -210,6 +259,10 @@ impl DataType {
 
     /// Parses a Zarr v3 `data_type` metadata value.
     pub fn from_zarr_json(value: &Value) -> Result<Self, CoreError> {
+        Self::from_zarr_json_at(value, 0)
+    }
+
+    fn from_zarr_json_at(value: &Value, depth: usize) -> Result<Self, CoreError> {
         let bad = || CoreError::Metadata(format!("unsupported data_type {value}"));
         match value {
             Value::String(s) => Ok(match s.as_str() {
@@ -230,6 +283,40 @@ impl DataType {
                 "string" => DataType::String,
                 _ => return Err(bad()),
             }),
+            Value::Object(map) if map.get("name").and_then(Value::as_str) == Some("struct") => {
+                let fields = map
+                    .get("configuration")
+                    .and_then(|c| c.get("fields"))
+                    .and_then(Value::as_array)
+                    .filter(|f| !f.is_empty() && f.len() <= MAX_STRUCT_FIELDS)
+                    .ok_or_else(bad)?;
+                if depth >= MAX_STRUCT_DEPTH {
+                    return Err(bad());
+                }
+                let fields = fields
+                    .iter()
+                    .map(|f| {
+                        let name = f.get("name").and_then(Value::as_str).ok_or_else(bad)?;
+                        let dt = f.get("data_type").ok_or_else(bad)?;
+                        let data_type = Self::from_zarr_json_at(dt, depth + 1)?;
+                        // A struct's fields are packed: each has a fixed size.
+                        if data_type.is_string() {
+                            return Err(bad());
+                        }
+                        Ok(StructField {
+                            name: name.to_string(),
+                            data_type,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, CoreError>>()?;
+                let total = fields
+                    .iter()
+                    .try_fold(0usize, |a, f| a.checked_add(f.data_type.size()));
+                if total.is_none_or(|n| n > 1 << 20) {
+                    return Err(bad());
+                }
+                Ok(DataType::Struct(fields.into()))
+            }
             Value::Object(map) => {
                 if map.get("name").and_then(Value::as_str) != Some("null_terminated_bytes") {
                     return Err(bad());
@@ -272,6 +359,25 @@ mod tests {
             DataType::Complex64,
             DataType::Complex128,
             DataType::String,
+            DataType::Struct(
+                vec![
+                    StructField {
+                        name: "a".into(),
+                        data_type: DataType::Int32,
+                    },
+                    StructField {
+                        name: "b".into(),
+                        data_type: DataType::Struct(
+                            vec![StructField {
+                                name: "x".into(),
+                                data_type: DataType::Float64,
+                            }]
+                            .into(),
+                        ),
+                    },
+                ]
+                .into(),
+            ),
         ] {
             assert_eq!(DataType::from_zarr_json(&dt.to_zarr_json()).unwrap(), dt);
         }
@@ -281,6 +387,13 @@ mod tests {
         );
         assert!(DataType::from_zarr_json(&json!("complex32")).is_err());
         assert_eq!(DataType::String.to_zarr_json(), json!("string"));
+        // A struct's fields have fixed sizes: a variable-length string field is refused.
+        let field = |t: Value| {
+            json!({"name": "struct", "configuration": {"fields": [
+                {"name": "a", "data_type": "int32"}, {"name": "s", "data_type": t}]}})
+        };
+        assert!(DataType::from_zarr_json(&field(json!("int8"))).is_ok());
+        assert!(DataType::from_zarr_json(&field(json!("string"))).is_err());
     }
 
     #[test]

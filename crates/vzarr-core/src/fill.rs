@@ -98,7 +98,10 @@ impl FillValue {
             DataType::Float64 => (v as f64).to_le_bytes().to_vec(),
             DataType::Complex64 => [(v as f32).to_le_bytes(), 0f32.to_le_bytes()].concat(),
             DataType::Complex128 => [(v as f64).to_le_bytes(), 0f64.to_le_bytes()].concat(),
-            DataType::Float16 | DataType::FixedBytes(_) | DataType::String => {
+            DataType::Float16
+            | DataType::FixedBytes(_)
+            | DataType::String
+            | DataType::Struct(_) => {
                 return Err(out_of_range());
             }
         };
@@ -187,6 +190,20 @@ impl FillValue {
             DataType::FixedBytes(_) => {
                 Value::String(base64::engine::general_purpose::STANDARD.encode(&self.bytes))
             }
+            DataType::Struct(fields) => {
+                // zarr-python 3.4's form: an object of the fields' fill values.
+                let mut out = serde_json::Map::new();
+                let mut at = 0;
+                for f in fields.iter() {
+                    let n = f.data_type.size();
+                    let part = FillValue {
+                        bytes: self.bytes[at..at + n].to_vec(),
+                    };
+                    out.insert(f.name.clone(), part.to_zarr_json(f.data_type.clone()));
+                    at += n;
+                }
+                Value::Object(out)
+            }
             DataType::Complex64 | DataType::Complex128 => {
                 // Zarr v3 complex fill values: `[real, imaginary]`, each as its float type's.
                 let part = if dtype == DataType::Complex64 {
@@ -198,7 +215,7 @@ impl FillValue {
                 Value::Array(
                     self.bytes
                         .chunks_exact(half)
-                        .map(|b| FillValue { bytes: b.to_vec() }.to_zarr_json(part))
+                        .map(|b| FillValue { bytes: b.to_vec() }.to_zarr_json(part.clone()))
                         .collect(),
                 )
             }
@@ -218,7 +235,25 @@ impl FillValue {
     /// Parses a Zarr v3 `fill_value` metadata value for an array of `dtype`.
     pub fn from_zarr_json(dtype: DataType, value: &Value) -> Result<Self, CoreError> {
         let bad = || CoreError::Metadata(format!("fill_value {value} for {}", dtype.name()));
-        match (dtype, value) {
+        match (dtype.clone(), value) {
+            (DataType::Struct(fields), Value::Object(map)) => {
+                let mut bytes = Vec::with_capacity(dtype.size());
+                for f in fields.iter() {
+                    let part = match map.get(&f.name) {
+                        Some(v) => Self::from_zarr_json(f.data_type.clone(), v)?,
+                        None => Self::zero(f.data_type.clone()),
+                    };
+                    bytes.extend(part.bytes);
+                }
+                Ok(FillValue { bytes })
+            }
+            (DataType::Struct(_), Value::String(s)) => {
+                // Legacy form: base64 of the little-endian element bytes.
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(s)
+                    .map_err(|_| bad())?;
+                Self::from_le_bytes(dtype, &bytes)
+            }
             (DataType::Complex64 | DataType::Complex128, Value::Array(parts)) => {
                 let part = if dtype == DataType::Complex64 {
                     DataType::Float32
@@ -228,7 +263,7 @@ impl FillValue {
                 let [re, im] = parts.as_slice() else {
                     return Err(bad());
                 };
-                let mut bytes = Self::from_zarr_json(part, re)?.bytes;
+                let mut bytes = Self::from_zarr_json(part.clone(), re)?.bytes;
                 bytes.extend(Self::from_zarr_json(part, im)?.bytes);
                 Ok(FillValue { bytes })
             }

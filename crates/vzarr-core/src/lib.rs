@@ -22,7 +22,7 @@ pub use dataset::{
     Attributes, ConcatInfo, ConcatPiece, Group, Provenance, Retimed, SkippedVariable, SourceRecord,
     VirtualArray, VirtualDataset, group_metadata, prefixes_of,
 };
-pub use dtype::{DataType, Endian};
+pub use dtype::{DataType, Endian, StructField};
 pub use fill::{FillValue, f64_to_half, half_to_f64};
 pub use grid::{ChunkGrid, DimGrid, MAX_EDGES, rle_decode, rle_encode};
 pub use limits::{

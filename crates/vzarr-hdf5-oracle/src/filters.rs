@@ -20,7 +20,7 @@ pub(crate) fn codecs(dcpl: hid_t, dt: DataType) -> Result<Vec<Codec>, String> {
         let cd = filter.cd_values.as_slice();
         // A negative id is not a filter id; it maps to the "unknown" refusal.
         let id = u32::try_from(filter.id).unwrap_or(u32::MAX);
-        out.push(Codec::from_hdf5_filter(id, cd, dt)?);
+        out.push(Codec::from_hdf5_filter(id, cd, dt.clone())?);
     }
     Ok(out)
 }

@@ -244,17 +244,17 @@ fn scan_dataset(
             "raw data in external files (H5Pset_external)".into(),
         ));
     }
-    let codecs = match filters::codecs(dcpl.id(), data_type) {
+    let codecs = match filters::codecs(dcpl.id(), data_type.clone()) {
         Ok(c) => c,
         Err(reason) => return Ok(Scanned::Refused(reason)),
     };
     let fill_value =
-        dataset_fill(dcpl.id(), ftype.id(), data_type, endian).map_err(|e| err(ctx, e))?;
+        dataset_fill(dcpl.id(), ftype.id(), data_type.clone(), endian).map_err(|e| err(ctx, e))?;
     let Chunks { grid, manifest } = match layout {
         H5D_layout_t::H5D_CHUNKED => {
             let enc = ChunkEncoding {
                 ftype: ftype.id(),
-                fill: fill_value.bytes_in(data_type, endian),
+                fill: fill_value.bytes_in(data_type.clone(), endian),
                 codecs: &codecs,
             };
             match chunk_refs(ctx, ds, dcpl.id(), &shape, &enc, path)? {
@@ -284,7 +284,7 @@ fn scan_dataset(
     };
 
     let raw_attrs = read_attributes(id).map_err(|e| err(ctx, e))?;
-    let attributes = convert_attributes(ctx, path, raw_attrs, is_scale, Some(data_type));
+    let attributes = convert_attributes(ctx, path, raw_attrs, is_scale, Some(data_type.clone()));
     let dimension_names = dimension_names(ctx, id, group_path, path, &shape, is_scale);
     Ok(Scanned::Array(Box::new(VirtualArray {
         data_type,

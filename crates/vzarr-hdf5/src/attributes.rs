@@ -254,9 +254,9 @@ pub(crate) fn convert_attributes(
             }
         };
         if a.name == "_FillValue"
-            && let Some(dt) = array_type
+            && let Some(dt) = array_type.clone()
         {
-            match fill_attr(dt, &value, a.numeric.as_ref()) {
+            match fill_attr(dt.clone(), &value, a.numeric.as_ref()) {
                 Some(v) => {
                     out.insert(a.name, v);
                 }
@@ -282,11 +282,12 @@ pub(crate) fn convert_attributes(
 /// integer value) is always left out.
 #[allow(clippy::unnecessary_lazy_evaluations, clippy::or_fun_call)]
 fn fill_attr(dt: DataType, value: &Value, numeric: Option<&Numeric>) -> Option<Value> {
+    let dt_in = dt.clone();
     let first = match value {
         Value::Array(v) => v.first()?,
         v => v,
     };
-    let fill = match dt {
+    let fill = match dt_in {
         // netCDF-4's `_FillValue` of a `string` variable: the text.
         DataType::String => FillValue::from_text(first.as_str()?),
         DataType::FixedBytes(n) => {
@@ -294,7 +295,7 @@ fn fill_attr(dt: DataType, value: &Value, numeric: Option<&Numeric>) -> Option<V
             let mut b = s.to_vec();
             b.resize(n, 0);
             b.truncate(n);
-            FillValue::from_le_bytes(dt, &b).ok()?
+            FillValue::from_le_bytes(dt.clone(), &b).ok()?
         }
         d if d.is_float() => {
             let f = match numeric {
@@ -312,14 +313,14 @@ fn fill_attr(dt: DataType, value: &Value, numeric: Option<&Numeric>) -> Option<V
             }
         }
         DataType::Bool => FillValue::from_i64(
-            dt,
+            dt.clone(),
             i64::from(first.as_bool().unwrap_or(first.as_i64()? != 0)),
         )
         .ok()?,
         d => {
             if let Some(i) = first.as_i64() {
                 FillValue::from_i64(d, i).ok()?
-            } else if let (Some(u), DataType::UInt64) = (first.as_u64(), d) {
+            } else if let (Some(u), DataType::UInt64) = (first.as_u64(), &d) {
                 FillValue::from_le_bytes(d, &u.to_le_bytes()).ok()?
             } else {
                 let f = first.as_f64()?;

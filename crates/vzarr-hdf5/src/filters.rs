@@ -20,7 +20,11 @@ pub(crate) fn codecs(
     let mut out = Vec::with_capacity(pipeline.filters.len());
     for filter in &pipeline.filters {
         let cd = &filter.client_data[..filter.client_data.len().min(MAX_CD_VALUES)];
-        out.push(Codec::from_hdf5_filter(u32::from(filter.id), cd, dt)?);
+        out.push(Codec::from_hdf5_filter(
+            u32::from(filter.id),
+            cd,
+            dt.clone(),
+        )?);
     }
     Ok(out)
 }

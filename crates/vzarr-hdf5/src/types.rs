@@ -315,6 +315,83 @@ fn compound_complex(t: &Datatype, members: &[CompoundMember]) -> Option<(DataTyp
     .then_some(part)
 }
 
+/// Most members of a compound mapped to a `struct` (vzarr-core's bound on struct fields).
+const MAX_STRUCT_MEMBERS: usize = 4096;
+
+/// A compound as zarr-python 3.4's `struct`: its members in offset order, packed (each starts
+/// where the previous ends, the last ends at the compound's size), each of a type that maps
+/// (nested compounds included) other than an array or variable-length type, all multi-byte
+/// members in one byte order (the `bytes` codec has one `endian`).
+fn compound_struct(t: &Datatype, members: &[CompoundMember]) -> Result<(DataType, Endian), String> {
+    let why = |reason: String| format!("unsupported data type (compound type): {reason}");
+    if members.is_empty() || members.len() > MAX_STRUCT_MEMBERS {
+        return Err(why(format!(
+            "{} members (a struct has 1 to {MAX_STRUCT_MEMBERS} fields)",
+            members.len()
+        )));
+    }
+    let mut sorted: Vec<&CompoundMember> = members.iter().collect();
+    sorted.sort_by_key(|m| m.offset);
+    let mut fields = Vec::with_capacity(sorted.len());
+    let mut at: u64 = 0;
+    let mut order: Option<Endian> = None;
+    for m in sorted {
+        if u64::from(m.offset) != at {
+            return Err(why(format!(
+                "padding between members: member {:?} at byte {}, packed it would be at byte {at} (zarr-python's struct packs its fields)",
+                m.name, m.offset
+            )));
+        }
+        match &m.datatype.class {
+            TypeClass::Array { .. } => {
+                return Err(why(format!(
+                    "member {:?} is of an array data type: zarr-python 3.4's struct has no \
+                     subarray fields",
+                    m.name
+                )));
+            }
+            TypeClass::VariableLength { .. } => {
+                return Err(why(format!(
+                    "member {:?} is of a variable-length type: its bytes are references into \
+                     the HDF5 global heap",
+                    m.name
+                )));
+            }
+            _ => {}
+        }
+        let mapped =
+            element_type(&m.datatype).map_err(|e| why(format!("member {:?}: {e}", m.name)))?;
+        if mapped.data_type.has_endianness() {
+            match order {
+                Some(o) if o != mapped.endian => {
+                    return Err(why(format!(
+                        "members of both byte orders (member {:?} is {}-endian): the bytes \
+                         codec has one endian",
+                        m.name,
+                        mapped.endian.as_str()
+                    )));
+                }
+                _ => order = Some(mapped.endian),
+            }
+        }
+        at += mapped.data_type.size() as u64;
+        fields.push(vzarr_core::StructField {
+            name: m.name.clone(),
+            data_type: mapped.data_type,
+        });
+    }
+    if at != u64::from(t.size) {
+        return Err(why(format!(
+            "padding after the last member: {at} bytes of members in a {}-byte compound",
+            t.size
+        )));
+    }
+    Ok((
+        DataType::Struct(fields.into()),
+        order.unwrap_or(Endian::Little),
+    ))
+}
+
 /// The element type of a dataset's datatype that is not an array type.
 fn element_type(t: &Datatype) -> Result<Mapped, String> {
     let plain = |(data_type, endian)| Mapped {
@@ -326,7 +403,7 @@ fn element_type(t: &Datatype) -> Result<Mapped, String> {
     match &t.class {
         TypeClass::Compound { members } => match compound_complex(t, members) {
             Some(m) => Ok(plain(m)),
-            None => data_type(&type_info(t)).map(plain),
+            None => compound_struct(t, members).map(plain),
         },
         TypeClass::Complex { base } => complex_part(base)
             .filter(|_| u64::from(t.size) == 2 * u64::from(base.size))

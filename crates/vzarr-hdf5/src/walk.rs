@@ -450,7 +450,7 @@ fn scan_dataset(
         Ok(v) => v,
         Err(reason) => return Ok(Scanned::Refused(reason)),
     };
-    let (data_type, endian) = (mapped.data_type, mapped.endian);
+    let (data_type, endian) = (mapped.data_type.clone(), mapped.endian);
     if ds.external_files.is_some_and(|n| n > 0) {
         return Ok(Scanned::Refused(
             "raw data in external files (H5Pset_external)".into(),
@@ -460,7 +460,7 @@ fn scan_dataset(
     let stored_type = if data_type.is_string() {
         DataType::FixedBytes(ds.element_size(file) as usize)
     } else {
-        data_type
+        data_type.clone()
     };
     let codecs = match filters::codecs(ds.filters.as_ref(), stored_type) {
         Ok(c) => c,
@@ -485,12 +485,12 @@ fn scan_dataset(
             Ok(f) => f,
             Err(reason) => return Ok(Scanned::Refused(reason)),
         };
-        let fill_value = dataset_fill(&fill_msg, data_type, endian)
+        let fill_value = dataset_fill(&fill_msg, data_type.clone(), endian)
             .map_err(|reason| ctx.object_error(path, reason))?;
         let chunks = match &ds.layout.layout {
             Layout::Chunked(ch) => {
                 let enc = ChunkEncoding {
-                    fill: fill_value.bytes_in(data_type, endian),
+                    fill: fill_value.bytes_in(data_type.clone(), endian),
                     codecs: &codecs,
                 };
                 let mut chunk = ch.chunk_dims.clone();
@@ -518,7 +518,7 @@ fn scan_dataset(
         (fill_value, chunks, codecs)
     };
 
-    let mut attributes = convert_attributes(ctx, path, &attrs, is_scale, Some(data_type));
+    let mut attributes = convert_attributes(ctx, path, &attrs, is_scale, Some(data_type.clone()));
     if data_type.is_string() {
         string_fill_attribute(ctx, path, &mut attributes, &fill_value);
     }

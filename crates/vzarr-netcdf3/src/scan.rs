@@ -271,7 +271,7 @@ fn build_array(
                 .unwrap_or_default()
         })
         .collect();
-    let attributes = attributes_json(&var.attributes, Some((dtype, &fill)));
+    let attributes = attributes_json(&var.attributes, Some((dtype.clone(), &fill)));
     Ok(VirtualArray {
         data_type: dtype,
         endian: Endian::Big,
@@ -308,8 +308,8 @@ fn attributes_json(
 ) -> Attributes {
     let mut out = Attributes::new();
     for a in list {
-        let v = match fill {
-            Some((dtype, f)) if a.name == "_FillValue" => attrs::cf_fill_value(dtype, f),
+        let v = match &fill {
+            Some((dtype, f)) if a.name == "_FillValue" => attrs::cf_fill_value(dtype.clone(), f),
             _ => attr_json(&a.value),
         };
         out.insert(a.name.clone(), v);

@@ -88,8 +88,8 @@ pub(crate) fn check_compatible(
         return Err(mismatch(
             "fill value",
             json_diff(
-                &a.fill_value.to_zarr_json(a.data_type),
-                &b.fill_value.to_zarr_json(b.data_type),
+                &a.fill_value.to_zarr_json(a.data_type.clone()),
+                &b.fill_value.to_zarr_json(b.data_type.clone()),
             ),
         ));
     }

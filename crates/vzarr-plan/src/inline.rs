@@ -22,11 +22,11 @@ fn fill_value_as(a: &VirtualArray, dt: DataType) -> Vec<u8> {
     if dt == a.data_type {
         return a.fill_value.le_bytes().to_vec();
     }
-    let v = values::as_f64(a.fill_value.le_bytes(), a.data_type, Endian::Little)
+    let v = values::as_f64(a.fill_value.le_bytes(), a.data_type.clone(), Endian::Little)
         .ok()
         .and_then(|v| v.first().copied())
         .unwrap_or(f64::NAN);
-    values::from_f64(&[v], dt).unwrap_or_else(|| vec![0; dt.size()])
+    values::from_f64(&[v], dt.clone()).unwrap_or_else(|| vec![0; dt.size()])
 }
 
 /// Builds an array like `template` whose values are `raw_le` (little-endian elements of `dt`
@@ -46,7 +46,7 @@ pub(crate) fn inline_array(
     let grid = ChunkGrid::regular(shape, &chunk)?;
     let n = grid.n_chunks()? as usize;
     let mut manifest = ChunkManifest::new_missing(n);
-    let pad = fill_value_as(template, dt);
+    let pad = fill_value_as(template, dt.clone());
     for i in 0..n {
         let idx = grid.chunk_index(i as u64);
         let start = grid.chunk_origin(&idx).first().copied().unwrap_or(0);
@@ -61,12 +61,12 @@ pub(crate) fn inline_array(
         }
         manifest.set_inline(i, bytes)?;
     }
-    let fill_value = FillValue::from_le_bytes(dt, &fill_value_as(template, dt))?;
+    let fill_value = FillValue::from_le_bytes(dt.clone(), &fill_value_as(template, dt.clone()))?;
     let mut attributes = template.attributes.clone();
     if dt != template.data_type
         && let Some(v) = attributes.get_mut("_FillValue")
     {
-        *v = vzarr_core::attrs::cf_fill_value(dt, &fill_value);
+        *v = vzarr_core::attrs::cf_fill_value(dt.clone(), &fill_value);
     }
     Ok(VirtualArray {
         data_type: dt,

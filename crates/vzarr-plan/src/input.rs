@@ -83,7 +83,7 @@ pub(crate) fn read_numbers(
         source,
     };
     let raw = values::read_array(a, reader).map_err(err)?;
-    values::as_f64(&raw, a.data_type, a.endian).map_err(err)
+    values::as_f64(&raw, a.data_type.clone(), a.endian).map_err(err)
 }
 
 /// The axis of `dim` in an array.

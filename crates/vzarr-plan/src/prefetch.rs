@@ -180,7 +180,7 @@ fn read_file(
             .collect();
         let values = encoded
             .and_then(|e| values::assemble(a, e).ok())
-            .and_then(|raw| values::as_f64(&raw, a.data_type, a.endian).ok());
+            .and_then(|raw| values::as_f64(&raw, a.data_type.clone(), a.endian).ok());
         if let Some(v) = values {
             out.numbers.insert(path.to_string(), v);
         }

@@ -88,7 +88,7 @@ fn label_array(dim: &str, labels: &[String]) -> Result<VirtualArray, PlanError> 
         manifest.set_inline(0, raw)?;
     }
     Ok(VirtualArray {
-        data_type,
+        data_type: data_type.clone(),
         endian: Endian::Little,
         fill_value: FillValue::zero(data_type),
         codecs: vec![],

@@ -122,7 +122,9 @@ pub(crate) fn time_array(
     }
     let mut shape = first.shape();
     shape[k] = extent;
-    let dt = if first.data_type.is_float() || values::from_f64(&all, first.data_type).is_none() {
+    let dt = if first.data_type.is_float()
+        || values::from_f64(&all, first.data_type.clone()).is_none()
+    {
         if first.data_type == DataType::Float32
             && values::from_f64(&all, DataType::Float32).is_some()
         {
@@ -131,9 +133,9 @@ pub(crate) fn time_array(
             DataType::Float64
         }
     } else {
-        first.data_type
+        first.data_type.clone()
     };
-    let raw = values::from_f64(&all, dt).expect("representable by construction");
+    let raw = values::from_f64(&all, dt.clone()).expect("representable by construction");
     let mut out = inline_array(first, &shape, dt, raw)?;
     if out.attributes.contains_key("units") || path == dim {
         out.attributes

@@ -49,7 +49,7 @@ pub(crate) fn string_chunk(
     let Some(enc) = enc else {
         let fill = array
             .fill_value
-            .as_text(array.data_type)
+            .as_text(array.data_type.clone())
             .unwrap_or_default();
         return Ok(vec![fill.to_string(); n]);
     };
@@ -104,7 +104,7 @@ pub(crate) fn decode_chunk(
     match enc {
         None => Ok(array
             .fill_value
-            .bytes_in(array.data_type, array.endian)
+            .bytes_in(array.data_type.clone(), array.endian)
             .repeat(n / array.data_type.size().max(1))),
         Some(enc) => Ok(codecs.decode(&enc, n)?),
     }
@@ -381,7 +381,7 @@ mod tests {
             DataType::Float64,
             DataType::Int64,
         ] {
-            let b = from_f64(&v, dt).unwrap();
+            let b = from_f64(&v, dt.clone()).unwrap();
             assert_eq!(as_f64(&b, dt, Endian::Little).unwrap(), v);
         }
         assert!(from_f64(&[0.5], DataType::Int32).is_none());

@@ -26,6 +26,7 @@ mod error;
 mod reader;
 mod select;
 mod store;
+mod struct_dtype;
 mod values;
 
 pub use dtype::NullTerminatedBytesDataType;
@@ -34,6 +35,7 @@ pub use reader::{
     ArrayReader, FetchedChunks, ReadOptions, ReadStats, Reader, max_chunk_bytes, open, open_bytes,
 };
 pub use select::{AxisSelection, ResolvedSelection, Selection, parse_selection};
+pub use struct_dtype::StructDataType;
 pub use values::{
     Difference, RawArray, Scalar, box_positions, compare, compare_strings, extract_box, scalar,
     swap_elements, to_f64s, unravel,

@@ -410,7 +410,7 @@ impl<'r> ArrayReader<'r> {
 
     /// Element type.
     pub fn data_type(&self) -> DataType {
-        self.meta.data_type
+        self.meta.data_type.clone()
     }
 
     /// Refuses arrays whose compressed chunks would not fit the chunk size limit when decoded,
@@ -623,7 +623,7 @@ impl<'r> ArrayReader<'r> {
                 strings.extend(self.retrieve_strings(store, &b.ranges)?);
             }
             return Ok(RawArray {
-                data_type: self.meta.data_type,
+                data_type: self.meta.data_type.clone(),
                 shape,
                 bytes: Vec::new(),
                 strings,
@@ -645,7 +645,7 @@ impl<'r> ArrayReader<'r> {
         out.resize(total, 0);
         if total == 0 {
             return Ok(RawArray {
-                data_type: self.meta.data_type,
+                data_type: self.meta.data_type.clone(),
                 shape,
                 bytes: out,
                 strings: Vec::new(),
@@ -677,7 +677,7 @@ impl<'r> ArrayReader<'r> {
             Ok(())
         })?;
         Ok(RawArray {
-            data_type: self.meta.data_type,
+            data_type: self.meta.data_type.clone(),
             shape,
             bytes: out,
             strings: Vec::new(),

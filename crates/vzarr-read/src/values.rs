@@ -40,6 +40,8 @@ pub enum Scalar<'a> {
     C128(f64, f64),
     /// A variable-length string.
     Str(&'a str),
+    /// An element of a `struct` type: its bytes in native byte order per field.
+    Raw(&'a [u8]),
 }
 
 fn arr<const N: usize>(b: &[u8]) -> [u8; N] {
@@ -50,7 +52,7 @@ fn arr<const N: usize>(b: &[u8]) -> [u8; N] {
 
 /// Decodes one element of `dt` from native bytes (`b` holds at least `dt.size()` bytes; for
 /// [`DataType::String`], the element's UTF-8 text, which is empty if it is not UTF-8).
-pub fn scalar(dt: DataType, b: &[u8]) -> Scalar<'_> {
+pub fn scalar<'a>(dt: &DataType, b: &'a [u8]) -> Scalar<'a> {
     match dt {
         DataType::String => Scalar::Str(std::str::from_utf8(b).unwrap_or_default()),
         DataType::Bool => Scalar::Bool(b[0] != 0),
@@ -65,7 +67,8 @@ pub fn scalar(dt: DataType, b: &[u8]) -> Scalar<'_> {
         DataType::Float16 => Scalar::F16(half_to_f64(u16::from_ne_bytes(arr(b))) as f32),
         DataType::Float32 => Scalar::F32(f32::from_ne_bytes(arr(b))),
         DataType::Float64 => Scalar::F64(f64::from_ne_bytes(arr(b))),
-        DataType::FixedBytes(n) => Scalar::Bytes(&b[..n]),
+        DataType::FixedBytes(n) => Scalar::Bytes(&b[..*n]),
+        DataType::Struct(_) => Scalar::Raw(&b[..dt.size()]),
         DataType::Complex64 => {
             Scalar::C64(f32::from_ne_bytes(arr(b)), f32::from_ne_bytes(arr(&b[4..])))
         }
@@ -117,6 +120,10 @@ impl Scalar<'_> {
                     Err(_) => format!("\"{}\"", b.escape_ascii()),
                 }
             }
+            Scalar::Raw(b) => format!(
+                "0x{}",
+                b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+            ),
             Scalar::C64(re, im) => format!(
                 "({}{}{}j)",
                 float_text(f64::from(re), || re.to_string()),
@@ -159,6 +166,10 @@ impl Scalar<'_> {
             }
             Scalar::F64(v) => float_json(v, serde_json::Number::from_f64(v)),
             Scalar::Bytes(b) => Value::from(String::from_utf8_lossy(strip_nuls(b)).into_owned()),
+            Scalar::Raw(b) => Value::from(format!(
+                "0x{}",
+                b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+            )),
             Scalar::C64(re, im) => {
                 Value::Array(vec![Scalar::F32(re).to_json(), Scalar::F32(im).to_json()])
             }
@@ -191,7 +202,7 @@ impl RawArray {
         }
         let n = self.data_type.size();
         let b = self.bytes.get(i.checked_mul(n)?..(i + 1).checked_mul(n)?)?;
-        Some(scalar(self.data_type, b))
+        Some(scalar(&self.data_type, b))
     }
 
     /// The values as text: one value for 0-d, one line for 1-d, one row per line for 2-d, and
@@ -342,7 +353,9 @@ fn as_f64(s: Scalar<'_>) -> Option<f64> {
     match s {
         Scalar::F16(v) | Scalar::F32(v) => Some(f64::from(v)),
         Scalar::F64(v) => Some(v),
-        Scalar::Bytes(_) | Scalar::C64(..) | Scalar::C128(..) | Scalar::Str(_) => None,
+        Scalar::Bytes(_) | Scalar::C64(..) | Scalar::C128(..) | Scalar::Str(_) | Scalar::Raw(_) => {
+            None
+        }
         other => as_i128(other).map(|i| i as f64),
     }
 }
@@ -352,7 +365,7 @@ pub fn to_f64s(dt: DataType, bytes: &[u8]) -> Option<Vec<f64>> {
     let n = dt.size().max(1);
     bytes
         .chunks_exact(n)
-        .map(|b| as_f64(scalar(dt, b)))
+        .map(|b| as_f64(scalar(&dt, b)))
         .collect()
 }
 
@@ -383,7 +396,7 @@ pub fn compare(
     for i in 0..n {
         let a = &ours[i * ea..(i + 1) * ea];
         let b = &theirs[i * eb..(i + 1) * eb];
-        let (sa, sb) = (scalar(ours_dt, a), scalar(theirs_dt, b));
+        let (sa, sb) = (scalar(&ours_dt, a), scalar(&theirs_dt, b));
         let equal = if same {
             a == b
                 || (ours_dt.is_float()

@@ -22,9 +22,9 @@ use hdf5_sys::h5s::{
 };
 use hdf5_sys::h5t::{
     H5T_C_S1, H5T_VARIABLE, H5T_class_t, H5T_order_t, H5T_sign_t, H5Tclose, H5Tcopy,
-    H5Tget_array_dims2, H5Tget_array_ndims, H5Tget_class, H5Tget_cset, H5Tget_member_offset,
-    H5Tget_member_type, H5Tget_nmembers, H5Tget_order, H5Tget_sign, H5Tget_size, H5Tget_super,
-    H5Tis_variable_str, H5Treclaim, H5Tset_cset, H5Tset_size,
+    H5Tget_array_dims2, H5Tget_array_ndims, H5Tget_class, H5Tget_cset, H5Tget_member_name,
+    H5Tget_member_offset, H5Tget_member_type, H5Tget_nmembers, H5Tget_order, H5Tget_sign,
+    H5Tget_size, H5Tget_super, H5Tis_variable_str, H5Treclaim, H5Tset_cset, H5Tset_size,
 };
 use vzarr_core::DataType;
 use vzarr_netcdf3::Header;
@@ -157,11 +157,36 @@ unsafe fn hdf5_dtype(ftype: hid_t) -> Result<(DataType, bool), String> {
             }
             H5T_class_t::H5T_COMPOUND => {
                 let unsupported = || "compound type other than a complex number".to_string();
+                let as_struct = || hdf5_struct(ftype, size);
                 if H5Tget_nmembers(ftype) != 2
                     || H5Tget_member_offset(ftype, 0) != 0
                     || H5Tget_member_offset(ftype, 1) != size / 2
                 {
-                    return Err(unsupported());
+                    return as_struct();
+                }
+                // Complex only under the names h5py, PyTables and others give the parts (as
+                // h5py reads them); any other pair of floats is a struct.
+                let name = |i: u32| {
+                    let p = H5Tget_member_name(ftype, i);
+                    if p.is_null() {
+                        return String::new();
+                    }
+                    let s = std::ffi::CStr::from_ptr(p).to_string_lossy().to_lowercase();
+                    H5free_memory(p.cast());
+                    s
+                };
+                let names = (name(0), name(1));
+                let complex_names = [
+                    ("r", "i"),
+                    ("re", "im"),
+                    ("real", "imag"),
+                    ("real", "imaginary"),
+                ];
+                if !complex_names
+                    .iter()
+                    .any(|&(a, b)| names.0 == a && names.1 == b)
+                {
+                    return as_struct();
                 }
                 let re = Hid(H5Tget_member_type(ftype, 0), H5Tclose);
                 let im = Hid(H5Tget_member_type(ftype, 1), H5Tclose);
@@ -170,7 +195,7 @@ unsafe fn hdf5_dtype(ftype: hid_t) -> Result<(DataType, bool), String> {
                 }
                 match (complex(re.0), complex(im.0)) {
                     (Some(a), Some(b)) if a == b => Ok(a),
-                    _ => Err(unsupported()),
+                    _ => as_struct(),
                 }
             }
             H5T_class_t::H5T_ARRAY => {
@@ -182,6 +207,61 @@ unsafe fn hdf5_dtype(ftype: hid_t) -> Result<(DataType, bool), String> {
             }
             other => Err(format!("HDF5 type class {other:?} is not supported")),
         }
+    }
+}
+
+/// A compound as a packed struct (fields in offset order, one byte order), as libhdf5
+/// describes it.
+///
+/// # Safety
+/// `ftype` must be a valid compound datatype identifier; call inside `hdf5::sync::sync`.
+unsafe fn hdf5_struct(ftype: hid_t, size: usize) -> Result<(DataType, bool), String> {
+    // SAFETY: member indexes are below H5Tget_nmembers; member types are closed by `Hid`;
+    // member names are C strings the library allocates, freed with H5free_memory.
+    unsafe {
+        let n = H5Tget_nmembers(ftype);
+        if !(1..=4096).contains(&n) {
+            return Err(format!("compound of {n} members"));
+        }
+        let mut members = Vec::with_capacity(n as usize);
+        for i in 0..n as u32 {
+            let p = H5Tget_member_name(ftype, i);
+            if p.is_null() {
+                return Err("compound member without a name".into());
+            }
+            let name = std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned();
+            H5free_memory(p.cast());
+            let t = Hid(H5Tget_member_type(ftype, i), H5Tclose);
+            if t.0 < 0 {
+                return Err(format!("compound member {name:?} has no type"));
+            }
+            let (dt, be) = hdf5_dtype(t.0)?;
+            members.push((H5Tget_member_offset(ftype, i), name, dt, be));
+        }
+        members.sort_by_key(|m| m.0);
+        let mut at = 0;
+        let mut order = None;
+        let mut fields = Vec::with_capacity(members.len());
+        for (offset, name, dt, be) in members {
+            if offset != at {
+                return Err(format!("compound member {name:?} not packed"));
+            }
+            if dt.has_endianness() {
+                if order.is_some_and(|o| o != be) {
+                    return Err("compound with members of both byte orders".into());
+                }
+                order = Some(be);
+            }
+            at += dt.size();
+            fields.push(vzarr_core::StructField {
+                name,
+                data_type: dt,
+            });
+        }
+        if at != size {
+            return Err("compound with padding after its last member".into());
+        }
+        Ok((DataType::Struct(fields.into()), order.unwrap_or(false)))
     }
 }
 

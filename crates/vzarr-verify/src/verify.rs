@@ -695,7 +695,7 @@ fn check_chunk(
             return;
         }
     };
-    let dt = c.array.data_type;
+    let dt = c.array.data_type.clone();
     let ours_strings = if strings {
         match vlen_utf8::decode(&ours, n as usize) {
             Ok(v) => v,
@@ -791,10 +791,18 @@ fn check_chunk(
                     })
                 }
             }
-            None => compare(dt, &sub, theirs.dtype, &theirs.bytes),
+            None => compare(dt.clone(), &sub, theirs.dtype.clone(), &theirs.bytes),
             Some((ou, su)) => {
                 let calendar = cf.map(|r| r.calendar.as_str());
-                match compare_instants(dt, &sub, theirs.dtype, &theirs.bytes, ou, su, calendar) {
+                match compare_instants(
+                    dt.clone(),
+                    &sub,
+                    theirs.dtype.clone(),
+                    &theirs.bytes,
+                    ou,
+                    su,
+                    calendar,
+                ) {
                     Ok(d) => d,
                     Err(reason) => {
                         report.skipped.push(Skipped {

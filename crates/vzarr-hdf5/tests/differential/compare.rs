@@ -84,6 +84,8 @@ pub(crate) struct Beyond {
     pub(crate) native_only: Vec<(String, String)>,
     pub(crate) reason_changed: Vec<(String, String, String)>,
     pub(crate) enum_attributes: Vec<String>,
+    /// Left-out attributes of the arrays in `native_only`, set apart.
+    pub(crate) attributes_of_added: usize,
 }
 
 /// Arrays the oracle leaves out take no phony dimension names there, so the native scan of
@@ -133,6 +135,7 @@ pub(crate) fn take_beyond(a: &mut VirtualDataset, b: &mut VirtualDataset) -> Bey
         native_only: Vec::new(),
         reason_changed: Vec::new(),
         enum_attributes: Vec::new(),
+        attributes_of_added: 0,
     };
     let newly: Vec<(String, String)> = a
         .skipped
@@ -160,6 +163,17 @@ pub(crate) fn take_beyond(a: &mut VirtualDataset, b: &mut VirtualDataset) -> Bey
     }
     if !out.native_only.is_empty() {
         renumber_phony(a, b);
+        // The native scanner reads the attributes of the arrays it adds, and reports the ones
+        // it leaves out (`path@name`); the oracle never got that far.
+        let added: Vec<String> = out
+            .native_only
+            .iter()
+            .map(|(p, _)| format!("{p}@"))
+            .collect();
+        let before = b.skipped.len();
+        b.skipped
+            .retain(|s| !added.iter().any(|p| s.path.starts_with(p.as_str())));
+        out.attributes_of_added = before - b.skipped.len();
     }
     for (k, y) in b.arrays.iter_mut() {
         let Some(x) = a.arrays.get(k) else { continue };

@@ -517,7 +517,10 @@ pub(crate) fn read_via_manifest(file: &[u8], a: &VirtualArray) -> ArrayD<u64> {
                 file[offset as usize..(offset + length) as usize].to_vec()
             }
             ChunkRef::Inline(b) => b.to_vec(),
-            ChunkRef::Missing => a.fill_value.bytes_in(a.data_type, a.endian).repeat(n),
+            ChunkRef::Missing => a
+                .fill_value
+                .bytes_in(a.data_type.clone(), a.endian)
+                .repeat(n),
         };
         let elems: Vec<u64> = bytes.chunks_exact(es).map(decode).collect();
         let chunk = ArrayD::from_shape_vec(IxDyn(&cshape), elems).unwrap();
