@@ -30,15 +30,17 @@ pub(crate) fn build(
     } else {
         sources
     };
-    let bar = print::progress_bar(sources.len());
-    let out = vzarr_build::build(&sources, &opts, &|_, _| bar.inc(1));
-    bar.finish_and_clear();
-    let out = out?;
-    print::warnings(&out.warnings);
-    if let Some(r) = &out.plan {
-        print::plan_report(r);
-    }
-    print::finish(&out.dataset, output, &out.failures, &out.summary, report)
+    vzarr_build::with_jobs(opts.jobs, || {
+        let bar = print::progress_bar(sources.len());
+        let out = vzarr_build::build(&sources, &opts, &|_, _| bar.inc(1));
+        bar.finish_and_clear();
+        let out = out?;
+        print::warnings(&out.warnings);
+        if let Some(r) = &out.plan {
+            print::plan_report(r);
+        }
+        print::finish(&out.dataset, output, &out.failures, &out.summary, report)
+    })
 }
 
 /// Runs `vzarr scan --shard K/N`: scans one shard into a partial file.
@@ -73,6 +75,17 @@ pub(crate) fn scan(
 
 /// Runs `vzarr combine`: plans and writes from the partial scans of every shard.
 pub(crate) fn combine(
+    partials: &[PathBuf],
+    opts: &BuildOptions,
+    output: &Path,
+    report: &ReportArgs,
+) -> Result<ExitCode> {
+    vzarr_build::with_jobs(opts.jobs, || {
+        combine_in_pool(partials, opts, output, report)
+    })
+}
+
+fn combine_in_pool(
     partials: &[PathBuf],
     opts: &BuildOptions,
     output: &Path,

@@ -68,7 +68,7 @@ pub(crate) struct SourceArgs {
     #[arg(long, value_name = "GLOB")]
     pub(crate) exclude: Vec<String>,
     /// Scans in flight at once (default: every core; at least 32 when sources are on object
-    /// storage).
+    /// storage); also the threads that plan and write (default: every core).
     #[arg(short, long, value_name = "N", default_value_t = 0)]
     pub(crate) jobs: usize,
     /// What to do with a source that cannot be scanned.

@@ -207,6 +207,24 @@ fn output_is_deterministic() {
             "{name}"
         );
     }
+    // Planning and writing in parallel: the same bytes with 1 thread and with 3.
+    let archive = fixtures().join("archive");
+    let with_jobs = |jobs: &str| {
+        let out = dir.path().join(format!("archive-{jobs}.json"));
+        let o = vzarr(&[
+            "build",
+            archive.to_str().unwrap(),
+            "--concat-dim",
+            "time",
+            "-o",
+            out.to_str().unwrap(),
+            "--jobs",
+            jobs,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read(&out).unwrap()
+    };
+    assert_eq!(with_jobs("1"), with_jobs("3"));
 }
 
 #[test]

@@ -201,6 +201,24 @@ pub fn build(
     })
 }
 
+/// Runs `f` with the parallel parts of planning and writing (variables planned at once,
+/// references rendered in pieces) on at most `jobs` threads, every core when `jobs` is 0.
+/// Scans take their own threads ([`BuildOptions::jobs`]).
+pub fn with_jobs<T: Send>(jobs: usize, f: impl FnOnce() -> T + Send) -> T {
+    if jobs == 0 {
+        return f();
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .thread_name(|i| format!("vzarr-plan-{i}"))
+        .build();
+    match pool {
+        Ok(pool) => pool.install(f),
+        // Only a thread count, not a correctness matter: the current threads will do.
+        Err(_) => f(),
+    }
+}
+
 /// Adds the output's totals to a summary.
 pub fn fill_totals(summary: &mut BatchSummary, ds: &VirtualDataset, started: Instant) {
     let s = vzarr_core::summary::summarize(ds);

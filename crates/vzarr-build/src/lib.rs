@@ -31,7 +31,7 @@ mod options;
 mod report;
 pub mod shard;
 
-pub use build::{BuildOutcome, Scanned, build, combine, fill_totals, scan_sources};
+pub use build::{BuildOutcome, Scanned, build, combine, fill_totals, scan_sources, with_jobs};
 pub use error::BuildError;
 pub use options::{BuildOptions, OnError};
 pub use report::{Failure, write_report};

@@ -321,14 +321,22 @@ impl ChunkGrid {
     }
 
     /// The chunk index of the chunk at C-order position `linear`.
-    pub fn chunk_index(&self, mut linear: u64) -> Vec<u64> {
-        let mut out = vec![0; self.dims.len()];
+    pub fn chunk_index(&self, linear: u64) -> Vec<u64> {
+        let mut out = Vec::with_capacity(self.dims.len());
+        self.chunk_index_into(linear, &mut out);
+        out
+    }
+
+    /// [`ChunkGrid::chunk_index`] into `out` (cleared first), without allocating when it has
+    /// room.
+    pub fn chunk_index_into(&self, mut linear: u64, out: &mut Vec<u64>) {
+        out.clear();
+        out.resize(self.dims.len(), 0);
         for (k, d) in self.dims.iter().enumerate().rev() {
             let n = d.n_chunks().max(1);
             out[k] = linear % n;
             linear /= n;
         }
-        out
     }
 
     /// Nominal (encoded) shape of the chunk at `index`.

@@ -134,6 +134,12 @@ impl ChunkManifest {
 
     /// Interns a source URL and returns its id.
     pub fn intern(&mut self, url: &str) -> Result<u32, CoreError> {
+        // Chunks are mostly added source after source: the last one is compared first.
+        if let Some(last) = self.sources.last()
+            && **last == *url
+        {
+            return Ok(self.sources.len() as u32 - 1);
+        }
         if let Some(&id) = self.index.get(url) {
             return Ok(id);
         }
@@ -306,16 +312,28 @@ impl ChunkManifest {
 
     /// The stored chunks (by reference or inline) with their positions, in C order.
     pub fn iter_stored(&self) -> Box<dyn Iterator<Item = (usize, ChunkRef<'_>)> + '_> {
+        self.iter_stored_in(0..self.len)
+    }
+
+    /// The stored chunks at positions in `range` (clamped to the manifest), in C order.
+    pub fn iter_stored_in(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> Box<dyn Iterator<Item = (usize, ChunkRef<'_>)> + '_> {
+        let end = range.end.min(self.len);
+        let start = range.start.min(end);
         match &self.slots {
             Slots::Dense {
                 ids,
                 offsets,
                 lengths,
             } => Box::new(
-                ids.iter()
+                ids[start..end]
+                    .iter()
                     .enumerate()
                     .filter(|(_, id)| **id != MISSING)
-                    .map(move |(i, &id)| {
+                    .map(move |(k, &id)| {
+                        let i = start + k;
                         let s = Slot {
                             id,
                             offset: offsets[i],
@@ -324,7 +342,9 @@ impl ChunkManifest {
                         (i, self.chunk_ref(s))
                     }),
             ),
-            Slots::Sparse(map) => Box::new(map.iter().map(|(&i, &s)| (i, self.chunk_ref(s)))),
+            Slots::Sparse(map) => {
+                Box::new(map.range(start..end).map(|(&i, &s)| (i, self.chunk_ref(s))))
+            }
         }
     }
 
@@ -425,6 +445,25 @@ mod tests {
     }
 
     #[test]
+    fn stored_chunks_of_a_range() {
+        let mut m = ChunkManifest::new_missing(10);
+        let a = m.intern("a").unwrap();
+        for i in [0, 3, 4, 9] {
+            m.set_range(i, a, i as u64, 1).unwrap();
+        }
+        let at = |r: std::ops::Range<usize>| -> Vec<usize> {
+            m.iter_stored_in(r).map(|(i, _)| i).collect()
+        };
+        assert_eq!(at(0..10), vec![0, 3, 4, 9]);
+        assert_eq!(at(1..4), vec![3]);
+        assert_eq!(at(4..100), vec![4, 9]);
+        assert_eq!(at(12..20), Vec::<usize>::new());
+        // Interning the same URL again, last or not, gives its id.
+        let b = m.intern("b").unwrap();
+        assert_eq!((m.intern("b").unwrap(), m.intern("a").unwrap()), (b, a));
+    }
+
+    #[test]
     fn errors() {
         let mut m = ChunkManifest::new_missing(1);
         assert!(m.set_range(0, 0, 0, 1).is_err(), "unknown source");
@@ -514,6 +553,9 @@ mod tests {
         assert_eq!(m.get(4), ChunkRef::Missing);
         let stored: Vec<usize> = m.iter_stored().map(|(i, _)| i).collect();
         assert_eq!(stored, vec![3, 7, n - 1]);
+        let part: Vec<usize> = m.iter_stored_in(4..n - 1).map(|(i, _)| i).collect();
+        assert_eq!(part, vec![7]);
+        assert_eq!(m.iter_stored_in(n - 1..usize::MAX).count(), 1);
         let st = m.stats();
         assert_eq!((st.referenced, st.inline, st.missing), (2, 1, n as u64 - 3));
         m.set_missing(3).unwrap();

@@ -2,9 +2,11 @@
 //! same dataset, written atomically to a file.
 
 use std::io::{self, Write};
+use std::ops::Range;
 use std::path::Path;
 
 use base64::Engine as _;
+use rayon::prelude::*;
 use vzarr_core::{ChunkRef, VirtualArray, VirtualDataset, group_metadata};
 
 /// Errors of writing references.
@@ -49,82 +51,154 @@ fn meta_key(path: &str) -> String {
     }
 }
 
-struct RefsWriter<W: Write> {
-    out: W,
+/// At most this many stored chunks are rendered as one piece of output (one parallel task).
+const PIECE_CHUNKS: usize = 1 << 14;
+
+/// One array's metadata (for its first piece) and the stored chunks at the positions `range`.
+struct Piece<'a> {
+    path: &'a str,
+    array: &'a VirtualArray,
     first: bool,
+    range: Range<usize>,
 }
 
-impl<W: Write> RefsWriter<W> {
-    fn key(&mut self, key: &str) -> io::Result<()> {
-        if !self.first {
-            self.out.write_all(b",")?;
+/// The pieces of `array`: each holds at most [`PIECE_CHUNKS`] stored chunks; there is always
+/// one, which carries the metadata.
+fn pieces<'a>(path: &'a str, array: &'a VirtualArray) -> impl Iterator<Item = Piece<'a>> + 'a {
+    let len = array.manifest.len();
+    let mut starts: Vec<usize> = array
+        .manifest
+        .iter_stored()
+        .map(|(i, _)| i)
+        .step_by(PIECE_CHUNKS)
+        .collect();
+    if starts.first() != Some(&0) {
+        starts.insert(0, 0);
+    }
+    let ends: Vec<usize> = starts.iter().skip(1).copied().chain([len]).collect();
+    starts
+        .into_iter()
+        .zip(ends)
+        .enumerate()
+        .map(move |(k, (a, b))| Piece {
+            path,
+            array,
+            first: k == 0,
+            range: a..b,
+        })
+}
+
+/// Appends `,"key":` (a key that is never the first of the object).
+fn key(out: &mut Vec<u8>, key: &str) {
+    out.push(b',');
+    serde_json::to_writer(&mut *out, key).expect("writing to a Vec");
+    out.push(b':');
+}
+
+/// Appends `,"key":"<the document as JSON text>"`.
+fn document(out: &mut Vec<u8>, k: &str, doc: &serde_json::Value) {
+    key(out, k);
+    let text = serde_json::to_string(doc).expect("a JSON value serialises");
+    serde_json::to_writer(&mut *out, &text).expect("writing to a Vec");
+}
+
+/// Renders one piece: the array's metadata if it is the first, then its chunks' entries.
+fn render(p: &Piece<'_>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 * p.range.len().min(PIECE_CHUNKS) + 256);
+    if p.first {
+        document(&mut out, &meta_key(p.path), &p.array.zarr_metadata());
+    }
+    let b64 = base64::engine::general_purpose::STANDARD;
+    // `,"<path>/c` with the path escaped once; the indices are appended per chunk.
+    let mut prefix = Vec::new();
+    prefix.extend_from_slice(b",");
+    let escaped = serde_json::to_string(&chunk_key(p.path, &[])).expect("a string serialises");
+    prefix.extend_from_slice(&escaped.as_bytes()[..escaped.len() - 1]);
+    // The last source's escaped URL, by the address of its text (interned: one per source).
+    let mut last_source: (*const u8, usize, Vec<u8>) = (std::ptr::null(), 0, Vec::new());
+    let mut idx = Vec::new();
+    let mut num = itoa::Buffer::new();
+    for (i, chunk) in p.array.manifest.iter_stored_in(p.range.clone()) {
+        if chunk == ChunkRef::Missing {
+            continue;
         }
-        self.first = false;
-        serde_json::to_writer(&mut self.out, key)?;
-        self.out.write_all(b":")
-    }
-
-    fn document(&mut self, key: &str, doc: &serde_json::Value) -> io::Result<()> {
-        self.key(key)?;
-        let text = serde_json::to_string(doc)?;
-        serde_json::to_writer(&mut self.out, &text)?;
-        Ok(())
-    }
-
-    fn array(&mut self, path: &str, array: &VirtualArray) -> io::Result<()> {
-        self.document(&meta_key(path), &array.zarr_metadata())?;
-        let b64 = base64::engine::general_purpose::STANDARD;
-        for (i, chunk) in array.manifest.iter_stored() {
-            match chunk {
-                ChunkRef::Missing => {}
-                ChunkRef::Inline(bytes) => {
-                    let index = array.grid.chunk_index(i as u64);
-                    self.key(&chunk_key(path, &index))?;
-                    let mut s = String::from("base64:");
-                    b64.encode_string(bytes, &mut s);
-                    serde_json::to_writer(&mut self.out, &s)?;
+        p.array.grid.chunk_index_into(i as u64, &mut idx);
+        out.extend_from_slice(&prefix);
+        for v in &idx {
+            out.push(b'/');
+            out.extend_from_slice(num.format(*v).as_bytes());
+        }
+        out.extend_from_slice(b"\":");
+        match chunk {
+            ChunkRef::Missing => {}
+            ChunkRef::Inline(bytes) => {
+                let mut s = String::from("base64:");
+                b64.encode_string(bytes, &mut s);
+                serde_json::to_writer(&mut out, &s).expect("writing to a Vec");
+            }
+            ChunkRef::Range {
+                source,
+                offset,
+                length,
+            } => {
+                if (source.as_ptr(), source.len()) != (last_source.0, last_source.1) {
+                    last_source = (
+                        source.as_ptr(),
+                        source.len(),
+                        serde_json::to_vec(source).expect("a string serialises"),
+                    );
                 }
-                ChunkRef::Range {
-                    source,
-                    offset,
-                    length,
-                } => {
-                    let index = array.grid.chunk_index(i as u64);
-                    self.key(&chunk_key(path, &index))?;
-                    self.out.write_all(b"[")?;
-                    serde_json::to_writer(&mut self.out, source)?;
-                    write!(self.out, ",{offset},{length}]")?;
-                }
+                out.push(b'[');
+                out.extend_from_slice(&last_source.2);
+                out.push(b',');
+                out.extend_from_slice(num.format(offset).as_bytes());
+                out.push(b',');
+                out.extend_from_slice(num.format(length).as_bytes());
+                out.push(b']');
             }
         }
-        Ok(())
     }
+    out
 }
 
-/// Writes the references of `ds` to `out`.
-pub fn write_refs<W: Write>(ds: &VirtualDataset, out: W) -> Result<W, WriteError> {
+/// Writes the references of `ds` to `out`. Arrays are rendered in pieces on the current
+/// rayon thread pool, a few pieces per thread at a time (bounded memory), and written in
+/// order: the output does not depend on the number of threads.
+pub fn write_refs<W: Write>(ds: &VirtualDataset, mut out: W) -> Result<W, WriteError> {
     ds.validate()?;
     let io_err = |source| WriteError::Io {
         path: "<output>".into(),
         source,
     };
-    let mut w = RefsWriter { out, first: true };
     (|| -> io::Result<()> {
-        w.out.write_all(br#"{"version":1,"vzarr":"#)?;
-        serde_json::to_writer(&mut w.out, &ds.provenance)?;
-        w.out.write_all(br#","refs":{"#)?;
+        out.write_all(br#"{"version":1,"vzarr":"#)?;
+        serde_json::to_writer(&mut out, &ds.provenance)?;
+        out.write_all(br#","refs":{"zarr.json":"#)?;
         let root = ds.groups.get("").cloned().unwrap_or_default();
-        w.document("zarr.json", &group_metadata(&root.attributes))?;
+        let text = serde_json::to_string(&group_metadata(&root.attributes))?;
+        serde_json::to_writer(&mut out, &text)?;
+        let mut buf = Vec::new();
         for (path, group) in ds.groups.iter().filter(|(p, _)| !p.is_empty()) {
-            w.document(&meta_key(path), &group_metadata(&group.attributes))?;
+            document(
+                &mut buf,
+                &meta_key(path),
+                &group_metadata(&group.attributes),
+            );
         }
-        for (path, array) in &ds.arrays {
-            w.array(path, array)?;
+        out.write_all(&buf)?;
+        let window = 2 * rayon::current_num_threads().max(1);
+        let mut all = ds.arrays.iter().flat_map(|(p, a)| pieces(p, a)).peekable();
+        while all.peek().is_some() {
+            let batch: Vec<Piece<'_>> = all.by_ref().take(window).collect();
+            let rendered: Vec<Vec<u8>> = batch.par_iter().map(render).collect();
+            for r in rendered {
+                out.write_all(&r)?;
+            }
         }
-        w.out.write_all(b"}}\n")
+        out.write_all(b"}}\n")
     })()
     .map_err(io_err)?;
-    Ok(w.out)
+    Ok(out)
 }
 
 /// The references of `ds` as bytes.
@@ -234,6 +308,79 @@ mod tests {
         assert_eq!(refs["g/v/c/1"], json!("base64:AACAPw=="));
         let meta: Value = serde_json::from_str(refs["g/v/zarr.json"].as_str().unwrap()).unwrap();
         assert_eq!(meta["chunk_grid"]["name"], "rectilinear");
+    }
+
+    /// A 2-d array of `n` x 3 chunks over several sources, with inline and missing chunks: more
+    /// than one piece.
+    fn large(n: u64) -> VirtualDataset {
+        let mut ds = VirtualDataset::new();
+        let grid = ChunkGrid::regular(&[n * 2, 9], &[2, 3]).unwrap();
+        let total = (n * 3) as usize;
+        let mut manifest = ChunkManifest::new_missing(total);
+        let ids: Vec<u32> = (0..5)
+            .map(|k| manifest.intern(&format!("s3://b/\"q\"/f{k}.nc")).unwrap())
+            .collect();
+        for i in 0..total {
+            match i % 7 {
+                0 => {}
+                1 => manifest.set_inline(i, vec![i as u8; 3]).unwrap(),
+                _ => manifest
+                    .set_range(i, ids[i / 1000 % 5], i as u64 * 10, 7)
+                    .unwrap(),
+            }
+        }
+        ds.arrays.insert(
+            "a\"b".into(),
+            VirtualArray {
+                data_type: DataType::Int8,
+                endian: Endian::Little,
+                fill_value: FillValue::zero(DataType::Int8),
+                codecs: vec![],
+                dimension_names: vec!["x".into(), "y".into()],
+                attributes: Default::default(),
+                grid,
+                manifest,
+            },
+        );
+        ds
+    }
+
+    #[test]
+    fn every_chunk_written_whatever_the_threads() {
+        let ds = large(40_000);
+        let run = |threads| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| to_bytes(&ds).unwrap())
+        };
+        let one = run(1);
+        assert_eq!(one, run(3), "output depends on the number of threads");
+        let v: Value = serde_json::from_slice(&one).unwrap();
+        let refs = v["refs"].as_object().unwrap();
+        let array = &ds.arrays["a\"b"];
+        assert_eq!(refs.len(), 2 + array.manifest.stored());
+        let mut seen = 0;
+        for (i, chunk) in array.manifest.iter_stored() {
+            let idx = array.grid.chunk_index(i as u64);
+            let k = chunk_key("a\"b", &idx);
+            let want = match chunk {
+                ChunkRef::Missing => unreachable!(),
+                ChunkRef::Inline(b) => json!(format!(
+                    "base64:{}",
+                    base64::engine::general_purpose::STANDARD.encode(b)
+                )),
+                ChunkRef::Range {
+                    source,
+                    offset,
+                    length,
+                } => json!([source, offset, length]),
+            };
+            assert_eq!(refs[&k], want, "{k}");
+            seen += 1;
+        }
+        assert!(seen > 2 * PIECE_CHUNKS);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! its bounds are re-encoded into one units string ([`crate::time`]); variables without the
 //! dimension must be identical in every file and are kept once ([`crate::compat`]).
 
+use rayon::prelude::*;
 use vzarr_core::{
     ChunkGrid, ChunkManifest, ChunkRef, ConcatInfo, ConcatPiece, DimGrid, Retimed, VirtualArray,
     VirtualDataset,
@@ -38,6 +39,19 @@ struct AxisChunk {
     /// Whether it is a padded edge chunk that must be shortened to `edge`.
     padded: bool,
 }
+
+/// What the planner did with one variable.
+enum Role {
+    /// A CF time coordinate (or its bounds), concatenated and re-encoded.
+    Retimed(Retimed),
+    /// Concatenated along the dimension.
+    Concatenated,
+    /// The same in every file: kept once.
+    KeptOnce,
+}
+
+/// One planned variable, its role and what planning it adds to the report.
+type Planned = (VirtualArray, Role, PlanReport);
 
 /// Concatenates the inputs along the existing dimension `dim`.
 pub(crate) fn concat_existing(
@@ -95,41 +109,63 @@ pub(crate) fn concat_existing(
     let mut out = base_dataset(&ordered, skipped);
     let mut concatenated = Vec::new();
     let mut retimed = Vec::new();
-    for path in ordered[0].ds.arrays.keys() {
-        let arrays = same_path(&ordered, path)?;
-        let time = cf
-            .as_ref()
-            .filter(|_| path == dim || Some(path) == bounds.as_ref());
-        let array = if let Some(target) = time {
-            let enc = TimeEncoding {
-                target,
-                coord_units: ordered
-                    .iter()
-                    .map(|i| attr_str(&i.ds.arrays[dim], "units").unwrap_or_default())
-                    .collect(),
-            };
-            report.time_units = Some(target.units.clone());
-            concatenated.push(path.clone());
-            retimed.push(Retimed {
-                array: path.clone(),
-                calendar: target.calendar.clone(),
-                units: target.units.clone(),
-                source_units: arrays
-                    .iter()
-                    .zip(&enc.coord_units)
-                    .map(|(a, c)| attr_str(a, "units").unwrap_or(c).to_string())
-                    .collect(),
-            });
-            time_array(path, &arrays, &ordered, dim, &enc, reader, &pre)?
-        } else if let Some(k) = axis_of(arrays[0], dim) {
-            concatenated.push(path.clone());
-            concat_array(path, &arrays, &ordered, k, reader, &mut report)?
-        } else {
-            let known_same = pre.all_same(&ordered, path);
-            check_identical(path, &arrays, &urls, reader, known_same)?;
-            report.kept_once.push(path.clone());
-            arrays[0].clone()
-        };
+    // Each variable on its own (in parallel); the results are taken in path order, so the
+    // output and the first error reported do not depend on the threads.
+    let paths: Vec<&String> = ordered[0].ds.arrays.keys().collect();
+    let planned: Vec<Result<Planned, PlanError>> = paths
+        .par_iter()
+        .map(|path| {
+            let path = path.as_str();
+            let arrays = same_path(&ordered, path)?;
+            let mut sub = PlanReport::default();
+            let time = cf
+                .as_ref()
+                .filter(|_| path == dim || Some(path) == bounds.as_deref());
+            if let Some(target) = time {
+                let enc = TimeEncoding {
+                    target,
+                    coord_units: ordered
+                        .iter()
+                        .map(|i| attr_str(&i.ds.arrays[dim], "units").unwrap_or_default())
+                        .collect(),
+                };
+                let r = Retimed {
+                    array: path.to_string(),
+                    calendar: target.calendar.clone(),
+                    units: target.units.clone(),
+                    source_units: arrays
+                        .iter()
+                        .zip(&enc.coord_units)
+                        .map(|(a, c)| attr_str(a, "units").unwrap_or(c).to_string())
+                        .collect(),
+                };
+                let array = time_array(path, &arrays, &ordered, dim, &enc, reader, &pre)?;
+                Ok((array, Role::Retimed(r), sub))
+            } else if let Some(k) = axis_of(arrays[0], dim) {
+                let array = concat_array(path, &arrays, &ordered, k, reader, &mut sub)?;
+                Ok((array, Role::Concatenated, sub))
+            } else {
+                let known_same = pre.all_same(&ordered, path);
+                check_identical(path, &arrays, &urls, reader, known_same)?;
+                Ok((arrays[0].clone(), Role::KeptOnce, sub))
+            }
+        })
+        .collect();
+    for (path, result) in paths.into_iter().zip(planned) {
+        let (array, role, sub) = result?;
+        match role {
+            Role::Retimed(r) => {
+                report.time_units = Some(r.units.clone());
+                concatenated.push(path.clone());
+                retimed.push(r);
+            }
+            Role::Concatenated => concatenated.push(path.clone()),
+            Role::KeptOnce => report.kept_once.push(path.clone()),
+        }
+        report.rectilinear.extend(sub.rectilinear);
+        report.trimmed_chunks += sub.trimmed_chunks;
+        report.materialised_chunks += sub.materialised_chunks;
+        report.materialised_bytes += sub.materialised_bytes;
         out.arrays.insert(path.clone(), array);
     }
     let mut start = 0;
@@ -291,9 +327,10 @@ fn concat_array(
         }
     }
     let mut reencoder = EdgeReencoder::new(&first.codecs, k, jobs, reader);
+    let mut idx = Vec::new();
     for (f, src) in arrays.iter().copied().enumerate() {
         for (lin, r) in src.manifest.iter_stored() {
-            let mut idx = src.grid.chunk_index(lin as u64);
+            src.grid.chunk_index_into(lin as u64, &mut idx);
             let pos = first_along[f] + idx[k] as usize;
             let chunk = along[pos];
             idx[k] = pos as u64;
