@@ -440,29 +440,9 @@ pub(crate) struct CatArgs {
     pub(crate) read: ReadArgs,
 }
 
-/// Parses a byte size with an optional unit (B, KB, KiB, MB, MiB, GB, GiB).
+/// A byte size flag (the library's [`vzarr_build::parse_size`]).
 fn parse_size(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size like 4MiB or 1000000"))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" => 1000,
-        "kib" => 1 << 10,
-        "m" | "mb" => 1_000_000,
-        "mib" => 1 << 20,
-        "g" | "gb" => 1_000_000_000,
-        "gib" => 1 << 30,
-        other => return Err(format!("unknown size unit {other:?}")),
-    };
-    let v = n.checked_mul(mult).ok_or("size too large")?;
-    if v == 0 {
-        return Err("size must be at least 1 byte".into());
-    }
-    Ok(v)
+    vzarr_build::parse_size(s)
 }
 
 /// Seconds a source's scan may take by default (`--file-timeout`).

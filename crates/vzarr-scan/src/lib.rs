@@ -197,6 +197,24 @@ pub enum ScanError {
     },
 }
 
+impl ScanError {
+    /// The source (URL or path) or input (catalog, directory) this error is about, where the
+    /// error holds it apart from its message.
+    pub fn file(&self) -> Option<&str> {
+        match self {
+            ScanError::Source(e) => e.url(),
+            ScanError::Hdf5(e) => Some(e.url()),
+            ScanError::Worker { url, .. }
+            | ScanError::ScannerUnavailable { url, .. }
+            | ScanError::Panicked { url, .. }
+            | ScanError::TimedOut { url, .. } => Some(url),
+            ScanError::Io { path, .. } | ScanError::EmptyDirectory { path } => Some(path),
+            ScanError::Catalog { catalog, .. } => Some(catalog),
+            _ => None,
+        }
+    }
+}
+
 /// Bytes read from the start of an object on object storage by the request that opens it:
 /// the size, modification time and ETag come with them, and the metadata of most NetCDF and
 /// HDF5 files lies within them.

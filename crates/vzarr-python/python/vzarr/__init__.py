@@ -1,0 +1,241 @@
+"""vzarr: virtual Zarr v3 datasets over HDF5, NetCDF4 and NetCDF3 archives.
+
+Scans the native layout of each file (pure Rust: no libhdf5 or netCDF-C), combines many
+files into one dataset (e.g. monthly files along time, uneven lengths as a rectilinear chunk
+grid) and returns kerchunk v1 references with Zarr v3 keys: metadata plus byte ranges inside
+the original files. Nothing is copied.
+
+    >>> import vzarr
+    >>> refs = vzarr.build("archive/", concat_dim="time")
+    >>> ds = vzarr.open_dataset("archive/", concat_dim="time")   # lazy xarray.Dataset
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import json as _json
+import os as _os
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal, Sequence
+
+from . import _vzarr
+from ._vzarr import PlanError, ScanError, SourceError, VzarrError, WriteError
+
+__version__: str = _vzarr.__version__
+
+__all__ = [
+    "Report",
+    "References",
+    "build",
+    "scan",
+    "open_dataset",
+    "VzarrError",
+    "SourceError",
+    "ScanError",
+    "PlanError",
+    "WriteError",
+]
+
+PathLike = str | _os.PathLike[str]
+
+# A local pattern holds one of these; URLs (scheme://) are passed through untouched.
+_GLOB_CHARS = set("*?[")
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a build reports besides its references.
+
+    failures: the sources left out with ``on_error="skip"``, as ``(source, reason)``.
+    warnings: variables and attributes the scanners left out, as ``"source: path: reason"``.
+    summary: files, scans, cache hits, arrays, chunks, bytes and seconds (as ``vzarr build
+    --summary-json`` writes them).
+    output: the file written, when ``output=`` was given.
+    """
+
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    output: str | None = None
+
+
+class References(dict):
+    """Kerchunk v1 references (a dict: ``{"version": 1, "vzarr": ..., "refs": {...}}``), with
+    the build's :class:`Report` as ``.report``."""
+
+    report: Report
+
+
+def _inputs(inputs: PathLike | Iterable[PathLike]) -> list[str]:
+    if isinstance(inputs, (str, _os.PathLike)):
+        items = [inputs]
+    else:
+        items = list(inputs)
+    out: list[str] = []
+    for item in items:
+        s = _os.fspath(item)
+        if "://" not in s and _GLOB_CHARS & set(s):
+            matches = sorted(_glob.glob(s, recursive=True))
+            if not matches:
+                raise SourceError(f"{s}: no file matches this pattern")
+            out.extend(matches)
+        else:
+            out.append(s)
+    return out
+
+
+def _size(value: int | str | None) -> str | None:
+    """A byte size as the CLI takes it (checked by the library: an integer or "4MiB")."""
+    return None if value is None else str(value)
+
+
+def build(
+    inputs: PathLike | Iterable[PathLike],
+    *,
+    concat_dim: str | None = None,
+    new_dim: str | None = None,
+    new_dim_values: Sequence[Any] | None = None,
+    allow_gaps: bool = False,
+    time_units: str | None = None,
+    output: PathLike | None = None,
+    catalog: PathLike | Sequence[PathLike] | None = None,
+    include: str | Sequence[str] | None = None,
+    exclude: str | Sequence[str] | None = None,
+    jobs: int = 0,
+    on_error: Literal["fail", "skip"] = "fail",
+    cache_dir: PathLike | None = None,
+    strict: bool = False,
+    file_timeout: int = 600,
+    split_contiguous: int | str | None = None,
+    max_string_bytes: int | str | None = None,
+    progress: bool = False,
+) -> References | Report:
+    """Virtualise files: scan them, combine them and return (or write) the references.
+
+    The options are those of ``vzarr build``, with the same names and defaults.
+
+    inputs: a path, URL (s3://, gs://, az://, http(s)://), directory (walked recursively,
+        name order), prefix ending in / (s3://bucket/dir/), local glob pattern ("data/*.nc"),
+        or a list of these.
+    concat_dim: concatenate the files along this existing dimension (e.g. "time"); files
+        are put in coordinate order, uneven lengths give a rectilinear chunk grid, CF time is
+        re-encoded into one units string, variables without the dimension must be identical
+        and are kept once.
+    new_dim: stack the files along a new leading dimension instead (e.g. "member").
+    new_dim_values: the new dimension's coordinate values, one per file in input order
+        (default: the file names).
+    allow_gaps: accept gaps along the concatenation coordinate (overlaps stay errors).
+    time_units: re-encode the CF time coordinate into these units (default: the first
+        file's).
+    output: write the references to this file (atomically) instead of returning them.
+    catalog: file(s) with one path or URL per line (# starts a comment).
+    include / exclude: glob(s) keeping / leaving out files found in directories or prefixes.
+    jobs: scans in flight at once, and threads that plan and write (0: every core; at least
+        32 scans when the sources are on object storage).
+    on_error: "fail" raises at the first bad source; "skip" leaves bad sources out and
+        reports them in ``.report.failures``.
+    cache_dir: reuse scans stored under this directory (keyed by URL, size and modification
+        time or ETag) and store new ones there.
+    strict: raise ScanError, writing nothing, when any variable or attribute has to be left
+        out.
+    file_timeout: a source whose scan takes longer than this many seconds fails (0: none).
+    split_contiguous: split uncompressed contiguous variables larger than this (bytes, or
+        text like "4MiB") into virtual chunks along the first axis.
+    max_string_bytes: most bytes of variable-length strings stored inline per array
+        (default 64MiB); a larger string array is left out with a warning.
+    progress: show a progress bar on stderr (nothing is printed otherwise).
+
+    Returns a :class:`References` dict (with ``.report``), or with ``output=`` the
+    :class:`Report`. Raises SourceError, ScanError, PlanError, WriteError (all VzarrError,
+    with ``.file`` naming the source when known) or ValueError for bad options.
+    """
+    catalogs = [] if catalog is None else (
+        [catalog] if isinstance(catalog, (str, _os.PathLike)) else list(catalog))
+    as_list = lambda v: [] if v is None else ([v] if isinstance(v, str) else list(v))  # noqa: E731
+    data, failures, warnings, summary = _vzarr.build(
+        _inputs(inputs),
+        catalog=[_os.fspath(c) for c in catalogs],
+        include=as_list(include),
+        exclude=as_list(exclude),
+        concat_dim=concat_dim,
+        new_dim=new_dim,
+        new_dim_values=None if new_dim_values is None else [str(v) for v in new_dim_values],
+        allow_gaps=allow_gaps,
+        time_units=time_units,
+        jobs=jobs,
+        on_error=on_error,
+        cache_dir=None if cache_dir is None else _os.fspath(cache_dir),
+        strict=strict,
+        file_timeout=file_timeout,
+        split_contiguous=_size(split_contiguous),
+        max_string_bytes=_size(max_string_bytes),
+        output=None if output is None else _os.fspath(output),
+        progress=progress,
+    )
+    report = Report(
+        failures=[tuple(f) for f in failures],
+        warnings=list(warnings),
+        summary=_json.loads(summary),
+        output=None if output is None else _os.fspath(output),
+    )
+    if data is None:
+        return report
+    refs = References(_json.loads(data))
+    refs.report = report
+    return refs
+
+
+def scan(url: PathLike, **options: Any) -> References:
+    """The references of one file as it is (no combining): ``build(url, **options)`` with
+    the scan options of :func:`build` (strict, split_contiguous, max_string_bytes,
+    file_timeout, cache_dir)."""
+    for k in ("concat_dim", "new_dim", "new_dim_values", "output", "catalog"):
+        if k in options:
+            raise TypeError(f"scan() takes no {k!r}; use vzarr.build")
+    refs = build(url, **options)
+    assert isinstance(refs, References)
+    return refs
+
+
+def open_dataset(
+    inputs: PathLike | Iterable[PathLike] | References | dict,
+    *,
+    remote_protocol: str | None = None,
+    remote_options: dict[str, Any] | None = None,
+    xarray_options: dict[str, Any] | None = None,
+    **options: Any,
+):
+    """A lazy ``xarray.Dataset`` over the references of ``inputs``, built in memory (nothing
+    is written): ``open_mfdataset`` with the opening done by vzarr. ``options`` are those of
+    :func:`build` (e.g. ``concat_dim="time"``); references already built (a dict) are opened
+    as they are. Values are read from the sources only when used, through fsspec's reference
+    filesystem (``remote_protocol`` defaults to the sources' scheme; ``remote_options`` are
+    passed to its filesystem, e.g. credentials; ``xarray_options`` to ``xarray.open_dataset``,
+    e.g. ``{"mask_and_scale": False}``). Needs xarray, zarr >= 3 and fsspec. When
+    the references hold a rectilinear chunk grid, zarr-python's
+    ``array.rectilinear_chunks`` option is turned on for the process."""
+    import fsspec
+    import xarray as xr
+    import zarr
+
+    refs = inputs if isinstance(inputs, dict) else build(inputs, **options)
+    if remote_protocol is None:
+        urls = [s.get("url", "") for s in refs.get("vzarr", {}).get("sources", [])]
+        scheme = urls[0].split("://", 1)[0] if urls and "://" in urls[0] else "file"
+        remote_protocol = {"s3a": "s3", "gcs": "gs", "az": "abfs"}.get(scheme, scheme)
+    if any('"rectilinear"' in v for k, v in refs.get("refs", {}).items()
+           if k.endswith("zarr.json") and isinstance(v, str)):
+        # zarr-python 3.4 reads rectilinear chunk grids (uneven files along the
+        # concatenation axis) only when asked; this turns them on for the process.
+        zarr.config.set({"array.rectilinear_chunks": True})
+    fs = fsspec.filesystem(
+        "reference",
+        fo=dict(refs),
+        remote_protocol=remote_protocol,
+        remote_options={**(remote_options or {}), "asynchronous": True},
+        asynchronous=True,
+    )
+    store = zarr.storage.FsspecStore(fs, path="/", read_only=True)
+    kwargs = {"engine": "zarr", "consolidated": False, "zarr_format": 3, "chunks": None,
+              **(xarray_options or {})}
+    return xr.open_dataset(store, **kwargs)

@@ -1,0 +1,33 @@
+"""Type stubs of the extension module (the public API is vzarr's __init__)."""
+
+__version__: str
+
+class VzarrError(Exception):
+    file: str | None
+
+class SourceError(VzarrError): ...
+class ScanError(VzarrError): ...
+class PlanError(VzarrError): ...
+class WriteError(VzarrError): ...
+
+def build(
+    inputs: list[str],
+    *,
+    catalog: list[str],
+    include: list[str],
+    exclude: list[str],
+    concat_dim: str | None,
+    new_dim: str | None,
+    new_dim_values: list[str] | None,
+    allow_gaps: bool,
+    time_units: str | None,
+    jobs: int,
+    on_error: str,
+    cache_dir: str | None,
+    strict: bool,
+    file_timeout: int,
+    split_contiguous: str | None,
+    max_string_bytes: str | None,
+    output: str | None,
+    progress: bool,
+) -> tuple[bytes | None, list[tuple[str, str]], list[str], str]: ...

@@ -1,0 +1,175 @@
+"""The Python package `vzarr` (crates/vzarr-python, built into the venv by
+scripts/python-package): its build equals the CLI's byte for byte, open_dataset reads the
+values netCDF4-python reads from the sources, errors are typed and name the file, nothing is
+printed unless asked, and the extension links no libhdf5 or netCDF-C."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+import xarray as xr
+
+from conftest import FIXTURES, good_fixtures, run_vzarr
+
+vzarr = pytest.importorskip("vzarr", reason="run scripts/python-package (scripts/test does)")
+
+# The fixtures the CLI test set builds one by one, HDF5/NetCDF4 and NetCDF3 alike.
+SINGLE = [f["name"] for f in good_fixtures(("hdf5", "netcdf4", "netcdf3"))]
+
+
+def cli_bytes(tmp_path: Path, *args) -> bytes:
+    out = tmp_path / "cli.json"
+    run_vzarr("build", *args, "-o", out)
+    return out.read_bytes()
+
+
+@pytest.mark.parametrize("name", SINGLE)
+def test_build_of_one_file_equals_the_cli(tmp_path, name):
+    src = FIXTURES / name
+    want = cli_bytes(tmp_path, src)
+    out = tmp_path / "py.json"
+    report = vzarr.build(src, output=out)
+    assert isinstance(report, vzarr.Report) and report.output == str(out)
+    assert out.read_bytes() == want, name
+    refs = vzarr.scan(src)
+    assert refs == json.loads(want)
+
+
+MONTHS = sorted((FIXTURES / "archive").glob("tas_2023*.nc"))
+
+
+@pytest.mark.parametrize(
+    "py_inputs, cli_inputs, options, cli",
+    [
+        # The monthly archive (31/28/30-day months: a rectilinear time axis), as a directory.
+        (FIXTURES / "archive", [FIXTURES / "archive"], {"concat_dim": "time"},
+         ["--concat-dim", "time"]),
+        # Twelve files as a glob, re-encoded into other time units, 1 thread.
+        (str(FIXTURES / "archive" / "tas_2023*.nc"), MONTHS,
+         {"concat_dim": "time", "time_units": "hours since 2000-01-01", "jobs": 1},
+         ["--concat-dim", "time", "--time-units", "hours since 2000-01-01", "--jobs", "1"]),
+        # A catalog of the months in reverse (put in time order by the planner), one gap
+        # left (allowed).
+        (None, None, {"concat_dim": "time", "allow_gaps": True}, ["--concat-dim", "time",
+                                                                    "--allow-gaps"]),
+    ],
+    ids=["archive", "glob-time-units", "catalog-gaps"],
+)
+def test_combined_build_equals_the_cli(tmp_path, py_inputs, cli_inputs, options, cli):
+    if py_inputs is None:
+        catalog = tmp_path / "catalog.txt"
+        catalog.write_text("# months, newest first, March missing\n" + "".join(
+            f"{m}\n" for m in reversed(MONTHS) if not m.name.endswith("03.nc")))
+        py_inputs, cli_inputs, options = [], ["--catalog", catalog], {**options, "catalog": catalog}
+    want = cli_bytes(tmp_path, *cli_inputs, *cli)
+    refs = vzarr.build(py_inputs, **options)
+    assert isinstance(refs, vzarr.References) and isinstance(refs, dict)
+    assert refs == json.loads(want)
+    out = tmp_path / "py.json"
+    vzarr.build(py_inputs, output=out, **options)
+    assert out.read_bytes() == want
+    assert refs.report.summary["files"] == len(refs["vzarr"]["sources"]) > 1
+    assert refs.report.failures == []
+
+
+def test_open_dataset_reads_the_sources_values():
+    files = sorted((FIXTURES / "archive").glob("*.nc"))
+    ds = vzarr.open_dataset(FIXTURES / "archive", concat_dim="time")
+    # Lazy: nothing read until asked.
+    assert not ds["tas"].variable._in_memory
+    # The independent reader: xarray over netCDF4-python, decoding the same way.
+    ref = xr.open_mfdataset(files, combine="by_coords", engine="netcdf4", data_vars="minimal",
+                            compat="override", coords="minimal")
+    for v in ("tas", "pr", "orog", "time", "time_bnds", "lat", "lon"):
+        np.testing.assert_array_equal(ds[v].values, ref[v].values, err_msg=v)
+    # Raw values too, against netCDF4-python itself.
+    raw = vzarr.open_dataset(FIXTURES / "archive", concat_dim="time",
+                             xarray_options={"mask_and_scale": False, "decode_times": False})
+    tas = []
+    for f in files:
+        with netCDF4.Dataset(f) as nc:
+            nc.set_auto_mask(False)
+            tas.append(nc["tas"][...])
+    np.testing.assert_array_equal(raw["tas"].values, np.concatenate(tas))
+    assert raw["time"].attrs["units"] == "days since 2023-01-01"
+    assert ds.sizes["time"] == 365
+    # References built before open as they are.
+    refs = vzarr.build(FIXTURES / "archive", concat_dim="time")
+    again = vzarr.open_dataset(refs)
+    np.testing.assert_array_equal(again["tas"].values, ds["tas"].values)
+
+
+def test_errors_are_typed_and_name_the_file(tmp_path):
+    with pytest.raises(vzarr.SourceError) as e:
+        vzarr.build(tmp_path / "missing.nc")
+    assert e.value.file and e.value.file.endswith("missing.nc")
+    assert isinstance(e.value, vzarr.VzarrError)
+    with pytest.raises(vzarr.ScanError, match="not an HDF5 or NetCDF file"):
+        vzarr.build(FIXTURES / "bad_text.nc")
+    with pytest.raises(vzarr.PlanError, match="must be identical") as e:
+        # Stacking months: their time variables differ (units).
+        vzarr.build([FIXTURES / "archive" / "tas_202301.nc", FIXTURES / "archive" / "tas_202303.nc"],
+                    new_dim="member")
+    assert e.value.file and e.value.file.endswith(".nc")
+    with pytest.raises(vzarr.VzarrError, match="--concat-dim|concat"):
+        vzarr.build([FIXTURES / "archive" / "tas_202301.nc", FIXTURES / "archive" / "tas_202302.nc"])
+    with pytest.raises(ValueError, match="on_error"):
+        vzarr.build(FIXTURES / "archive" / "tas_202301.nc", on_error="ignore")
+    with pytest.raises(ValueError, match="max_string_bytes"):
+        vzarr.build(FIXTURES / "dtypes.h5", max_string_bytes="4 parsecs")
+    with pytest.raises(ValueError, match="exclude each other"):
+        vzarr.build(FIXTURES / "archive", concat_dim="time", new_dim="member")
+    with pytest.raises(vzarr.SourceError, match="no file matches"):
+        vzarr.build(str(tmp_path / "*.nc"))
+    # Writing nothing when the build fails.
+    out = tmp_path / "out.json"
+    with pytest.raises(vzarr.ScanError):
+        vzarr.build([FIXTURES / "archive" / "tas_202301.nc", FIXTURES / "bad_text.nc"], concat_dim="time",
+                    output=out)
+    assert not out.exists()
+
+
+def test_skip_returns_the_failures_and_strict_refuses(tmp_path):
+    refs = vzarr.build([FIXTURES / "archive" / "tas_202301.nc", FIXTURES / "bad_truncated.nc",
+                        FIXTURES / "archive" / "tas_202302.nc"], concat_dim="time", on_error="skip")
+    assert [Path(s).name for s, _ in refs.report.failures] == ["bad_truncated.nc"]
+    assert "truncated" in refs.report.failures[0][1]
+    assert refs.report.summary["failed"] == 1
+    assert len(refs["vzarr"]["sources"]) == 2
+    # Left-out variables are warnings; strict=True makes them an error.
+    refs = vzarr.build(FIXTURES / "dtypes.h5")
+    assert any("objref" in w for w in refs.report.warnings)
+    with pytest.raises(vzarr.ScanError) as e:
+        vzarr.build(FIXTURES / "dtypes.h5", strict=True)
+    assert e.value.file and e.value.file.endswith("dtypes.h5")
+
+
+def test_prints_nothing_unless_asked():
+    code = (
+        "import vzarr, sys\n"
+        f"vzarr.build({str(FIXTURES / 'archive')!r}, concat_dim='time')\n"
+        f"vzarr.build({str(FIXTURES / 'dtypes.h5')!r})\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert (p.stdout, p.stderr) == ("", "")
+
+
+def test_links_no_hdf5_or_netcdf_c_library():
+    ext = Path(vzarr._vzarr.__file__)
+    data = ext.read_bytes()
+    for symbol in (b"H5Fopen", b"H5Dread", b"nc_open", b"nc_get_vara"):
+        assert symbol not in data, f"{ext.name} holds {symbol.decode()}"
+    ldd = subprocess.run(["ldd", str(ext)], capture_output=True, text=True).stdout
+    assert "hdf5" not in ldd and "netcdf" not in ldd, ldd
+
+
+def test_help_documents_every_option():
+    doc = vzarr.build.__doc__
+    import inspect
+    for name in inspect.signature(vzarr.build).parameters:
+        assert f"{name}:" in doc or f"{name} /" in doc or f"/ {name}:" in doc, name
