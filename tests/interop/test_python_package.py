@@ -16,6 +16,7 @@ import xarray as xr
 from conftest import FIXTURES, good_fixtures, run_vzarr
 
 vzarr = pytest.importorskip("vzarr", reason="run scripts/python-package (scripts/test does)")
+import vzarr.virtualizarr  # noqa: E402  (the parser module, imported on demand)
 
 # The fixtures the CLI test set builds one by one, HDF5/NetCDF4 and NetCDF3 alike.
 SINGLE = [f["name"] for f in good_fixtures(("hdf5", "netcdf4", "netcdf3"))]
@@ -173,3 +174,143 @@ def test_help_documents_every_option():
     import inspect
     for name in inspect.signature(vzarr.build).parameters:
         assert f"{name}:" in doc or f"{name} /" in doc or f"/ {name}:" in doc, name
+
+
+# --- the VirtualiZarr parser ------------------------------------------------------------------
+
+def _registry():
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore
+    return ObjectStoreRegistry({"file://": LocalStore()})
+
+
+def _manifest_arrays(group, prefix=""):
+    """path -> ManifestArray of a VirtualiZarr ManifestGroup, nested groups included."""
+    out = {f"{prefix}{k}": a for k, a in group.arrays.items()}
+    for name, g in group.groups.items():
+        out.update(_manifest_arrays(g, f"{prefix}{name}/"))
+    return out
+
+
+def _source_values(path: Path):
+    """path -> values of every dataset, read by h5py (HDF5/NetCDF4) or netCDF4 (NetCDF3)."""
+    import h5py
+    with open(path, "rb") as f:
+        hdf5 = f.read(8) == b"\x89HDF\r\n\x1a\n"
+    out = {}
+    if hdf5:
+        with h5py.File(path, "r") as f:
+            def visit(name, obj):
+                if isinstance(obj, h5py.Dataset):
+                    try:
+                        out[name] = obj[()]
+                    except Exception:  # noqa: BLE001  (types h5py cannot read either)
+                        pass
+            f.visititems(visit)
+    else:
+        with netCDF4.Dataset(path) as nc:
+            nc.set_auto_maskandscale(False)
+            nc.set_auto_chartostring(False)
+            for name, var in nc.variables.items():
+                out[name] = var[...]
+    return out
+
+
+PARSER_FIXTURES = [f["name"] for f in good_fixtures(("hdf5", "netcdf4", "netcdf3"))]
+
+
+@pytest.mark.parametrize("name", PARSER_FIXTURES)
+def test_parser_values_and_virtualizarrs_own_parsers(name):
+    import zarr
+    from virtualizarr.parsers import HDFParser, NetCDF3Parser
+
+    from conftest import assert_values_equal
+    path = FIXTURES / name
+    url = path.as_uri()
+    registry = _registry()
+    parser = vzarr.virtualizarr.Parser()
+    store = parser(url, registry)
+    ours = _manifest_arrays(store._group)
+    # Every array through our ManifestStore equals what h5py / netCDF4-python read.
+    group = zarr.open_group(store, mode="r", zarr_format=3)
+    expected = _source_values(path)
+    checked = 0
+    for p in ours:
+        if p in expected:
+            assert_values_equal(expected[p], group[p][...], f"{name}:{p}")
+            checked += 1
+    assert checked == len([p for p in ours if p in expected]) and checked > 0, name
+    # VirtualiZarr's own parser of the format: the same manifests where it reads the array.
+    theirs_parser = NetCDF3Parser() if name.startswith("nc3") else HDFParser()
+    try:
+        theirs = _manifest_arrays(theirs_parser(url, registry)._group)
+    except Exception as e:  # noqa: BLE001
+        print(f"{name}: VirtualiZarr's {type(theirs_parser).__name__} refuses the file: {e!r}; "
+              f"ours read {checked} arrays equal to the source")
+        return
+    same = differ = 0
+    for p, a in ours.items():
+        b = theirs.get(p)
+        if b is None:
+            print(f"{name}:{p}: not in VirtualiZarr's output; ours equals the source")
+            continue
+        assert a.shape == b.shape, f"{name}:{p}"
+        if a.manifest.shape_chunk_grid != b.manifest.shape_chunk_grid:
+            differ += 1
+            print(f"{name}:{p}: chunk grid {a.manifest.shape_chunk_grid} here, "
+                  f"{b.manifest.shape_chunk_grid} in VirtualiZarr's; ours "
+                  "equals the source")
+        elif a.manifest == b.manifest:
+            same += 1
+        else:
+            differ += 1
+            print(f"{name}:{p}: manifest differs from VirtualiZarr's; ours equals the source")
+    print(f"{name}: {same} manifests equal to VirtualiZarr's, {differ} differ")
+
+
+def _month_files(tmp_path: Path) -> list[Path]:
+    """Two 30-day files whose time chunks (10) divide their length (VirtualiZarr concatenates
+    whole chunks only: the bundled archive's 31-day months, chunked by 10, it refuses)."""
+    rng = np.random.default_rng(7)
+    out = []
+    for k in range(2):
+        p = tmp_path / f"m{k}.nc"
+        with netCDF4.Dataset(p, "w") as nc:
+            nc.createDimension("time", None)
+            nc.createDimension("lat", 4)
+            nc.createDimension("lon", 5)
+            t = nc.createVariable("time", "f8", ("time",))
+            t.units, t.calendar = "days since 2023-01-01", "standard"
+            t[:] = np.arange(30) + 30 * k
+            nc.createVariable("lat", "f4", ("lat",))[:] = np.linspace(-60, 60, 4)
+            nc.createVariable("lon", "f4", ("lon",))[:] = np.linspace(0, 288, 5)
+            v = nc.createVariable("tas", "f4", ("time", "lat", "lon"), chunksizes=(10, 4, 5),
+                                  zlib=True, fill_value=np.float32(1e20))
+            v[:] = rng.normal(280, 10, (30, 4, 5)).astype("f4")
+            v[3, 0, 0] = np.ma.masked
+        out.append(p)
+    return out
+
+
+def test_parser_in_open_virtual_mfdataset_and_the_kerchunk_writer(tmp_path):
+    """open_virtual_mfdataset with our parser, written with VirtualiZarr's kerchunk writer and
+    read back through fsspec + xarray: equal to the sources read by xarray over
+    netCDF4-python."""
+    import fsspec
+    from virtualizarr import open_virtual_mfdataset
+
+    files = _month_files(tmp_path)
+    vds = open_virtual_mfdataset([f.as_uri() for f in files], registry=_registry(),
+                                 parser=vzarr.virtualizarr.Parser(), combine="nested",
+                                 concat_dim="time", loadable_variables=["time", "lat", "lon"],
+                                 coords="minimal", compat="override", data_vars="minimal")
+    out = tmp_path / "refs.json"
+    vds.vz.to_kerchunk(str(out), format="json")
+    fs = fsspec.filesystem("reference", fo=str(out))
+    got = xr.open_dataset(fs.get_mapper(""), engine="zarr", consolidated=False, zarr_format=2)
+    ref = xr.open_mfdataset(files, engine="netcdf4", combine="nested", concat_dim="time",
+                            data_vars="minimal", coords="minimal", compat="override")
+    assert got.sizes["time"] == 60
+    for v in ("tas", "time", "lat"):
+        np.testing.assert_array_equal(got[v].values, ref[v].values, err_msg=v)
+    assert np.isnan(got["tas"].values[3, 0, 0])

@@ -115,7 +115,8 @@ def test_every_array_matches_an_independent_reader(tmp_path):
           f"strings {strings}), reported skipped {skipped}, unreadable by the reference reader "
           f"{unreadable}")
     assert not problems, "\n".join(problems)
-    assert equal >= 255, equal
+    # 382 with issue 16 (strings, complex, struct, enum, bitfield, array types); 255 before.
+    assert equal >= 380, equal
     # The h5py, pyfive and PyTables files hold 6 variable-length string datasets.
     assert strings >= 5, strings
 

@@ -224,11 +224,137 @@ fn build(
     ))
 }
 
+/// One array of a scanned file for VirtualiZarr: its path, Zarr v3 metadata (JSON text), chunk
+/// grid shape, per chunk (C order) the source id as little-endian u32 (`u32::MAX`: missing,
+/// `u32::MAX - 1`: inline), offset and length as little-endian u64, the source URLs, and the
+/// inline chunks as (grid index, bytes).
+type ArrayManifest = (
+    String,
+    String,
+    Vec<u64>,
+    Py<PyBytes>,
+    Py<PyBytes>,
+    Py<PyBytes>,
+    Vec<String>,
+    Vec<(Vec<u64>, Py<PyBytes>)>,
+);
+
+/// Most chunks of one array handed to VirtualiZarr, whose manifests are dense numpy arrays
+/// (20 bytes a chunk here, more there).
+const MAX_PARSER_CHUNKS: u64 = 1 << 27;
+
+/// Scans one file (`url`: a path or URL) and returns its groups (path -> attributes, as JSON
+/// text) and its arrays' manifests as flat buffers (see `ArrayManifest`), for the
+/// VirtualiZarr parser `vzarr.virtualizarr.Parser`.
+#[pyfunction]
+#[pyo3(signature = (url, *, strict, file_timeout, split_contiguous, max_string_bytes))]
+fn scan_manifests(
+    py: Python<'_>,
+    url: String,
+    strict: bool,
+    file_timeout: u64,
+    split_contiguous: Option<String>,
+    max_string_bytes: Option<String>,
+) -> PyResult<(String, Vec<ArrayManifest>, Vec<String>)> {
+    let size = |name: &str, v: Option<String>| -> PyResult<Option<u64>> {
+        v.map(|t| vzarr_build::parse_size(&t))
+            .transpose()
+            .map_err(|e| PyValueError::new_err(format!("{name}: {e}")))
+    };
+    let split_contiguous = size("split_contiguous", split_contiguous)?;
+    let max_string_bytes = size("max_string_bytes", max_string_bytes)?;
+    let opts = BuildOptions {
+        scan: vzarr_scan::ScanOptions::default()
+            .with_split_contiguous(split_contiguous)
+            .with_max_string_bytes(max_string_bytes),
+        jobs: 1,
+        strict,
+        time_limit: (file_timeout > 0).then(|| std::time::Duration::from_secs(file_timeout)),
+        ..Default::default()
+    };
+    let built = py.detach(|| -> Result<vzarr_build::BuildOutcome, BuildError> {
+        let sources =
+            vzarr_scan::inputs::collect(std::slice::from_ref(&url), &[], &Filters::default())?;
+        if sources.len() != 1 {
+            return Err(BuildError::HowToCombine {
+                count: sources.len(),
+                suggestion: None,
+            });
+        }
+        vzarr_build::build(&sources, &opts, &|_, _| {})
+    });
+    let out = built.map_err(|e| to_py(py, &e))?;
+    let ds = out.dataset;
+    let groups: serde_json::Map<String, serde_json::Value> = ds
+        .groups
+        .iter()
+        .map(|(p, g)| (p.clone(), serde_json::Value::Object(g.attributes.clone())))
+        .collect();
+    let mut arrays = Vec::with_capacity(ds.arrays.len());
+    for (path, a) in &ds.arrays {
+        let n = a
+            .grid
+            .n_chunks()
+            .ok()
+            .filter(|&n| n <= MAX_PARSER_CHUNKS && n == a.manifest.len() as u64)
+            .ok_or_else(|| {
+                ScanError::new_err(format!(
+                    "{url}: {path}: {} chunks, more than the {MAX_PARSER_CHUNKS} a VirtualiZarr \
+                     manifest is given here",
+                    a.manifest.len()
+                ))
+            })? as usize;
+        let mut ids = vec![u32::MAX; n];
+        let mut offsets = vec![0u64; n];
+        let mut lengths = vec![0u64; n];
+        let mut inline = Vec::new();
+        let sources: Vec<String> = a.manifest.sources().iter().map(|s| s.to_string()).collect();
+        for (i, chunk) in a.manifest.iter_stored() {
+            match chunk {
+                vzarr_core::ChunkRef::Missing => {}
+                vzarr_core::ChunkRef::Inline(b) => {
+                    ids[i] = u32::MAX - 1;
+                    lengths[i] = b.len() as u64;
+                    inline.push((a.grid.chunk_index(i as u64), PyBytes::new(py, b).unbind()));
+                }
+                vzarr_core::ChunkRef::Range {
+                    source,
+                    offset,
+                    length,
+                } => {
+                    // Interned: the position of the source among the manifest's sources.
+                    ids[i] = sources.iter().position(|s| s == source).unwrap_or(0) as u32;
+                    offsets[i] = offset;
+                    lengths[i] = length;
+                }
+            }
+        }
+        let le32: Vec<u8> = ids.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let le64 = |v: &[u64]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+        arrays.push((
+            path.clone(),
+            a.zarr_metadata().to_string(),
+            a.grid.grid_shape(),
+            PyBytes::new(py, &le32).unbind(),
+            PyBytes::new(py, &le64(&offsets)).unbind(),
+            PyBytes::new(py, &le64(&lengths)).unbind(),
+            sources,
+            inline,
+        ));
+    }
+    Ok((
+        serde_json::Value::Object(groups).to_string(),
+        arrays,
+        out.warnings,
+    ))
+}
+
 /// The extension module `vzarr._vzarr`.
 #[pymodule]
 fn _vzarr(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(build, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_manifests, m)?)?;
     m.add("VzarrError", py.get_type::<VzarrError>())?;
     m.add("SourceError", py.get_type::<SourceError>())?;
     m.add("ScanError", py.get_type::<ScanError>())?;
