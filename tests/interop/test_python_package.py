@@ -314,3 +314,40 @@ def test_parser_in_open_virtual_mfdataset_and_the_kerchunk_writer(tmp_path):
     for v in ("tas", "time", "lat"):
         np.testing.assert_array_equal(got[v].values, ref[v].values, err_msg=v)
     assert np.isnan(got["tas"].values[3, 0, 0])
+
+
+def test_sources_on_object_storage(moto_server, monkeypatch):
+    """vzarr.build over an s3:// prefix and the parser over an s3:// object (moto server):
+    the same chunk references as the local files', and the parser's store, reading through an
+    obstore S3Store in the registry, gives the values netCDF4-python reads locally."""
+    import zarr
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import S3Store
+
+    client, env = moto_server
+    for k in ("AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+              "AWS_REGION"):
+        monkeypatch.setenv(k, env[k])
+    client.create_bucket(Bucket="pyvz")
+    for f in MONTHS:
+        client.upload_file(str(f), "pyvz", f"archive/{f.name}")
+    remote = vzarr.build("s3://pyvz/archive/", concat_dim="time")
+    local = vzarr.build(FIXTURES / "archive", concat_dim="time")
+    prefix = (FIXTURES / "archive").as_uri() + "/"
+    assert remote["refs"].keys() == local["refs"].keys()
+    for k, v in local["refs"].items():
+        r = remote["refs"][k]
+        if isinstance(v, list):
+            assert r == [v[0].replace(prefix, "s3://pyvz/archive/"), *v[1:]], k
+        else:
+            assert r == v, k
+
+    registry = ObjectStoreRegistry({"s3://pyvz": S3Store(
+        "pyvz", endpoint=env["AWS_ENDPOINT_URL"], access_key_id="test",
+        secret_access_key="test", region="us-east-1", client_options={"allow_http": True})})
+    store = vzarr.virtualizarr.Parser()("s3://pyvz/archive/tas_202302.nc", registry)
+    group = zarr.open_group(store, mode="r", zarr_format=3)
+    with netCDF4.Dataset(FIXTURES / "archive" / "tas_202302.nc") as nc:
+        nc.set_auto_mask(False)
+        for v in ("tas", "pr", "time"):
+            np.testing.assert_array_equal(group[v][...], nc[v][...], err_msg=v)
