@@ -94,8 +94,8 @@ pub(crate) fn finish(
                     vzarr_icechunk::WriteMode::CreateOrReplace
                 },
             };
-            let w = vzarr_icechunk::write(ds, location, &opts)
-                .with_context(|| format!("writing {}", location.display()))?;
+            // The library's errors name the repository.
+            let w = vzarr_icechunk::write(ds, location, &opts)?;
             println!(
                 "wrote {} (Icechunk, branch {}, commit {}{}): {} arrays from {} file(s), {} virtual references ({}), {} native chunks, {} left out",
                 w.location,
