@@ -79,8 +79,7 @@ impl RepoLocation {
         }
     }
 
-    /// Whether the location may hold a repository: `Some(true)` when a local directory
-    /// exists (empty or not), `Some(false)` when nothing is there, `None` for object storage.
+    /// What is at a local location (`None` for object storage).
     pub(crate) fn local_state(&self) -> Result<Option<LocalState>, IcechunkError> {
         let RepoLocation::Local(p) = self else {
             return Ok(None);
@@ -92,10 +91,7 @@ impl RepoLocation {
                 LocalState::NonEmptyDir
             })),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(LocalState::Absent)),
-            Err(e) if p.exists() => Err(IcechunkError::Io {
-                location: self.display(),
-                source: e,
-            }),
+            // Not a directory, or not readable.
             Err(e) => Err(IcechunkError::Io {
                 location: self.display(),
                 source: e,

@@ -215,61 +215,66 @@ async fn open_async(
                         .map(DimGrid::normalized)
                         .collect(),
                 );
-                let guard = session.read().await;
-                let chunks: Vec<_> = guard
-                    .array_chunk_iterator(&node.path)
-                    .await
-                    .try_collect()
-                    .await
-                    .map_err(|e| {
+                // Chunks one at a time from Icechunk's stream, counted against the limit
+                // before they are kept; native chunk objects are fetched after the listing.
+                let mut native = Vec::new();
+                {
+                    let guard = session.read().await;
+                    let stream = guard.array_chunk_iterator(&node.path).await;
+                    let mut stream = std::pin::pin!(stream);
+                    while let Some(info) = stream.try_next().await.map_err(|e| {
                         IcechunkError::icechunk(&at, format!("listing chunks of {path}"), e)
-                    })?;
-                drop(guard);
-                for info in chunks {
-                    references += 1;
-                    if references > max_references {
-                        return Err(content(
-                            &path,
-                            format!("more than {max_references} chunk entries"),
-                        ));
-                    }
-                    let index: Vec<u64> = info.coord.0.iter().map(|&c| u64::from(c)).collect();
-                    let bad = |reason: String| content(&format!("{path} chunk {index:?}"), reason);
-                    let lin = array
-                        .grid
-                        .linear_index(&index)
-                        .ok_or_else(|| bad("outside the chunk grid".into()))?;
-                    let lin = usize::try_from(lin).map_err(|_| bad("index too large".into()))?;
-                    match info.payload {
-                        ChunkPayload::Virtual(r) => {
-                            let url = decode_file_url(r.location.url())
-                                .ok_or_else(|| bad(format!("{}: not UTF-8", r.location.url())))?;
-                            let s = array
-                                .manifest
-                                .intern(&url)
-                                .map_err(|e| bad(e.to_string()))?;
-                            array
-                                .manifest
-                                .set_range(lin, s, r.offset, r.length)
-                                .map_err(|e| bad(e.to_string()))?;
+                    })? {
+                        references += 1;
+                        if references > max_references {
+                            return Err(content(
+                                &path,
+                                format!("more than {max_references} chunk entries"),
+                            ));
                         }
-                        ChunkPayload::Inline(bytes) => array
-                            .manifest
-                            .set_inline(lin, bytes.to_vec())
-                            .map_err(|e| bad(e.to_string()))?,
-                        ChunkPayload::Ref(_) => {
-                            let ckey = chunk_key(&path, &index);
-                            let bytes = store.get(&ckey, &ByteRange::ALL).await.map_err(|e| {
-                                IcechunkError::icechunk(&at, format!("reading {ckey}"), e)
-                            })?;
-                            array
+                        let index: Vec<u64> = info.coord.0.iter().map(|&c| u64::from(c)).collect();
+                        let bad =
+                            |reason: String| content(&format!("{path} chunk {index:?}"), reason);
+                        let lin = array
+                            .grid
+                            .linear_index(&index)
+                            .ok_or_else(|| bad("outside the chunk grid".into()))?;
+                        let lin =
+                            usize::try_from(lin).map_err(|_| bad("index too large".into()))?;
+                        match info.payload {
+                            ChunkPayload::Virtual(r) => {
+                                let url = decode_file_url(r.location.url()).ok_or_else(|| {
+                                    bad(format!("{}: not UTF-8", r.location.url()))
+                                })?;
+                                let s = array
+                                    .manifest
+                                    .intern(&url)
+                                    .map_err(|e| bad(e.to_string()))?;
+                                array
+                                    .manifest
+                                    .set_range(lin, s, r.offset, r.length)
+                                    .map_err(|e| bad(e.to_string()))?;
+                            }
+                            ChunkPayload::Inline(bytes) => array
                                 .manifest
                                 .set_inline(lin, bytes.to_vec())
-                                .map_err(|e| bad(e.to_string()))?;
+                                .map_err(|e| bad(e.to_string()))?,
+                            ChunkPayload::Ref(_) => native.push((lin, index)),
+                            #[allow(unreachable_patterns)]
+                            _ => return Err(bad("a chunk payload vzarr does not know".into())),
                         }
-                        #[allow(unreachable_patterns)]
-                        _ => return Err(bad("a chunk payload vzarr does not know".into())),
                     }
+                }
+                for (lin, index) in native {
+                    let ckey = chunk_key(&path, &index);
+                    let bytes = store
+                        .get(&ckey, &ByteRange::ALL)
+                        .await
+                        .map_err(|e| IcechunkError::icechunk(&at, format!("reading {ckey}"), e))?;
+                    array
+                        .manifest
+                        .set_inline(lin, bytes.to_vec())
+                        .map_err(|e| content(&ckey, e.to_string()))?;
                 }
                 ds.arrays.insert(path, array);
             }
