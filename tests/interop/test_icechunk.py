@@ -8,6 +8,7 @@ repository and sources on an S3 server (moto); append as a second commit; `vzarr
 
 import json
 import os
+import shutil
 
 import h5py
 import hdf5plugin  # noqa: F401  (registers zstd/blosc/lz4 so h5py can read those fixtures)
@@ -127,6 +128,26 @@ def test_hdf5_fixture_equals_h5py(tmp_path, name):
             assert_values_equal(ds[()], group[path][...], f"{name}:{path}")
             checked += 1
     assert checked > 0
+
+
+def test_paths_with_spaces_and_percent_signs(tmp_path):
+    """A source whose directory and name need percent-encoding in a URL (`a b%20c.nc` in
+    `sp ace/`): icechunk-python finds its container and reads the file named so."""
+    src_dir = tmp_path / "sp ace"
+    src_dir.mkdir()
+    src = src_dir / "a b%20c.nc"
+    shutil.copy(FIXTURES / "nc4_climate.nc", src)
+    repo_path = tmp_path / "repo"
+    build_repo(repo_path, src)
+    repo, conts = open_local(repo_path)
+    assert conts == [f"file://{src_dir}/"]
+    group = zarr_group(repo)
+    with netCDF4.Dataset(src) as ds:
+        ds.set_auto_maskandscale(False)
+        for var in ds.variables.values():
+            assert_values_equal(var[...], group[var.name][...], var.name)
+    v = run_vzarr("verify", repo_path, "--trust-references", check=False)
+    assert v.returncode == 0, v.stdout + v.stderr
 
 
 @pytest.mark.parametrize("name", [f["name"] for f in good_fixtures(formats=("netcdf3",))])

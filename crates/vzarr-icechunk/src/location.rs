@@ -181,5 +181,7 @@ pub fn container_for(prefix: &str) -> Result<VirtualChunkContainer, IcechunkErro
             "only file:// and s3:// sources can be written to Icechunk repositories here".into(),
         ));
     };
-    VirtualChunkContainer::new(crate::url::encode_file_url(prefix), store).map_err(bad)
+    // The prefix as vzarr writes URLs, not percent-encoded: Icechunk 2.3 matches a chunk's
+    // location, percent-decoded, against the prefixes when it reads.
+    VirtualChunkContainer::new(prefix.to_string(), store).map_err(bad)
 }

@@ -5,7 +5,9 @@
 //! percent-encodes some bytes and not others (a literal `%20` in a file name would then read as
 //! a space). So `file://` paths are percent-encoded here, every byte but the unreserved ones
 //! and `/`, which the URL parser keeps as they are, and decoded when read back. Object-store
-//! URLs (`s3://bucket/key`) are kept verbatim by Icechunk and here.
+//! URLs (`s3://bucket/key`) are kept verbatim by Icechunk and here. Virtual chunk container
+//! prefixes stay in vzarr's form: Icechunk's readers percent-decode a location before they
+//! match it against the prefixes.
 
 /// The Icechunk form of a vzarr source URL (or URL prefix).
 pub(crate) fn encode_file_url(url: &str) -> String {

@@ -373,7 +373,7 @@ async fn write_async(
             .set(&key, Bytes::from(array_document(array).to_string()))
             .await
             .map_err(ice(&at, &format!("writing {key}")))?;
-        let (v, n) = write_chunks(&store, path, array, &checksums, &at).await?;
+        let (v, n) = write_chunks(&store, path, array, &checksums, &prefixes, &at).await?;
         written.virtual_refs += v;
         written.native_chunks += n;
     }
@@ -403,6 +403,7 @@ async fn write_chunks(
     path: &str,
     array: &VirtualArray,
     checksums: &HashMap<&str, Option<Checksum>>,
+    prefixes: &[String],
     at: &str,
 ) -> Result<(u64, u64), IcechunkError> {
     let node = ic_path(path)?;
@@ -411,12 +412,22 @@ async fn write_chunks(
         index,
         reason,
     };
-    // Icechunk's location of each source, once.
+    // Icechunk's location of each source, once. Every source must lie under a container of
+    // the repository (`container_prefixes` made them so): checked here, because Icechunk 2.3
+    // checks a location at write time without percent-decoding it and at read time after
+    // decoding it, so its own check would refuse `file:///dir with space/x.nc` under the
+    // container `file:///dir with space/` that its readers match.
     let locations = array
         .manifest
         .sources()
         .iter()
         .map(|u| {
+            if !prefixes.iter().any(|p| u.starts_with(p.as_str())) {
+                return Err(ref_err(
+                    Vec::new(),
+                    format!("{u}: outside every virtual chunk container of the repository"),
+                ));
+            }
             VirtualChunkLocation::from_url(&encode_file_url(u))
                 .map(|l| (&**u, (l, checksums.get(&**u).cloned().flatten())))
                 .map_err(|e| ref_err(Vec::new(), format!("{u}: not a URL Icechunk takes: {e}")))
@@ -427,7 +438,7 @@ async fn write_chunks(
     let (mut refs, mut native) = (0u64, 0u64);
     let flush = |batch: Vec<(ChunkIndices, VirtualChunkRef)>| async move {
         match store
-            .set_virtual_refs(&node_path(path), true, batch)
+            .set_virtual_refs(&node_path(path), false, batch)
             .await
             .map_err(|e| IcechunkError::icechunk(at, format!("writing references of {path}"), e))?
         {
