@@ -236,16 +236,21 @@ def test_failed_build_leaves_no_commit(tmp_path):
 
 
 def test_repository_and_sources_on_s3(tmp_path, moto_server):
+    """Sources and repository on an S3 server: half a year built, the rest uploaded and
+    appended (the prefix given again: only the new objects are added) as a second commit."""
     client, env = moto_server
     bucket = "icechunk-test"
     client.create_bucket(Bucket=bucket)
     paths = write_archive(tmp_path, MONTHS_2023, chunk_t=31)
-    for p in paths:
+    for p in paths[:6]:
         client.upload_file(str(p), bucket, f"archive/{p.name}")
     repo_url = f"s3://{bucket}/repos/tas"
     p = run_vzarr_env(env, "build", f"s3://{bucket}/archive/", "--concat-dim", "time",
                       "--format", "icechunk", "-o", repo_url)
     assert f"s3://{bucket}/archive/" in p.stdout
+    for p in paths[6:]:
+        client.upload_file(str(p), bucket, f"archive/{p.name}")
+    run_vzarr_env(env, "build", f"s3://{bucket}/archive/", "--append", "--format", "icechunk", "-o", repo_url)
     endpoint = env["AWS_ENDPOINT_URL"]
     storage = icechunk.s3_storage(
         bucket=bucket, prefix="repos/tas", endpoint_url=endpoint, allow_http=True, region="us-east-1",
@@ -257,11 +262,20 @@ def test_repository_and_sources_on_s3(tmp_path, moto_server):
         {c: icechunk.s3_credentials(access_key_id="test", secret_access_key="test") for c in conts}
     )
     repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=creds)
+    history = list(repo.ancestry(branch="main"))
+    assert len(history) == 3 and "append of 12 source(s)" in history[0].message
     virt = open_xr(repo)
     assert_matches_concat(virt, expected_concat(paths))
-    # vzarr verify and cat read the repository on S3 too.
+    # vzarr verify reads the repository on S3 too, and sees an object replaced since.
     v = run_vzarr_env(env, "verify", repo_url, "--trust-references", check=False)
     assert v.returncode == 0, v.stdout + v.stderr
+    # An object replaced by other bytes (a new ETag): vzarr verify reports it, and
+    # icechunk-python refuses its chunks (the references' ETag checksum).
+    client.upload_file(str(paths[1]), bucket, f"archive/{paths[0].name}")
+    v = run_vzarr_env(env, "verify", repo_url, "--trust-references", check=False)
+    assert v.returncode != 0
+    with pytest.raises(Exception, match="(?i)modified|changed|precondition|etag"):
+        zarr_group(repo)["tas"][0:31]
 
 
 def run_vzarr_env(env, *args, check=True):
