@@ -74,7 +74,8 @@ pub struct Written {
     pub virtual_refs: u64,
     /// Chunks written as Icechunk chunks (inline in the manifest or chunk objects).
     pub native_chunks: u64,
-    /// The virtual chunk containers the repository's configuration lists (URL prefixes).
+    /// The virtual chunk containers (URL prefixes) the dataset's references need, all listed in
+    /// the repository's configuration.
     pub containers: Vec<String>,
 }
 
@@ -259,8 +260,10 @@ async fn write_async(
             .map_err(ice(&at, "opening the repository"))?;
         let mut config = repo.config().clone();
         let mut changed = false;
+        // Containers the repository lacks are added; one it lists already (perhaps set up by
+        // its owner for their readers) is left as it is.
         for c in &containers {
-            if config.get_virtual_chunk_container(c.url_prefix()) != Some(c) {
+            if config.get_virtual_chunk_container(c.url_prefix()).is_none() {
                 config
                     .set_virtual_chunk_container(c.clone())
                     .map_err(|reason| IcechunkError::Container {

@@ -192,3 +192,67 @@ fn locations() {
         assert!(RepoLocation::parse(bad).is_err(), "{bad}");
     }
 }
+
+/// Many references in one array (run with `--ignored --nocapture`; prints the times). Not a
+/// benchmark: a check that writing and opening stream at scale.
+#[test]
+#[ignore]
+fn many_references() {
+    let n: u64 = std::env::var("VZARR_ICECHUNK_REFS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let mut ds = VirtualDataset::new();
+    let grid = ChunkGrid::regular(&[n, 16], &[1, 16]).unwrap();
+    let mut manifest = ChunkManifest::new_missing(n as usize);
+    let files: Vec<u32> = (0..100)
+        .map(|i| manifest.intern(&format!("file://{dir}/f{i}.nc")).unwrap())
+        .collect();
+    for i in 0..n {
+        manifest
+            .set_range(i as usize, files[(i % 100) as usize], 4096 + i * 64, 64)
+            .unwrap();
+    }
+    ds.arrays.insert(
+        "v".into(),
+        VirtualArray {
+            data_type: DataType::Float32,
+            endian: Endian::Little,
+            fill_value: FillValue::zero(DataType::Float32),
+            codecs: vec![],
+            dimension_names: vec!["t".into(), "x".into()],
+            attributes: Default::default(),
+            grid,
+            manifest,
+        },
+    );
+    ds.provenance.allowed_prefixes = vec![format!("file://{dir}/")];
+    let loc = RepoLocation::parse(&format!("{dir}/repo")).unwrap();
+    let t = std::time::Instant::now();
+    let w = write(&ds, &loc, &WriteOptions::default()).unwrap();
+    let written = t.elapsed();
+    assert_eq!(w.virtual_refs, n);
+    let t = std::time::Instant::now();
+    let back = open(&loc, "main", n).unwrap();
+    let opened = t.elapsed();
+    assert_eq!(back.dataset.arrays["v"].manifest.stored(), n as usize);
+    let size: u64 = walk_size(&tmp.path().join("repo"));
+    println!("{n} references: write {written:?}, open {opened:?}, repository {size} bytes");
+}
+
+fn walk_size(p: &std::path::Path) -> u64 {
+    std::fs::read_dir(p)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                walk_size(&e.path())
+            } else {
+                m.len()
+            }
+        })
+        .sum()
+}
