@@ -11,20 +11,40 @@ use vzarr_core::summary::summarize;
 use vzarr_scan::batch::BatchSummary;
 use vzarr_scan::inputs::SourceRef;
 
-use crate::flags::ReportArgs;
+use crate::flags::{Output, ReportArgs};
 use crate::print;
 
 /// Runs `vzarr build` (with `--append`, the output's recorded sources come first).
 pub(crate) fn build(
     sources: Vec<SourceRef>,
     mut opts: BuildOptions,
-    output: &Path,
+    output: &Output,
     append: bool,
     report: &ReportArgs,
 ) -> Result<ExitCode> {
     let sources = if append {
-        let (all, concat) =
-            vzarr_build::append::plan_append(output, sources, opts.concat.as_ref())?;
+        let (all, concat) = match output {
+            Output::Kerchunk(path) => {
+                vzarr_build::append::plan_append(path, sources, opts.concat.as_ref())?
+            }
+            Output::Icechunk { location, branch } => {
+                let at = location.display();
+                let prov = vzarr_icechunk::provenance(location, branch)?.ok_or_else(|| {
+                    BuildError::Append {
+                        output: at.clone(),
+                        reason: format!(
+                            "the tip of branch {branch:?} records no vzarr provenance; rebuild it instead of appending"
+                        ),
+                    }
+                })?;
+                vzarr_build::append::plan_append_recorded(
+                    &at,
+                    &prov,
+                    sources,
+                    opts.concat.as_ref(),
+                )?
+            }
+        };
         opts.concat = concat;
         all
     } else {
@@ -39,7 +59,15 @@ pub(crate) fn build(
         if let Some(r) = &out.plan {
             print::plan_report(r);
         }
-        print::finish(&out.dataset, output, &out.failures, &out.summary, report)
+        let action = if append { "append" } else { "build" };
+        print::finish(
+            &out.dataset,
+            output,
+            action,
+            &out.failures,
+            &out.summary,
+            report,
+        )
     })
 }
 
@@ -106,7 +134,46 @@ fn combine_in_pool(
         ..Default::default()
     };
     vzarr_build::fill_totals(&mut summary, &ds, started);
-    print::finish(&ds, output, &failures, &summary, report)
+    print::finish(
+        &ds,
+        &Output::Kerchunk(output.to_path_buf()),
+        "combine",
+        &failures,
+        &summary,
+        report,
+    )
+}
+
+/// Runs `vzarr inspect` on an Icechunk repository: what a branch's tip holds, and its history.
+pub(crate) fn inspect_repo(
+    location: &vzarr_icechunk::RepoLocation,
+    branch: &str,
+    json: bool,
+) -> Result<ExitCode> {
+    let opened = vzarr_icechunk::open(location, branch, vzarr_core::MAX_REFERENCES)?;
+    let history = vzarr_icechunk::history(location, branch)?;
+    let s = summarize(&opened.dataset);
+    if json {
+        let v = serde_json::json!({
+            "repository": location.display(),
+            "branch": branch,
+            "snapshot": opened.snapshot,
+            "history": history,
+            "dataset": s,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "Icechunk repository {}, branch {branch}, snapshot {}",
+            location.display(),
+            opened.snapshot
+        );
+        for c in &history {
+            println!("  {} {} {}", c.id, c.written_at, c.message);
+        }
+        print!("{}", s.to_table());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Runs `vzarr inspect`: what the scanner sees in one file.

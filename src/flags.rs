@@ -43,6 +43,28 @@ pub(crate) enum Hdf5ScannerArg {
     Libhdf5,
 }
 
+/// What `vzarr build` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FormatArg {
+    /// kerchunk version 1 reference JSON with Zarr v3 keys (one file).
+    Kerchunk,
+    /// An Icechunk repository (spec version 2; a local directory or s3://bucket/prefix), one
+    /// commit per build.
+    Icechunk,
+}
+
+/// Where `vzarr build` writes, validated.
+#[derive(Clone, Debug)]
+pub(crate) enum Output {
+    /// A kerchunk reference file.
+    Kerchunk(PathBuf),
+    /// A branch of an Icechunk repository.
+    Icechunk {
+        location: vzarr_icechunk::RepoLocation,
+        branch: String,
+    },
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum OnErrorArg {
     /// Stop at the first bad source; write nothing.
@@ -150,12 +172,19 @@ pub(crate) enum Command {
     Build {
         #[command(flatten)]
         sources: SourceArgs,
-        /// Output reference file (written atomically).
-        #[arg(short, long, value_name = "OUT.json")]
+        /// Output: a reference file (written atomically), or with --format icechunk a
+        /// repository (a local directory or s3://bucket/prefix).
+        #[arg(short, long, value_name = "OUT.json|REPO")]
         output: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "kerchunk")]
+        format: FormatArg,
+        /// The branch of an Icechunk repository to commit to.
+        #[arg(long, value_name = "BRANCH", default_value = "main")]
+        branch: String,
         /// Extend OUT.json with the given new files: its recorded sources are combined with
         /// them (their scans come from --cache-dir when cached there); the result equals a
-        /// full rebuild.
+        /// full rebuild. An Icechunk repository gets the result as a new commit.
         #[arg(long)]
         append: bool,
         #[command(flatten)]
@@ -190,8 +219,12 @@ pub(crate) enum Command {
     },
     /// Print what the scanner sees in a file: arrays, shapes, types, chunking, codecs.
     Inspect {
-        /// HDF5, NetCDF4 or NetCDF3 file (or object-store URL of a NetCDF3 file).
+        /// HDF5, NetCDF4 or NetCDF3 file (or object-store URL), or an Icechunk repository
+        /// (a local directory or s3://bucket/prefix) written by vzarr.
         input: String,
+        /// The branch, for an Icechunk repository.
+        #[arg(long, value_name = "BRANCH", default_value = "main")]
+        branch: String,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -223,7 +256,7 @@ pub(crate) enum Run {
     Build {
         sources: Vec<SourceRef>,
         opts: BuildOptions,
-        output: PathBuf,
+        output: Output,
         append: bool,
         report: ReportArgs,
     },
@@ -247,6 +280,12 @@ pub(crate) enum Run {
         scan: vzarr_scan::ScanOptions,
         json: bool,
     },
+    /// `vzarr inspect` of an Icechunk repository.
+    InspectRepo {
+        location: vzarr_icechunk::RepoLocation,
+        branch: String,
+        json: bool,
+    },
     /// `vzarr verify`.
     Verify(VerifyArgs),
     /// `vzarr cat`.
@@ -268,13 +307,23 @@ pub(crate) fn parse() -> Result<Run> {
         Command::Build {
             sources,
             output,
+            format,
+            branch,
             append,
             combine,
             report,
         } => Run::Build {
             opts: build_options(&sources, Some(&combine))?,
             sources: collect(&sources)?,
-            output,
+            output: match format {
+                FormatArg::Kerchunk => Output::Kerchunk(output),
+                FormatArg::Icechunk => Output::Icechunk {
+                    location: vzarr_icechunk::RepoLocation::parse(
+                        output.to_str().context("the output path is not UTF-8")?,
+                    )?,
+                    branch,
+                },
+            },
             append,
             report,
         },
@@ -305,7 +354,19 @@ pub(crate) fn parse() -> Result<Run> {
             output,
             report,
         },
-        Command::Inspect { input, json, scan } => {
+        Command::Inspect {
+            input,
+            json,
+            branch,
+            ..
+        } if vzarr_icechunk::is_repository(&input) => Run::InspectRepo {
+            location: vzarr_icechunk::RepoLocation::parse(&input)?,
+            branch,
+            json,
+        },
+        Command::Inspect {
+            input, json, scan, ..
+        } => {
             let found = vzarr_scan::inputs::collect(
                 std::slice::from_ref(&input),
                 &[],
@@ -350,6 +411,9 @@ pub(crate) struct ReadArgs {
     /// Requests in flight at most.
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub(crate) concurrency: usize,
+    /// The branch to read, when the references are an Icechunk repository.
+    #[arg(long, value_name = "BRANCH", default_value = "main")]
+    pub(crate) branch: String,
 }
 
 /// Prefixes from `$VZARR_ALLOW_PREFIXES` (comma-separated) and from the config file
@@ -398,8 +462,9 @@ impl ReadArgs {
 /// Arguments of `vzarr verify`.
 #[derive(clap::Args, Clone, Debug)]
 pub(crate) struct VerifyArgs {
-    /// Reference file: a path, or a file://, s3://, gs://, az:// or http(s):// URL.
-    #[arg(value_name = "OUT.json")]
+    /// Reference file (a path, or a file://, s3://, gs://, az:// or http(s):// URL), or an
+    /// Icechunk repository (a local directory or s3://bucket/prefix).
+    #[arg(value_name = "OUT.json|REPO")]
     pub(crate) refs: String,
     /// Check a random sample of N chunks instead of all of them.
     #[arg(long, value_name = "N")]
@@ -427,8 +492,9 @@ pub(crate) struct VerifyArgs {
 /// Arguments of `vzarr cat`.
 #[derive(clap::Args, Clone, Debug)]
 pub(crate) struct CatArgs {
-    /// Reference file: a path, or a file://, s3://, gs://, az:// or http(s):// URL.
-    #[arg(value_name = "OUT.json")]
+    /// Reference file (a path, or a file://, s3://, gs://, az:// or http(s):// URL), or an
+    /// Icechunk repository (a local directory or s3://bucket/prefix).
+    #[arg(value_name = "OUT.json|REPO")]
     pub(crate) refs: String,
     /// Array and optional numpy-like selection, e.g. 'tas[0:3,10,:]', 'g/v[-1]', 'time'.
     #[arg(value_name = "VAR[SEL]")]

@@ -50,6 +50,11 @@ fn run(command: Run) -> Result<ExitCode> {
             report,
         } => build_cmds::combine(&partials, &opts, &output, &report),
         Run::Inspect { source, scan, json } => build_cmds::inspect(&source, &scan, json),
+        Run::InspectRepo {
+            location,
+            branch,
+            json,
+        } => build_cmds::inspect_repo(&location, &branch, json),
         Run::Verify(args) => read_cmds::verify(args),
         Run::Cat(args) => read_cmds::cat(args).map(|()| ExitCode::SUCCESS),
         Run::VerifyWorker => vzarr_verify::worker::serve()

@@ -2,7 +2,7 @@
 //! a build (after writing its output, failure report and summary).
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -10,7 +10,7 @@ use vzarr_build::Failure;
 use vzarr_core::summary::{human_bytes, summarize};
 use vzarr_scan::batch::BatchSummary;
 
-use crate::flags::ReportArgs;
+use crate::flags::{Output, ReportArgs};
 
 /// Exit status of a build that left some sources out (`--on-error skip`).
 pub(crate) const EXIT_PARTIAL: u8 = 2;
@@ -60,25 +60,71 @@ pub(crate) fn plan_report(r: &vzarr_plan::PlanReport) {
 /// Writes the output, the failure report and the summary; returns the exit status.
 pub(crate) fn finish(
     ds: &vzarr_core::VirtualDataset,
-    output: &Path,
+    output: &Output,
+    action: &str,
     failures: &[Failure],
     summary: &BatchSummary,
     report: &ReportArgs,
 ) -> Result<ExitCode> {
-    vzarr_kerchunk::write_file(ds, output)
-        .with_context(|| format!("writing {}", output.display()))?;
     let s = summarize(ds);
-    let out = vzarr_source::absolute(output).unwrap_or(output.to_path_buf());
-    println!(
-        "wrote {}: {} arrays from {} file(s), {} chunks referenced ({}), {} inline, {} left out",
-        out.display(),
-        s.arrays.len(),
-        ds.provenance.sources.len(),
-        s.total.referenced,
-        human_bytes(s.total.referenced_bytes),
-        s.total.inline,
-        s.skipped.len()
-    );
+    let default_report = match output {
+        Output::Kerchunk(path) => {
+            vzarr_kerchunk::write_file(ds, path)
+                .with_context(|| format!("writing {}", path.display()))?;
+            let out = vzarr_source::absolute(path).unwrap_or(path.to_path_buf());
+            println!(
+                "wrote {}: {} arrays from {} file(s), {} chunks referenced ({}), {} inline, {} left out",
+                out.display(),
+                s.arrays.len(),
+                ds.provenance.sources.len(),
+                s.total.referenced,
+                human_bytes(s.total.referenced_bytes),
+                s.total.inline,
+                s.skipped.len()
+            );
+            PathBuf::from(format!("{}.failed.txt", path.display()))
+        }
+        Output::Icechunk { location, branch } => {
+            let opts = vzarr_icechunk::WriteOptions {
+                branch: branch.clone(),
+                message: vzarr_icechunk::commit_message(ds, action),
+                mode: if action == "append" {
+                    vzarr_icechunk::WriteMode::Existing
+                } else {
+                    vzarr_icechunk::WriteMode::CreateOrReplace
+                },
+            };
+            // The library's errors name the repository.
+            let w = vzarr_icechunk::write(ds, location, &opts)?;
+            println!(
+                "wrote {} (Icechunk, branch {}, commit {}{}): {} arrays from {} file(s), {} virtual references ({}), {} native chunks, {} left out",
+                w.location,
+                w.branch,
+                w.snapshot,
+                if w.created { ", new repository" } else { "" },
+                s.arrays.len(),
+                ds.provenance.sources.len(),
+                w.virtual_refs,
+                human_bytes(s.total.referenced_bytes),
+                w.native_chunks,
+                s.skipped.len()
+            );
+            println!(
+                "virtual chunk containers (a reader authorises these): {}",
+                w.containers.join(", ")
+            );
+            let name = match location {
+                vzarr_icechunk::RepoLocation::Local(p) => p.display().to_string(),
+                _ => location
+                    .display()
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or("vzarr")
+                    .to_string(),
+            };
+            PathBuf::from(format!("{name}.failed.txt"))
+        }
+    };
     println!(
         "{} files: {} scanned, {} from the cache, {} failed; {:.2} s",
         summary.files, summary.scanned, summary.cache_hits, summary.failed, summary.total_seconds
@@ -90,10 +136,7 @@ pub(crate) fn finish(
     if failures.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
-    let path = report
-        .report
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("{}.failed.txt", output.display())));
+    let path = report.report.clone().unwrap_or(default_report);
     vzarr_build::write_report(&path, failures)?;
     eprintln!(
         "vzarr: {} source(s) left out (listed in {}); the output is partial",

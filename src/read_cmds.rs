@@ -6,12 +6,29 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
-use crate::flags::{CatArgs, VerifyArgs};
+use crate::flags::{CatArgs, ReadArgs, VerifyArgs};
+
+/// Opens references: an Icechunk repository (a branch's tip) or a kerchunk reference file.
+pub(crate) fn open_reader(refs: &str, read: &ReadArgs) -> Result<vzarr_read::Reader> {
+    let options = read.options()?;
+    let reader = if vzarr_icechunk::is_repository(refs) {
+        let location = vzarr_icechunk::RepoLocation::parse(refs)?;
+        let opened = vzarr_icechunk::open(&location, &read.branch, options.limits.max_references)?;
+        let parsed = vzarr_read::ParsedRefs::from_parts(
+            opened.dataset,
+            opened.documents,
+            opened.has_provenance,
+        );
+        vzarr_read::open_parsed(parsed, refs, options)
+    } else {
+        vzarr_read::open(refs, options)
+    };
+    reader.with_context(|| format!("opening {refs}"))
+}
 
 /// Runs `vzarr verify`: success only if every compared value matches.
 pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode> {
-    let reader = vzarr_read::open(&args.refs, args.read.options()?)
-        .with_context(|| format!("opening {}", args.refs))?;
+    let reader = open_reader(&args.refs, &args.read)?;
     let bar = if std::io::stderr().is_terminal() && !args.json {
         let b = indicatif::ProgressBar::new(0);
         b.set_style(
@@ -84,8 +101,7 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode> {
 /// Runs `vzarr cat`: prints the selected values.
 pub(crate) fn cat(args: CatArgs) -> Result<()> {
     let sel = vzarr_read::parse_selection(&args.selection)?;
-    let reader = vzarr_read::open(&args.refs, args.read.options()?)
-        .with_context(|| format!("opening {}", args.refs))?;
+    let reader = open_reader(&args.refs, &args.read)?;
     let values = reader.read_selection(&sel)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.json {

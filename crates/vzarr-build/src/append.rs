@@ -28,15 +28,19 @@ pub fn recorded_sources(output: &Path) -> Result<(Vec<SourceRef>, Provenance), B
     let prov = head.vzarr.ok_or_else(|| {
         append_error("has no vzarr provenance block; rebuild it instead of appending".into())
     })?;
+    Ok((sources_of(&prov)?, prov))
+}
+
+/// The sources a provenance records, in concatenation order.
+fn sources_of(prov: &Provenance) -> Result<Vec<SourceRef>, BuildError> {
     let urls: Vec<&str> = match &prov.concat {
         Some(c) => c.pieces.iter().map(|p| p.url.as_str()).collect(),
         None => prov.sources.iter().map(|s| s.url.as_str()).collect(),
     };
-    let sources = urls
+    Ok(urls
         .into_iter()
         .map(SourceRef::parse)
-        .collect::<Result<_, _>>()?;
-    Ok((sources, prov))
+        .collect::<Result<_, _>>()?)
 }
 
 /// The sources and the combination of an append to `output`: its recorded sources followed
@@ -47,11 +51,23 @@ pub fn plan_append(
     inputs: Vec<SourceRef>,
     concat: Option<&Concat>,
 ) -> Result<(Vec<SourceRef>, Option<Concat>), BuildError> {
+    let (_, prov) = recorded_sources(output)?;
+    plan_append_recorded(&output.display().to_string(), &prov, inputs, concat)
+}
+
+/// [`plan_append`] for an output stored elsewhere (an Icechunk repository), given the
+/// provenance it records; `output` names it in errors.
+pub fn plan_append_recorded(
+    output: &str,
+    prov: &Provenance,
+    inputs: Vec<SourceRef>,
+    concat: Option<&Concat>,
+) -> Result<(Vec<SourceRef>, Option<Concat>), BuildError> {
     let append_error = |reason: String| BuildError::Append {
-        output: output.display().to_string(),
+        output: output.to_string(),
         reason,
     };
-    let (old, prov) = recorded_sources(output)?;
+    let old = sources_of(prov)?;
     let mut concat = concat.cloned();
     if let Some(c) = &prov.concat {
         if c.new_dim {

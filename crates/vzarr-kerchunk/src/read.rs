@@ -85,6 +85,23 @@ pub struct ParsedRefs {
     pub has_provenance: bool,
 }
 
+impl ParsedRefs {
+    /// References from their parts (for stores other than kerchunk JSON that open into the
+    /// same model, such as Icechunk repositories): the dataset, its metadata documents by key,
+    /// and whether it carries vzarr's provenance.
+    pub fn from_parts(
+        dataset: VirtualDataset,
+        documents: HashMap<String, Bytes>,
+        has_provenance: bool,
+    ) -> Self {
+        ParsedRefs {
+            dataset,
+            documents,
+            has_provenance,
+        }
+    }
+}
+
 /// Splits a chunk key into its array path and index part (`""` for a 0-d array), when some
 /// array (per `is_array`) owns it: `tas/c/0/1` -> `("tas", "0/1")`, `g/s/c` -> `("g/s", "")`.
 pub fn split_chunk_key(key: &str, is_array: impl Fn(&str) -> bool) -> Option<(&str, &str)> {

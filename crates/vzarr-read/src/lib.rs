@@ -33,6 +33,7 @@ pub use dtype::NullTerminatedBytesDataType;
 pub use error::ReadError;
 pub use reader::{
     ArrayReader, FetchedChunks, ReadOptions, ReadStats, Reader, max_chunk_bytes, open, open_bytes,
+    open_parsed,
 };
 pub use select::{AxisSelection, ResolvedSelection, Selection, parse_selection};
 pub use struct_dtype::StructDataType;

@@ -126,8 +126,19 @@ fn source_stack(
 
 /// Opens references given as bytes; `origin` names them in messages.
 pub fn open_bytes(bytes: &[u8], origin: &str, options: ReadOptions) -> Result<Reader, ReadError> {
-    vzarr_codec::register_zarrs_fixes();
     let refs = parse_refs(bytes, origin, options.limits)?;
+    open_parsed(refs, origin, options)
+}
+
+/// Opens references already in the model (kerchunk references parsed, or an Icechunk
+/// repository opened); `origin` names them in messages. As with [`open`], every URL they name
+/// is checked against the allowed prefixes here, before anything is fetched.
+pub fn open_parsed(
+    refs: ParsedRefs,
+    origin: &str,
+    options: ReadOptions,
+) -> Result<Reader, ReadError> {
+    vzarr_codec::register_zarrs_fixes();
     let prov = &refs.dataset.provenance;
     for p in &options.allow_prefixes {
         Prefix::parse(p, true).map_err(ReadError::Prefix)?;

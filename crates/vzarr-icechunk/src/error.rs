@@ -1,0 +1,110 @@
+//! Errors of writing and opening Icechunk repositories.
+
+/// A boxed error of the `icechunk` crate (its repository, session, store and storage errors
+/// are distinct types).
+pub type IcechunkCause = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Errors of writing or opening an Icechunk repository.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IcechunkError {
+    /// The repository location is neither a local path nor a supported URL.
+    #[error("{location}: not a repository location ({reason})")]
+    BadLocation {
+        /// The location as given.
+        location: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// No Icechunk repository at the location.
+    #[error("{location}: no Icechunk repository there")]
+    NotARepository {
+        /// The location.
+        location: String,
+    },
+    /// The local directory exists and is not an Icechunk repository (nothing is written into
+    /// it).
+    #[error("{location}: exists and is not an empty directory or an Icechunk repository")]
+    NotEmpty {
+        /// The location.
+        location: String,
+    },
+    /// The branch does not exist.
+    #[error("{location}: no branch {branch:?}")]
+    NoBranch {
+        /// The location.
+        location: String,
+        /// The branch.
+        branch: String,
+    },
+    /// The dataset cannot be written as it is.
+    #[error("invalid dataset: {0}")]
+    Invalid(#[from] vzarr_core::CoreError),
+    /// A chunk reference Icechunk cannot hold (index past `u32`, URL it cannot parse, source
+    /// outside every virtual chunk container).
+    #[error("{array}: chunk {index:?}: {reason}")]
+    Reference {
+        /// Array path.
+        array: String,
+        /// Chunk index.
+        index: Vec<u64>,
+        /// Why.
+        reason: String,
+    },
+    /// A source URL that cannot be a virtual chunk container prefix.
+    #[error("{url}: cannot be a virtual chunk container: {reason}")]
+    Container {
+        /// The URL prefix.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The repository holds something vzarr cannot read back (a node or document that is not
+    /// Zarr v3 as vzarr writes it).
+    #[error("{location}: {what}: {reason}")]
+    Content {
+        /// The repository.
+        location: String,
+        /// The node or key.
+        what: String,
+        /// Why.
+        reason: String,
+    },
+    /// An operation of the `icechunk` crate failed.
+    #[error("{location}: {operation} failed: {source}")]
+    Icechunk {
+        /// The repository.
+        location: String,
+        /// What was being done.
+        operation: String,
+        /// The icechunk error.
+        #[source]
+        source: IcechunkCause,
+    },
+    /// Byte access (the I/O runtime, local paths).
+    #[error(transparent)]
+    Source(#[from] vzarr_source::SourceError),
+    /// Cleaning up a repository directory created by a failed build.
+    #[error("{location}: {source}")]
+    Io {
+        /// The path.
+        location: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl IcechunkError {
+    pub(crate) fn icechunk(
+        location: &str,
+        operation: impl Into<String>,
+        source: impl Into<IcechunkCause>,
+    ) -> Self {
+        IcechunkError::Icechunk {
+            location: location.to_string(),
+            operation: operation.into(),
+            source: source.into(),
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! Where a repository lives (a local directory or an S3 prefix), its storage, and the virtual
+//! chunk containers of a dataset's sources.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use icechunk::config::S3Options;
+use icechunk::storage::S3Credentials;
+use icechunk::virtual_chunks::VirtualChunkContainer;
+use icechunk::{ObjectStoreConfig, Storage};
+
+use crate::IcechunkError;
+
+/// Where an Icechunk repository lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RepoLocation {
+    /// A local directory (absolute).
+    Local(PathBuf),
+    /// A prefix in an S3 bucket (also S3-compatible servers, from `AWS_ENDPOINT_URL`).
+    S3 {
+        /// The bucket.
+        bucket: String,
+        /// The prefix inside it (no leading or trailing `/`).
+        prefix: String,
+    },
+}
+
+impl RepoLocation {
+    /// Parses a local path, `file://` URL or `s3://bucket/prefix`.
+    pub fn parse(location: &str) -> Result<Self, IcechunkError> {
+        let bad = |reason: &str| IcechunkError::BadLocation {
+            location: location.to_string(),
+            reason: reason.to_string(),
+        };
+        if let Some(rest) = location.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err(bad("no bucket"));
+            }
+            let prefix = prefix.trim_matches('/');
+            if prefix.is_empty() {
+                return Err(bad(
+                    "give a prefix inside the bucket (s3://bucket/prefix): Icechunk does not create repositories at a bucket's root",
+                ));
+            }
+            if prefix
+                .split('/')
+                .any(|s| s.is_empty() || s == "." || s == "..")
+            {
+                return Err(bad("empty, `.` or `..` segments in the prefix"));
+            }
+            return Ok(RepoLocation::S3 {
+                bucket: bucket.to_string(),
+                prefix: prefix.to_string(),
+            });
+        }
+        if let Some((scheme, _)) = location.split_once("://")
+            && scheme != "file"
+        {
+            return Err(bad(&format!(
+                "{scheme}:// repositories are not supported (local paths and s3:// are)"
+            )));
+        }
+        let path = location.strip_prefix("file://").unwrap_or(location);
+        if path.is_empty() {
+            return Err(bad("empty path"));
+        }
+        Ok(RepoLocation::Local(vzarr_source::absolute(Path::new(
+            path,
+        ))?))
+    }
+
+    /// The location as a string for messages (`/abs/dir` or `s3://bucket/prefix`).
+    pub fn display(&self) -> String {
+        match self {
+            RepoLocation::Local(p) => p.display().to_string(),
+            RepoLocation::S3 { bucket, prefix } => format!("s3://{bucket}/{prefix}"),
+        }
+    }
+
+    /// What is at a local location (`None` for object storage).
+    pub(crate) fn local_state(&self) -> Result<Option<LocalState>, IcechunkError> {
+        let RepoLocation::Local(p) = self else {
+            return Ok(None);
+        };
+        match std::fs::read_dir(p) {
+            Ok(mut entries) => Ok(Some(if entries.next().is_none() {
+                LocalState::EmptyDir
+            } else {
+                LocalState::NonEmptyDir
+            })),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(LocalState::Absent)),
+            // Not a directory, or not readable.
+            Err(e) => Err(IcechunkError::Io {
+                location: self.display(),
+                source: e,
+            }),
+        }
+    }
+
+    /// The repository's storage (S3 credentials and endpoint from the environment, as
+    /// `object_store` reads them).
+    pub(crate) async fn storage(&self) -> Result<Arc<dyn Storage + Send + Sync>, IcechunkError> {
+        let at = self.display();
+        match self {
+            RepoLocation::Local(p) => icechunk::new_local_filesystem_storage(p)
+                .await
+                .map_err(|e| IcechunkError::icechunk(&at, "opening the local storage", e)),
+            RepoLocation::S3 { bucket, prefix } => {
+                let storage = icechunk::ObjectStorage::new_s3(
+                    bucket.clone(),
+                    Some(prefix.clone()),
+                    Some(S3Credentials::FromEnv),
+                    None,
+                    Vec::new(),
+                    Vec::new(),
+                )
+                .await
+                .map_err(|e| IcechunkError::icechunk(&at, "opening the S3 storage", e))?;
+                Ok(Arc::new(storage))
+            }
+        }
+    }
+}
+
+/// What is at a local location.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LocalState {
+    Absent,
+    EmptyDir,
+    NonEmptyDir,
+}
+
+fn env(names: &[&str]) -> Option<String> {
+    names
+        .iter()
+        .find_map(|n| std::env::var(n).ok())
+        .filter(|v| !v.is_empty())
+}
+
+fn env_true(name: &str) -> bool {
+    env(&[name]).is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+/// The S3 settings of the environment (`AWS_REGION`/`AWS_DEFAULT_REGION`,
+/// `AWS_ENDPOINT_URL`/`AWS_ENDPOINT`, `AWS_ALLOW_HTTP`, `AWS_SKIP_SIGNATURE`), as
+/// `object_store` reads them for our sources; no credentials (a reader brings its own).
+pub fn s3_options_from_env() -> S3Options {
+    let endpoint = env(&["AWS_ENDPOINT_URL", "AWS_ENDPOINT"]);
+    let mut o = S3Options::default();
+    o.region = env(&["AWS_REGION", "AWS_DEFAULT_REGION"]);
+    // A custom endpoint (MinIO, Ceph, moto) is addressed by path, as object_store does unless
+    // told to use virtual hosts.
+    o.force_path_style = endpoint.is_some() && !env_true("AWS_VIRTUAL_HOSTED_STYLE_REQUEST");
+    o.endpoint_url = endpoint;
+    o.anonymous = env_true("AWS_SKIP_SIGNATURE");
+    o.allow_http = env_true("AWS_ALLOW_HTTP");
+    o
+}
+
+/// The virtual chunk container of a source URL prefix (`file:///dir/`, `s3://bucket/dir/`):
+/// the local file system, or S3 with the environment's endpoint and region (an S3-compatible
+/// store when an endpoint is set).
+pub fn container_for(prefix: &str) -> Result<VirtualChunkContainer, IcechunkError> {
+    let bad = |reason: String| IcechunkError::Container {
+        url: prefix.to_string(),
+        reason,
+    };
+    let store = if prefix.starts_with("file:///") {
+        ObjectStoreConfig::LocalFileSystem(PathBuf::new())
+    } else if prefix.starts_with("s3://") {
+        let opts = s3_options_from_env();
+        if opts.endpoint_url.is_some() {
+            ObjectStoreConfig::S3Compatible(opts)
+        } else {
+            ObjectStoreConfig::S3(opts)
+        }
+    } else {
+        return Err(bad(
+            "only file:// and s3:// sources can be written to Icechunk repositories here".into(),
+        ));
+    };
+    // The prefix as vzarr writes URLs, not percent-encoded: Icechunk 2.3 matches a chunk's
+    // location, percent-decoded, against the prefixes when it reads.
+    VirtualChunkContainer::new(prefix.to_string(), store).map_err(bad)
+}
