@@ -351,3 +351,38 @@ def test_sources_on_object_storage(moto_server, monkeypatch):
         nc.set_auto_mask(False)
         for v in ("tas", "pr", "time"):
             np.testing.assert_array_equal(group[v][...], nc[v][...], err_msg=v)
+
+
+def test_parser_to_icechunk_read_by_icechunk_python(tmp_path):
+    """open_virtual_mfdataset with our parser, written with VirtualiZarr's to_icechunk into a
+    local repository whose virtual chunk container is the sources' folder, read back with
+    icechunk-python + xarray (authorising that container): equal to xarray over
+    netCDF4-python."""
+    import icechunk
+    from virtualizarr import open_virtual_mfdataset
+
+    src = tmp_path / "src"
+    src.mkdir()
+    files = _month_files(src)
+    vds = open_virtual_mfdataset([f.as_uri() for f in files], registry=_registry(),
+                                 parser=vzarr.virtualizarr.Parser(), combine="nested",
+                                 concat_dim="time", loadable_variables=["time", "lat", "lon"],
+                                 coords="minimal", compat="override", data_vars="minimal")
+    prefix = src.as_uri() + "/"
+    storage = icechunk.local_filesystem_storage(str(tmp_path / "repo"))
+    config = icechunk.RepositoryConfig.default()
+    config.set_virtual_chunk_container(
+        icechunk.VirtualChunkContainer(prefix, icechunk.local_filesystem_store(str(src))))
+    repo = icechunk.Repository.create(storage, config)
+    session = repo.writable_session("main")
+    vds.vz.to_icechunk(session.store)
+    session.commit("two months through vzarr's VirtualiZarr parser")
+    creds = icechunk.containers_credentials(
+        {prefix: icechunk.credentials.LocalFileSystemAccess})
+    repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=creds)
+    got = xr.open_zarr(repo.readonly_session("main").store, consolidated=False, zarr_format=3)
+    ref = xr.open_mfdataset(files, engine="netcdf4", combine="nested", concat_dim="time",
+                            data_vars="minimal", coords="minimal", compat="override")
+    assert got.sizes["time"] == 60
+    for v in ("tas", "time", "lat", "lon"):
+        np.testing.assert_array_equal(got[v].values, ref[v].values, err_msg=v)
