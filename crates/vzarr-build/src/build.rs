@@ -160,7 +160,7 @@ pub fn combine(
 }
 
 /// An error and its causes on one line, each cause once.
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {

@@ -31,7 +31,9 @@ mod options;
 mod report;
 pub mod shard;
 
-pub use build::{BuildOutcome, Scanned, build, combine, fill_totals, scan_sources, with_jobs};
+pub use build::{
+    BuildOutcome, Scanned, build, combine, error_chain, fill_totals, scan_sources, with_jobs,
+};
 pub use error::BuildError;
 pub use options::{BuildOptions, OnError, parse_size};
 pub use report::{Failure, write_report};

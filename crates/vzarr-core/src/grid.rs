@@ -446,6 +446,22 @@ impl ChunkGrid {
     }
 }
 
+/// The store key of the chunk at `index` of the array at `path` in Zarr v3's default chunk key
+/// encoding with the `/` separator (`path/c/i/j`; `path/c` for a 0-d array).
+pub fn chunk_key(path: &str, index: &[u64]) -> String {
+    let mut key = String::with_capacity(path.len() + 3 + index.len() * 4);
+    if !path.is_empty() {
+        key.push_str(path);
+        key.push('/');
+    }
+    key.push('c');
+    for i in index {
+        key.push('/');
+        key.push_str(&i.to_string());
+    }
+    key
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

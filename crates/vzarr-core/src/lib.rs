@@ -24,7 +24,7 @@ pub use dataset::{
 };
 pub use dtype::{DataType, Endian, StructField};
 pub use fill::{FillValue, f64_to_half, half_to_f64};
-pub use grid::{ChunkGrid, DimGrid, MAX_EDGES, rle_decode, rle_encode};
+pub use grid::{ChunkGrid, DimGrid, MAX_EDGES, chunk_key, rle_decode, rle_encode};
 pub use limits::{
     KEEP_FETCHED_ARRAY_BYTES, KEEP_FETCHED_SOURCE_BYTES, MAX_ARRAY_REFERENCES, MAX_CHUNKS,
     MAX_RANK, MAX_REFERENCES,

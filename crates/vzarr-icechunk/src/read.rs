@@ -266,7 +266,7 @@ async fn open_async(
                     }
                 }
                 for (lin, index) in native {
-                    let ckey = chunk_key(&path, &index);
+                    let ckey = vzarr_core::chunk_key(&path, &index);
                     let bytes = store
                         .get(&ckey, &ByteRange::ALL)
                         .await
@@ -286,20 +286,6 @@ async fn open_async(
         has_provenance,
         snapshot: tip.id.to_string(),
     })
-}
-
-fn chunk_key(path: &str, index: &[u64]) -> String {
-    let mut key = String::new();
-    if !path.is_empty() {
-        key.push_str(path);
-        key.push('/');
-    }
-    key.push('c');
-    for i in index {
-        key.push('/');
-        key.push_str(&i.to_string());
-    }
-    key
 }
 
 /// The provenance the tip commit of `branch` records (`None` when it has none: not written

@@ -29,19 +29,7 @@ pub enum WriteError {
 
 /// The store key of the chunk at `index` of the array at `path` (default encoding, `/`); the
 /// inverse of [`crate::split_chunk_key`] and [`crate::parse_chunk_indices`].
-pub fn chunk_key(path: &str, index: &[u64]) -> String {
-    let mut key = String::with_capacity(path.len() + 3 + index.len() * 4);
-    if !path.is_empty() {
-        key.push_str(path);
-        key.push('/');
-    }
-    key.push('c');
-    for i in index {
-        key.push('/');
-        key.push_str(&i.to_string());
-    }
-    key
-}
+pub use vzarr_core::chunk_key;
 
 fn meta_key(path: &str) -> String {
     if path.is_empty() {

@@ -46,24 +46,9 @@ create_exception!(
     "The output could not be written."
 );
 
-/// An error and its causes on one line, each cause once.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cause = c.source();
-    }
-    out
-}
-
 /// The Python exception of a build error, with its message and `file`.
 fn to_py(py: Python<'_>, e: &BuildError) -> PyErr {
-    let message = chain(e);
+    let message = vzarr_build::error_chain(e);
     let (err, file) = match e {
         BuildError::Scan(s @ (ScanFailure::Source(_) | ScanFailure::Io { .. })) => {
             (SourceError::new_err(message), s.file().map(str::to_string))
