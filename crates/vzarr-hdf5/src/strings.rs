@@ -199,15 +199,13 @@ pub(crate) fn fill_text(
             ),
         ));
     }
-    let v = ctx
-        .file
-        .decode_vlen(value)
-        .map_err(|source| Hdf5Error::Structure {
-            url: ctx.url.clone(),
-            object: path.to_string(),
-            what: "fill value",
-            source: Box::new(source),
-        })?;
+    let structure = |source| Hdf5Error::Structure {
+        url: ctx.url.clone(),
+        object: path.to_string(),
+        what: "fill value",
+        source: Box::new(source),
+    };
+    let v = ctx.file.decode_vlen(value).map_err(structure)?;
     if u64::from(v.length) > ctx.opts.max_string_bytes {
         return Ok(Err(format!(
             "fill value string of {} bytes exceeds the limit of {} bytes for one array \
@@ -215,15 +213,7 @@ pub(crate) fn fill_text(
             v.length, ctx.opts.max_string_bytes
         )));
     }
-    let bytes = ctx
-        .file
-        .read_vlen(value, 1)
-        .map_err(|source| Hdf5Error::Structure {
-            url: ctx.url.clone(),
-            object: path.to_string(),
-            what: "fill value",
-            source: Box::new(source),
-        })?;
+    let bytes = ctx.file.read_vlen(value, 1).map_err(structure)?;
     Ok(text_of(&bytes, || "of the fill value".to_string()))
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::{StreamExt as _, TryStreamExt as _};
 use icechunk::format::manifest::ChunkPayload;
-use icechunk::format::snapshot::NodeData;
+use icechunk::format::snapshot::{NodeData, SnapshotInfo};
 use icechunk::format::{ByteRange, Path as IcPath};
 use icechunk::repository::VersionInfo;
 use icechunk::{Repository, Store};
@@ -145,15 +145,8 @@ async fn open_async(
     };
     let repo = open_repo(location).await?;
     let version = VersionInfo::BranchTipRef(branch.to_string());
-    let tip = repo
-        .ancestry(&version)
-        .await
-        .map_err(|e| no_branch_or(e, &at, branch))?;
-    let tip = std::pin::pin!(tip)
-        .next()
-        .await
-        .transpose()
-        .map_err(|e| IcechunkError::icechunk(&at, "reading the tip commit", e))?
+    let tip = tip_commit(&repo, &at, branch)
+        .await?
         .ok_or_else(|| IcechunkError::NoBranch {
             location: at.clone(),
             branch: branch.to_string(),
@@ -163,15 +156,9 @@ async fn open_async(
         .await
         .map_err(|e| IcechunkError::icechunk(&at, "starting a session", e))?;
     let mut ds = VirtualDataset::new();
-    let (provenance, has_provenance) = match tip.metadata.get(PROPERTY_KEY) {
-        Some(v) => (
-            serde_json::from_value::<Provenance>(v.clone())
-                .map_err(|e| content("the commit's vzarr metadata", e.to_string()))?,
-            true,
-        ),
-        None => (Provenance::default(), false),
-    };
-    ds.provenance = provenance;
+    let recorded = recorded_provenance(&tip, &at)?;
+    let has_provenance = recorded.is_some();
+    ds.provenance = recorded.unwrap_or_default();
     let mut documents = HashMap::new();
     let nodes: Vec<_> = session
         .list_nodes(&IcPath::root())
@@ -297,24 +284,41 @@ pub fn provenance(
     vzarr_source::runtime()?.block_on(async {
         let at = location.display();
         let repo = open_repo(location).await?;
-        let tip = repo
-            .ancestry(&VersionInfo::BranchTipRef(branch.to_string()))
-            .await
-            .map_err(|e| no_branch_or(e, &at, branch))?;
-        let tip = std::pin::pin!(tip)
-            .next()
-            .await
-            .transpose()
-            .map_err(|e| IcechunkError::icechunk(&at, "reading the tip commit", e))?;
-        match tip.and_then(|t| t.metadata.get(PROPERTY_KEY).cloned()) {
-            Some(v) => serde_json::from_value(v)
-                .map(Some)
-                .map_err(|e| IcechunkError::Content {
-                    location: at.clone(),
-                    what: "the commit's vzarr metadata".into(),
-                    reason: e.to_string(),
-                }),
+        match tip_commit(&repo, &at, branch).await? {
+            Some(tip) => recorded_provenance(&tip, &at),
             None => Ok(None),
         }
     })
+}
+
+/// The tip commit of `branch` (`None` for a branch without commits).
+async fn tip_commit(
+    repo: &Repository,
+    at: &str,
+    branch: &str,
+) -> Result<Option<SnapshotInfo>, IcechunkError> {
+    let ancestry = repo
+        .ancestry(&VersionInfo::BranchTipRef(branch.to_string()))
+        .await
+        .map_err(|e| no_branch_or(e, at, branch))?;
+    std::pin::pin!(ancestry)
+        .next()
+        .await
+        .transpose()
+        .map_err(|e| IcechunkError::icechunk(at, "reading the tip commit", e))
+}
+
+/// The provenance a commit's metadata records under vzarr's key (`None`: not written by
+/// vzarr).
+fn recorded_provenance(tip: &SnapshotInfo, at: &str) -> Result<Option<Provenance>, IcechunkError> {
+    tip.metadata
+        .get(PROPERTY_KEY)
+        .map(|v| {
+            serde_json::from_value(v.clone()).map_err(|e| IcechunkError::Content {
+                location: at.to_string(),
+                what: "the commit's vzarr metadata".into(),
+                reason: e.to_string(),
+            })
+        })
+        .transpose()
 }
