@@ -11,7 +11,9 @@ use vzarr_core::summary::summarize;
 use vzarr_scan::batch::BatchSummary;
 use vzarr_scan::inputs::SourceRef;
 
-use crate::flags::{Output, ReportArgs};
+use vzarr_build::Output;
+
+use crate::flags::ReportArgs;
 use crate::print;
 
 /// Runs `vzarr build` (with `--append`, the output's recorded sources come first).
@@ -23,28 +25,8 @@ pub(crate) fn build(
     report: &ReportArgs,
 ) -> Result<ExitCode> {
     let sources = if append {
-        let (all, concat) = match output {
-            Output::Kerchunk(path) => {
-                vzarr_build::append::plan_append(path, sources, opts.concat.as_ref())?
-            }
-            Output::Icechunk { location, branch } => {
-                let at = location.display();
-                let prov = vzarr_icechunk::provenance(location, branch)?.ok_or_else(|| {
-                    BuildError::Append {
-                        output: at.clone(),
-                        reason: format!(
-                            "the tip of branch {branch:?} records no vzarr provenance; rebuild it instead of appending"
-                        ),
-                    }
-                })?;
-                vzarr_build::append::plan_append_recorded(
-                    &at,
-                    &prov,
-                    sources,
-                    opts.concat.as_ref(),
-                )?
-            }
-        };
+        let (all, concat) =
+            vzarr_build::output::plan_append(output, sources, opts.concat.as_ref())?;
         opts.concat = concat;
         all
     } else {
@@ -105,7 +87,7 @@ pub(crate) fn scan(
 pub(crate) fn combine(
     partials: &[PathBuf],
     opts: &BuildOptions,
-    output: &Path,
+    output: &Output,
     report: &ReportArgs,
 ) -> Result<ExitCode> {
     vzarr_build::with_jobs(opts.jobs, || {
@@ -116,7 +98,7 @@ pub(crate) fn combine(
 fn combine_in_pool(
     partials: &[PathBuf],
     opts: &BuildOptions,
-    output: &Path,
+    output: &Output,
     report: &ReportArgs,
 ) -> Result<ExitCode> {
     let started = Instant::now();
@@ -134,14 +116,7 @@ fn combine_in_pool(
         ..Default::default()
     };
     vzarr_build::fill_totals(&mut summary, &ds, started);
-    print::finish(
-        &ds,
-        &Output::Kerchunk(output.to_path_buf()),
-        "combine",
-        &failures,
-        &summary,
-        report,
-    )
+    print::finish(&ds, output, "combine", &failures, &summary, report)
 }
 
 /// Runs `vzarr inspect` on an Icechunk repository: what a branch's tip holds, and its history.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use vzarr_build::shard::Shard;
-use vzarr_build::{BuildOptions, OnError};
+use vzarr_build::{BuildOptions, DEFAULT_FILE_TIMEOUT_SECS, Format, OnError, Output, Settings};
 use vzarr_scan::inputs::{Filters, SourceRef};
 
 #[derive(Parser)]
@@ -51,18 +51,6 @@ pub(crate) enum FormatArg {
     /// An Icechunk repository (spec version 2; a local directory or s3://bucket/prefix), one
     /// commit per build.
     Icechunk,
-}
-
-/// Where `vzarr build` writes, validated.
-#[derive(Clone, Debug)]
-pub(crate) enum Output {
-    /// A kerchunk reference file.
-    Kerchunk(PathBuf),
-    /// A branch of an Icechunk repository.
-    Icechunk {
-        location: vzarr_icechunk::RepoLocation,
-        branch: String,
-    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -137,15 +125,15 @@ pub(crate) struct CombineArgs {
 }
 
 impl CombineArgs {
-    /// How to combine several sources, if the flags say.
-    pub(crate) fn concat(&self) -> Option<vzarr_plan::Concat> {
-        match (&self.concat_dim, &self.new_dim) {
-            (Some(dim), _) => Some(vzarr_plan::Concat::Existing(dim.clone())),
-            (None, Some(dim)) => Some(vzarr_plan::Concat::New {
-                dim: dim.clone(),
-                labels: self.new_dim_values.clone(),
-            }),
-            (None, None) => None,
+    /// `base` with how to combine several sources, as these flags say.
+    pub(crate) fn settings(&self, base: Settings) -> Settings {
+        Settings {
+            concat_dim: self.concat_dim.clone(),
+            new_dim: self.new_dim.clone(),
+            new_dim_values: self.new_dim_values.clone(),
+            allow_gaps: self.allow_gaps,
+            time_units: self.time_units.clone(),
+            ..base
         }
     }
 }
@@ -172,10 +160,11 @@ pub(crate) enum Command {
     Build {
         #[command(flatten)]
         sources: SourceArgs,
-        /// Output: a reference file (written atomically), or with --format icechunk a
-        /// repository (a local directory or s3://bucket/prefix).
+        /// Output: a reference file (written atomically; a local path, or an s3://, gs:// or
+        /// az:// URL), or with --format icechunk a repository (a local directory or
+        /// s3://bucket/prefix).
         #[arg(short, long, value_name = "OUT.json|REPO")]
-        output: PathBuf,
+        output: String,
         /// Output format.
         #[arg(long, value_enum, default_value = "kerchunk")]
         format: FormatArg,
@@ -209,9 +198,10 @@ pub(crate) enum Command {
         /// Partial scan files of shards 0..N.
         #[arg(required = true)]
         partials: Vec<PathBuf>,
-        /// Output reference file (written atomically).
+        /// Output reference file (written atomically; a local path, or an s3://, gs:// or
+        /// az:// URL).
         #[arg(short, long, value_name = "OUT.json")]
-        output: PathBuf,
+        output: String,
         #[command(flatten)]
         combine: CombineArgs,
         #[command(flatten)]
@@ -271,7 +261,7 @@ pub(crate) enum Run {
     Combine {
         partials: Vec<PathBuf>,
         opts: BuildOptions,
-        output: PathBuf,
+        output: Output,
         report: ReportArgs,
     },
     /// `vzarr inspect`.
@@ -315,15 +305,14 @@ pub(crate) fn parse() -> Result<Run> {
         } => Run::Build {
             opts: build_options(&sources, Some(&combine))?,
             sources: collect(&sources)?,
-            output: match format {
-                FormatArg::Kerchunk => Output::Kerchunk(output),
-                FormatArg::Icechunk => Output::Icechunk {
-                    location: vzarr_icechunk::RepoLocation::parse(
-                        output.to_str().context("the output path is not UTF-8")?,
-                    )?,
-                    branch,
+            output: Output::parse(
+                &output,
+                match format {
+                    FormatArg::Kerchunk => Format::Kerchunk,
+                    FormatArg::Icechunk => Format::Icechunk,
                 },
-            },
+                &branch,
+            )?,
             append,
             report,
         },
@@ -346,12 +335,9 @@ pub(crate) fn parse() -> Result<Run> {
             partials,
             opts: BuildOptions {
                 on_error: OnError::Skip,
-                concat: combine.concat(),
-                allow_gaps: combine.allow_gaps,
-                time_units: combine.time_units.clone(),
-                ..Default::default()
+                ..combine.settings(Settings::new()).options()?
             },
-            output,
+            output: Output::parse(&output, Format::Kerchunk, "")?,
             report,
         },
         Command::Inspect {
@@ -512,7 +498,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 /// Seconds a source's scan may take by default (`--file-timeout`).
-const DEFAULT_FILE_TIMEOUT: u64 = 600;
+const DEFAULT_FILE_TIMEOUT: u64 = DEFAULT_FILE_TIMEOUT_SECS;
 
 /// The scan options these flags ask for; the libhdf5 scanner runs in worker processes
 /// (this binary's `__scan-worker`) stopped after `timeout_secs` (0: no limit).
@@ -535,26 +521,25 @@ fn scan_options(a: &ScanArgs, timeout_secs: u64) -> Result<vzarr_scan::ScanOptio
         .with_libhdf5_worker(worker))
 }
 
-/// The build options these flags ask for.
+/// The build options these flags ask for (validated by the library's [`Settings`]).
 fn build_options(s: &SourceArgs, c: Option<&CombineArgs>) -> Result<BuildOptions> {
-    let cache = match &s.cache_dir {
-        Some(dir) => Some(vzarr_scan::cache::ScanCache::open(dir)?),
-        None => None,
-    };
-    Ok(BuildOptions {
-        scan: scan_options(&s.scan, s.file_timeout)?,
+    let base = Settings {
         jobs: s.jobs,
         on_error: match s.on_error {
             OnErrorArg::Fail => OnError::Fail,
             OnErrorArg::Skip => OnError::Skip,
         },
-        cache,
+        cache_dir: s.cache_dir.clone(),
         strict: s.strict,
-        concat: c.and_then(CombineArgs::concat),
-        allow_gaps: c.is_some_and(|c| c.allow_gaps),
-        time_units: c.and_then(|c| c.time_units.clone()),
-        time_limit: (s.file_timeout > 0).then(|| std::time::Duration::from_secs(s.file_timeout)),
-    })
+        file_timeout_secs: s.file_timeout,
+        scan: scan_options(&s.scan, s.file_timeout)?,
+        ..Settings::new()
+    };
+    let settings = match c {
+        Some(c) => c.settings(base),
+        None => base,
+    };
+    Ok(settings.options()?)
 }
 
 /// The sources these flags name, in order.

@@ -10,7 +10,9 @@ use vzarr_build::Failure;
 use vzarr_core::summary::{human_bytes, summarize};
 use vzarr_scan::batch::BatchSummary;
 
-use crate::flags::{Output, ReportArgs};
+use vzarr_build::{Output, Written};
+
+use crate::flags::ReportArgs;
 
 /// Exit status of a build that left some sources out (`--on-error skip`).
 pub(crate) const EXIT_PARTIAL: u8 = 2;
@@ -67,14 +69,12 @@ pub(crate) fn finish(
     report: &ReportArgs,
 ) -> Result<ExitCode> {
     let s = summarize(ds);
-    let default_report = match output {
-        Output::Kerchunk(path) => {
-            vzarr_kerchunk::write_file(ds, path)
-                .with_context(|| format!("writing {}", path.display()))?;
-            let out = vzarr_source::absolute(path).unwrap_or(path.to_path_buf());
+    let written = vzarr_build::output::write(ds, output, action, action == "append")
+        .with_context(|| format!("writing {}", output.display()))?;
+    let default_report = match written {
+        Written::Kerchunk { at } => {
             println!(
-                "wrote {}: {} arrays from {} file(s), {} chunks referenced ({}), {} inline, {} left out",
-                out.display(),
+                "wrote {at}: {} arrays from {} file(s), {} chunks referenced ({}), {} inline, {} left out",
                 s.arrays.len(),
                 ds.provenance.sources.len(),
                 s.total.referenced,
@@ -82,20 +82,15 @@ pub(crate) fn finish(
                 s.total.inline,
                 s.skipped.len()
             );
-            PathBuf::from(format!("{}.failed.txt", path.display()))
+            match output.local_file() {
+                Some(path) => PathBuf::from(format!("{}.failed.txt", path.display())),
+                None => PathBuf::from(format!(
+                    "{}.failed.txt",
+                    at.rsplit('/').next().unwrap_or("vzarr")
+                )),
+            }
         }
-        Output::Icechunk { location, branch } => {
-            let opts = vzarr_icechunk::WriteOptions {
-                branch: branch.clone(),
-                message: vzarr_icechunk::commit_message(ds, action),
-                mode: if action == "append" {
-                    vzarr_icechunk::WriteMode::Existing
-                } else {
-                    vzarr_icechunk::WriteMode::CreateOrReplace
-                },
-            };
-            // The library's errors name the repository.
-            let w = vzarr_icechunk::write(ds, location, &opts)?;
+        Written::Icechunk(w) => {
             println!(
                 "wrote {} (Icechunk, branch {}, commit {}{}): {} arrays from {} file(s), {} virtual references ({}), {} native chunks, {} left out",
                 w.location,
@@ -113,9 +108,12 @@ pub(crate) fn finish(
                 "virtual chunk containers (a reader authorises these): {}",
                 w.containers.join(", ")
             );
-            let name = match location {
-                vzarr_icechunk::RepoLocation::Local(p) => p.display().to_string(),
-                _ => location
+            let name = match output {
+                Output::Icechunk {
+                    location: vzarr_icechunk::RepoLocation::Local(p),
+                    ..
+                } => p.display().to_string(),
+                _ => output
                     .display()
                     .rsplit('/')
                     .next()
@@ -124,6 +122,7 @@ pub(crate) fn finish(
             };
             PathBuf::from(format!("{name}.failed.txt"))
         }
+        _ => PathBuf::from("vzarr.failed.txt"),
     };
     println!(
         "{} files: {} scanned, {} from the cache, {} failed; {:.2} s",

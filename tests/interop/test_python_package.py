@@ -386,3 +386,139 @@ def test_parser_to_icechunk_read_by_icechunk_python(tmp_path):
     assert got.sizes["time"] == 60
     for v in ("tas", "time", "lat", "lon"):
         np.testing.assert_array_equal(got[v].values, ref[v].values, err_msg=v)
+
+
+def test_options_are_validated_as_the_cli_validates_them(tmp_path):
+    """One validation in the library: Python and the CLI refuse the same things with the same
+    words."""
+    month = FIXTURES / "archive" / "tas_202301.nc"
+    with pytest.raises(ValueError, match="not combined along a dimension"):
+        vzarr.build(month, time_units="days since 2000-01-01")
+    p = run_vzarr("build", month, "--time-units", "days since 2000-01-01", "-o",
+                  tmp_path / "o.json", check=False)
+    assert p.returncode != 0 and "not combined along a dimension" in p.stderr
+    with pytest.raises(ValueError, match="empty dimension"):
+        vzarr.build(FIXTURES / "archive", concat_dim=" ")
+    with pytest.raises(ValueError, match="without a new dimension"):
+        vzarr.build(FIXTURES / "archive", concat_dim="time", new_dim_values=["a"])
+    with pytest.raises(ValueError, match="format"):
+        vzarr.build(month, output=tmp_path / "o", format="zip")
+    with pytest.raises(ValueError, match="need output"):
+        vzarr.build(month, format="icechunk")
+    with pytest.raises(ValueError, match="HTTP"):
+        vzarr.build(month, output="https://example.com/refs.json")
+    assert not (tmp_path / "o.json").exists() and not (tmp_path / "o").exists()
+
+
+def test_output_to_object_storage(tmp_path, moto_server, monkeypatch):
+    """output= an s3:// URL: the object holds the bytes the CLI writes to a local file; the
+    CLI writes the same to S3; append=True extends it to what a build of all the files gives;
+    a failed build leaves no object."""
+    client, env = moto_server
+    for k in ("AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+              "AWS_REGION"):
+        monkeypatch.setenv(k, env[k])
+    client.create_bucket(Bucket="pyvz-out")
+    get = lambda key: client.get_object(Bucket="pyvz-out", Key=key)["Body"].read()  # noqa: E731
+    want = cli_bytes(tmp_path, *MONTHS[:2], "--concat-dim", "time")
+    report = vzarr.build(MONTHS[:2], concat_dim="time", output="s3://pyvz-out/refs/tas.json")
+    assert report.output == "s3://pyvz-out/refs/tas.json" and report.commit is None
+    assert get("refs/tas.json") == want
+    run_vzarr("build", *MONTHS[:2], "--concat-dim", "time", "-o", "s3://pyvz-out/refs/cli.json")
+    assert get("refs/cli.json") == want
+    # Appending the next month rewrites the object as a build of the three.
+    vzarr.build(MONTHS[2], output="s3://pyvz-out/refs/tas.json", append=True)
+    assert get("refs/tas.json") == cli_bytes(tmp_path, *MONTHS[:3], "--concat-dim", "time")
+    with pytest.raises(vzarr.WriteError, match="nothing to append"):
+        vzarr.build(MONTHS[2], output="s3://pyvz-out/refs/tas.json", append=True)
+    with pytest.raises(vzarr.ScanError):
+        vzarr.build([MONTHS[0], FIXTURES / "bad_text.nc"], concat_dim="time",
+                    output="s3://pyvz-out/refs/bad.json")
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket="pyvz-out")["Contents"]]
+    assert sorted(keys) == ["refs/cli.json", "refs/tas.json"]
+    with pytest.raises(ValueError, match="name the object"):
+        vzarr.build(MONTHS[0], output="s3://pyvz-out/refs/")
+
+
+def test_output_to_an_icechunk_repository(tmp_path):
+    """format="icechunk": a repository made from Python, a second year appended as a second
+    commit; icechunk-python + xarray (authorising the one container the commit report names)
+    read the values xarray reads over netCDF4-python, and the first commit still reads as the
+    first year."""
+    import icechunk
+    from test_concat import MONTHS_24, expected_concat, write_archive
+
+    src = tmp_path / "src"
+    src.mkdir()
+    paths = write_archive(src, MONTHS_24, chunk_t=31)
+    repo_path = tmp_path / "repo"
+    first = vzarr.build(paths[:12], concat_dim="time", output=repo_path, format="icechunk")
+    assert first.output == str(repo_path)
+    assert first.commit["created"] and first.commit["branch"] == "main"
+    assert first.commit["containers"] == [src.as_uri() + "/"]
+    second = vzarr.build(paths[12:], output=repo_path, format="icechunk", append=True)
+    assert not second.commit["created"] and second.commit["snapshot"] != first.commit["snapshot"]
+    storage = icechunk.local_filesystem_storage(str(repo_path))
+    creds = icechunk.containers_credentials(
+        {c: icechunk.credentials.LocalFileSystemAccess for c in second.commit["containers"]})
+    repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=creds)
+    history = list(repo.ancestry(branch="main"))
+    assert [h.id for h in history[:2]] == [second.commit["snapshot"], first.commit["snapshot"]]
+    import zarr
+    zarr.config.set({"array.rectilinear_chunks": True})
+    for snapshot, files in ((second.commit["snapshot"], paths), (first.commit["snapshot"], paths[:12])):
+        got = xr.open_zarr(repo.readonly_session(snapshot_id=snapshot).store,
+                           consolidated=False, zarr_format=3)
+        want = expected_concat(files)
+        assert got.sizes["time"] == want.sizes["time"]
+        for v in want.variables:
+            np.testing.assert_array_equal(got[v].values, want[v].values, err_msg=v)
+    # A failed build makes no commit.
+    with pytest.raises(vzarr.ScanError):
+        vzarr.build([paths[0], FIXTURES / "bad_text.nc"], concat_dim="time", output=repo_path,
+                    format="icechunk")
+    assert len(list(repo.ancestry(branch="main"))) == len(history)
+
+
+def test_parser_reads_through_the_registrys_store(moto_server, monkeypatch):
+    """The parser reads an s3:// source through the obstore store the registry gives (its own
+    endpoint, credentials and prefix), not the environment's: with the environment pointing
+    nowhere it still reads, and the values equal netCDF4-python's. A URL the registry does not
+    resolve raises its ValueError; a MemoryStore is refused by name; a missing object is a
+    SourceError naming its URL."""
+    import zarr
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import MemoryStore, S3Store
+
+    client, env = moto_server
+    client.create_bucket(Bucket="pyvz-reg")
+    for f in MONTHS[:2]:
+        client.upload_file(str(f), "pyvz-reg", f"deep/archive/{f.name}")
+    # The standard chain would go to a closed port with wrong keys.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "wrong")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    store = S3Store("pyvz-reg", prefix="deep", endpoint=env["AWS_ENDPOINT_URL"],
+                    access_key_id="test", secret_access_key="test", region="us-east-1",
+                    client_options={"allow_http": True})
+    registry = ObjectStoreRegistry({"s3://pyvz-reg": store})
+    parser = vzarr.virtualizarr.Parser(file_timeout=60)
+    for f in MONTHS[:2]:
+        url = f"s3://pyvz-reg/deep/archive/{f.name}"
+        ms = parser(url, registry)
+        group = zarr.open_group(ms, mode="r", zarr_format=3)
+        with netCDF4.Dataset(f) as nc:
+            nc.set_auto_mask(False)
+            for v in ("tas", "pr", "time", "lat"):
+                np.testing.assert_array_equal(group[v][...], nc[v][...], err_msg=v)
+        # The references name the source's URL, not the store's path.
+        manifest = ms._group.arrays["tas"].manifest
+        assert set(np.unique(manifest._paths).tolist()) == {url}
+    assert len(parser._stores) == 1  # recreated once, reused for the second file
+    with pytest.raises(ValueError):
+        parser("s3://elsewhere/x.nc", registry)
+    with pytest.raises(vzarr.SourceError) as e:
+        parser("s3://pyvz-reg/deep/archive/missing.nc", registry)
+    assert e.value.file == "s3://pyvz-reg/deep/archive/missing.nc"
+    with pytest.raises(ValueError, match="MemoryStore"):
+        parser("s3://mem/x.nc", ObjectStoreRegistry({"s3://mem": MemoryStore()}))

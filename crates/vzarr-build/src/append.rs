@@ -31,6 +31,40 @@ pub fn recorded_sources(output: &Path) -> Result<(Vec<SourceRef>, Provenance), B
     Ok((sources_of(&prov)?, prov))
 }
 
+/// Most bytes of a reference file on object storage read to append to it.
+pub const MAX_REMOTE_REFERENCES_BYTES: u64 = 4 << 30;
+
+/// [`recorded_sources`] of a reference file on object storage (read whole, at most
+/// [`MAX_REMOTE_REFERENCES_BYTES`]).
+pub fn recorded_sources_at(
+    output: &vzarr_source::Location,
+) -> Result<(Vec<SourceRef>, Provenance), BuildError> {
+    #[derive(Deserialize)]
+    struct Head {
+        #[serde(default)]
+        vzarr: Option<Provenance>,
+    }
+    let url = output.url();
+    let append_error = |reason: String| BuildError::Append {
+        output: url.clone(),
+        reason,
+    };
+    let src = vzarr_source::open_source(&url).map_err(BuildError::Output)?;
+    if src.size() > MAX_REMOTE_REFERENCES_BYTES {
+        return Err(append_error(format!(
+            "{} bytes, more than the {MAX_REMOTE_REFERENCES_BYTES} read to append to it",
+            src.size()
+        )));
+    }
+    let bytes = src.read(0..src.size()).map_err(BuildError::Output)?;
+    let head: Head = serde_json::from_slice(&bytes)
+        .map_err(|e| append_error(format!("not a vzarr reference file: {e}")))?;
+    let prov = head.vzarr.ok_or_else(|| {
+        append_error("has no vzarr provenance block; rebuild it instead of appending".into())
+    })?;
+    Ok((sources_of(&prov)?, prov))
+}
+
 /// The sources a provenance records, in concatenation order.
 fn sources_of(prov: &Provenance) -> Result<Vec<SourceRef>, BuildError> {
     let urls: Vec<&str> = match &prov.concat {

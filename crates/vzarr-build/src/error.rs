@@ -67,6 +67,15 @@ pub enum BuildError {
     /// The partial scans do not make up one complete sharding.
     #[error("{0}")]
     Shards(String),
+    /// The output on object storage could not be read or written.
+    #[error("output {0}")]
+    Output(#[source] vzarr_source::SourceError),
+    /// Writing or reading an Icechunk repository failed.
+    #[error(transparent)]
+    Icechunk(#[from] vzarr_icechunk::IcechunkError),
+    /// Options that do not go together, or a value out of range.
+    #[error("{0}")]
+    Options(String),
     /// An existing output cannot be appended to.
     #[error("{output}: {reason}")]
     Append {

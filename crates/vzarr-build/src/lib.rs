@@ -28,6 +28,7 @@ pub mod append;
 mod build;
 mod error;
 mod options;
+pub mod output;
 mod report;
 pub mod shard;
 
@@ -35,5 +36,6 @@ pub use build::{
     BuildOutcome, Scanned, build, combine, error_chain, fill_totals, scan_sources, with_jobs,
 };
 pub use error::BuildError;
-pub use options::{BuildOptions, OnError, parse_size};
+pub use options::{BuildOptions, DEFAULT_FILE_TIMEOUT_SECS, OnError, Settings, parse_size};
+pub use output::{Format, Output, Written};
 pub use report::{Failure, write_report};

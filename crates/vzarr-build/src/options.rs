@@ -65,3 +65,186 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     }
     Ok(v)
 }
+
+impl std::str::FromStr for OnError {
+    type Err = crate::BuildError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "fail" => Ok(OnError::Fail),
+            "skip" => Ok(OnError::Skip),
+            other => Err(crate::BuildError::Options(format!(
+                "error policy {other:?}: fail or skip"
+            ))),
+        }
+    }
+}
+
+/// A build's options as a user gives them (command-line flags, Python keyword arguments),
+/// checked and turned into [`BuildOptions`] by [`Settings::options`]: the one place where
+/// they are validated, so every front end accepts and refuses the same things.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// Concatenate along this existing dimension.
+    pub concat_dim: Option<String>,
+    /// Stack along this new leading dimension.
+    pub new_dim: Option<String>,
+    /// The new dimension's coordinate values, one per source (default: the file names).
+    pub new_dim_values: Option<Vec<String>>,
+    /// Accept gaps along the concatenation coordinate.
+    pub allow_gaps: bool,
+    /// Units to re-encode CF time into.
+    pub time_units: Option<String>,
+    /// Scans in flight, and threads that plan and write (0: every core).
+    pub jobs: usize,
+    /// Bad sources: stop or skip.
+    pub on_error: OnError,
+    /// Directory of the scan cache.
+    pub cache_dir: Option<std::path::PathBuf>,
+    /// Fail when a variable or attribute has to be left out.
+    pub strict: bool,
+    /// Seconds a source's scan may take (0: no limit).
+    pub file_timeout_secs: u64,
+    /// Options of each scan.
+    pub scan: ScanOptions,
+}
+
+/// Seconds a source's scan may take unless a user says otherwise.
+pub const DEFAULT_FILE_TIMEOUT_SECS: u64 = 600;
+
+impl Settings {
+    /// Settings with the defaults users see (a scan may take [`DEFAULT_FILE_TIMEOUT_SECS`]).
+    pub fn new() -> Self {
+        Settings {
+            file_timeout_secs: DEFAULT_FILE_TIMEOUT_SECS,
+            ..Default::default()
+        }
+    }
+
+    /// How to combine several sources, if the settings say; refuses an existing and a new
+    /// dimension together, and new-dimension values without a new dimension.
+    pub fn concat(&self) -> Result<Option<Concat>, crate::BuildError> {
+        let bad = |m: &str| Err(crate::BuildError::Options(m.to_string()));
+        match (&self.concat_dim, &self.new_dim) {
+            (Some(_), Some(_)) => bad(
+                "concatenating along an existing dimension and stacking along a new one \
+                 exclude each other",
+            ),
+            (Some(_), None) if self.new_dim_values.is_some() => {
+                bad("values of a new dimension given without a new dimension")
+            }
+            (Some(dim), None) => Ok(Some(Concat::Existing(dim.clone()))),
+            (None, Some(dim)) => Ok(Some(Concat::New {
+                dim: dim.clone(),
+                labels: self.new_dim_values.clone(),
+            })),
+            (None, None) if self.new_dim_values.is_some() => {
+                bad("values of a new dimension given without a new dimension")
+            }
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// The build options these settings ask for (opening the scan cache, if any).
+    pub fn options(&self) -> Result<BuildOptions, crate::BuildError> {
+        let concat = self.concat()?;
+        if self.time_units.is_some() && concat.is_none() {
+            return Err(crate::BuildError::Options(
+                "time units given, but the sources are not combined along a dimension".into(),
+            ));
+        }
+        for (what, name) in [
+            ("dimension", &self.concat_dim),
+            ("new dimension", &self.new_dim),
+            ("time units", &self.time_units),
+        ] {
+            if name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+                return Err(crate::BuildError::Options(format!("an empty {what}")));
+            }
+        }
+        let cache = match &self.cache_dir {
+            Some(dir) => Some(ScanCache::open(dir)?),
+            None => None,
+        };
+        Ok(BuildOptions {
+            scan: self.scan.clone(),
+            jobs: self.jobs,
+            on_error: self.on_error,
+            cache,
+            strict: self.strict,
+            concat,
+            allow_gaps: self.allow_gaps,
+            time_units: self.time_units.clone(),
+            time_limit: (self.file_timeout_secs > 0)
+                .then(|| std::time::Duration::from_secs(self.file_timeout_secs)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_checked_in_one_place() {
+        let s = Settings {
+            concat_dim: Some("time".into()),
+            new_dim: Some("member".into()),
+            ..Settings::new()
+        };
+        assert!(
+            s.options()
+                .unwrap_err()
+                .to_string()
+                .contains("exclude each other")
+        );
+        let s = Settings {
+            new_dim_values: Some(vec!["a".into()]),
+            ..Settings::new()
+        };
+        assert!(
+            s.options()
+                .unwrap_err()
+                .to_string()
+                .contains("without a new dimension")
+        );
+        let s = Settings {
+            time_units: Some("days since 2000-01-01".into()),
+            ..Settings::new()
+        };
+        assert!(
+            s.options()
+                .unwrap_err()
+                .to_string()
+                .contains("not combined")
+        );
+        let s = Settings {
+            concat_dim: Some(" ".into()),
+            ..Settings::new()
+        };
+        assert!(
+            s.options()
+                .unwrap_err()
+                .to_string()
+                .contains("empty dimension")
+        );
+        let o = Settings {
+            new_dim: Some("member".into()),
+            new_dim_values: Some(vec!["a".into(), "b".into()]),
+            time_units: Some("days since 2000-01-01".into()),
+            ..Settings::new()
+        }
+        .options()
+        .unwrap();
+        assert_eq!(
+            o.concat,
+            Some(Concat::New {
+                dim: "member".into(),
+                labels: Some(vec!["a".into(), "b".into()])
+            })
+        );
+        assert_eq!(o.time_limit, Some(std::time::Duration::from_secs(600)));
+        assert_eq!("skip".parse::<OnError>().unwrap(), OnError::Skip);
+        assert!("ignore".parse::<OnError>().is_err());
+    }
+}

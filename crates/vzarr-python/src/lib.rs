@@ -6,14 +6,17 @@
 //! parallel as in `vzarr build`.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use vzarr_build::{BuildError, BuildOptions, OnError};
+use pyo3_object_store::PyExternalObjectStore;
+use vzarr_build::{BuildError, BuildOptions, Format, Output, Settings, Written};
 use vzarr_scan::ScanError as ScanFailure;
 use vzarr_scan::inputs::Filters;
+use vzarr_source::{ObjectPath, ObjectStore};
 
 create_exception!(
     _vzarr,
@@ -60,7 +63,12 @@ fn to_py(py: Python<'_>, e: &BuildError) -> PyErr {
             p.file()
                 .map(|f| f.strip_prefix("file://").unwrap_or(f).to_string()),
         ),
-        BuildError::Write(_) | BuildError::Io { .. } => (WriteError::new_err(message), None),
+        BuildError::Write(_)
+        | BuildError::Io { .. }
+        | BuildError::Output(_)
+        | BuildError::Icechunk(_)
+        | BuildError::Append { .. } => (WriteError::new_err(message), None),
+        BuildError::Options(_) => (PyValueError::new_err(message), None),
         _ => (VzarrError::new_err(message), None),
     };
     let file = match (file, e) {
@@ -74,23 +82,36 @@ fn to_py(py: Python<'_>, e: &BuildError) -> PyErr {
     err
 }
 
-/// What a build gives back to Python: the references (when not written to a file), the
-/// sources left out as (source, reason), the warnings, and the summary as JSON text.
+/// What a build gives back to Python: the references (when not written elsewhere), the
+/// sources left out as (source, reason), the warnings, the summary as JSON text, and what
+/// was written (a path or URL, and for Icechunk the commit) as JSON text.
 type Built = (
     Option<Py<PyBytes>>,
     Vec<(String, String)>,
     Vec<String>,
     String,
+    Option<String>,
 );
+
+/// A finished build in the binding: the references (when returned), the outcome, and what was
+/// written (as JSON text).
+type Done = (Option<Vec<u8>>, vzarr_build::BuildOutcome, Option<String>);
+
+/// A library error about the keyword argument `name` as Python's `ValueError`.
+fn value_error(name: &'static str) -> impl Fn(BuildError) -> PyErr {
+    move |e| PyValueError::new_err(format!("{name}: {}", vzarr_build::error_chain(&e)))
+}
 
 /// Scans `inputs` (paths, directories, URLs, prefixes; `catalog` files of one per line),
 /// combines them as asked and returns the kerchunk references as JSON bytes, or writes them
-/// to `output`. The keyword arguments are those of `vzarr build` (see `vzarr.build`).
+/// to `output` (a path or URL; with `format="icechunk"` a repository). The keyword arguments
+/// are those of `vzarr build` (see `vzarr.build`), validated by the library as the command
+/// line's are.
 #[pyfunction]
 #[pyo3(signature = (
     inputs, *, catalog, include, exclude, concat_dim, new_dim, new_dim_values, allow_gaps,
     time_units, jobs, on_error, cache_dir, strict, file_timeout, split_contiguous,
-    max_string_bytes, output, progress
+    max_string_bytes, output, format, branch, append, progress
 ))]
 #[allow(clippy::too_many_arguments)]
 fn build(
@@ -111,91 +132,73 @@ fn build(
     file_timeout: u64,
     split_contiguous: Option<String>,
     max_string_bytes: Option<String>,
-    output: Option<PathBuf>,
+    output: Option<String>,
+    format: &str,
+    branch: &str,
+    append: bool,
     progress: bool,
 ) -> PyResult<Built> {
-    let on_error = match on_error {
-        "fail" => OnError::Fail,
-        "skip" => OnError::Skip,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "on_error must be \"fail\" or \"skip\", not {other:?}"
-            )));
-        }
-    };
-    let concat = match (concat_dim, new_dim) {
-        (Some(_), Some(_)) => {
-            return Err(PyValueError::new_err(
-                "concat_dim and new_dim exclude each other",
-            ));
-        }
-        (Some(dim), None) => Some(vzarr_plan::Concat::Existing(dim)),
-        (None, Some(dim)) => Some(vzarr_plan::Concat::New {
-            dim,
-            labels: new_dim_values,
-        }),
-        (None, None) => {
-            if new_dim_values.is_some() {
-                return Err(PyValueError::new_err("new_dim_values needs new_dim"));
-            }
-            None
-        }
-    };
-    let size = |name: &str, v: Option<String>| -> PyResult<Option<u64>> {
-        v.map(|t| vzarr_build::parse_size(&t))
-            .transpose()
-            .map_err(|e| PyValueError::new_err(format!("{name}: {e}")))
-    };
-    let split_contiguous = size("split_contiguous", split_contiguous)?;
-    let max_string_bytes = size("max_string_bytes", max_string_bytes)?;
-    if time_units.is_some() && concat.is_none() {
+    let format: Format = format.parse().map_err(value_error("format"))?;
+    let output = output
+        .map(|o| Output::parse(&o, format, branch))
+        .transpose()
+        .map_err(|e| to_py(py, &e))?;
+    if output.is_none() && (append || format != Format::Kerchunk) {
         return Err(PyValueError::new_err(
-            "time_units needs concat_dim or new_dim",
+            "append and format=\"icechunk\" need output= (the file or repository)",
         ));
     }
-    let result = py.detach(
-        || -> Result<(Option<Vec<u8>>, vzarr_build::BuildOutcome), BuildError> {
-            let cache = match &cache_dir {
-                Some(dir) => Some(vzarr_scan::cache::ScanCache::open(dir)?),
-                None => None,
-            };
-            let opts = BuildOptions {
-                scan: vzarr_scan::ScanOptions::default()
-                    .with_split_contiguous(split_contiguous)
-                    .with_max_string_bytes(max_string_bytes),
-                jobs,
-                on_error,
-                cache,
-                strict,
-                concat,
-                allow_gaps,
-                time_units,
-                time_limit: (file_timeout > 0)
-                    .then(|| std::time::Duration::from_secs(file_timeout)),
-            };
-            let filters = Filters { include, exclude };
-            let sources = vzarr_scan::inputs::collect(&inputs, &catalog, &filters)?;
-            let bar = if progress {
-                indicatif::ProgressBar::new(sources.len() as u64)
-            } else {
-                indicatif::ProgressBar::hidden()
-            };
-            vzarr_build::with_jobs(jobs, || {
-                let out = vzarr_build::build(&sources, &opts, &|_, _| bar.inc(1));
-                bar.finish_and_clear();
-                let out = out?;
-                let bytes = match &output {
-                    Some(path) => {
-                        vzarr_kerchunk::write_file(&out.dataset, path)?;
-                        None
-                    }
-                    None => Some(vzarr_kerchunk::to_bytes(&out.dataset)?),
-                };
-                Ok((bytes, out))
-            })
-        },
-    );
-    let (bytes, out) = result.map_err(|e| to_py(py, &e))?;
+    let settings = Settings {
+        concat_dim,
+        new_dim,
+        new_dim_values,
+        allow_gaps,
+        time_units,
+        jobs,
+        on_error: on_error.parse().map_err(value_error("on_error"))?,
+        cache_dir,
+        strict,
+        file_timeout_secs: file_timeout,
+        scan: scan_options(split_contiguous, max_string_bytes)?,
+    };
+    // Options that do not go together are the caller's error (ValueError); a scan cache that
+    // cannot be opened is a write error, raised with the build's others.
+    settings
+        .concat()
+        .map_err(value_error("concat_dim, new_dim, new_dim_values"))?;
+    let result = py.detach(|| -> Result<Done, BuildError> {
+        let mut opts = settings.options()?;
+        let filters = Filters { include, exclude };
+        let sources = vzarr_scan::inputs::collect(&inputs, &catalog, &filters)?;
+        let sources = match (&output, append) {
+            (Some(out), true) => {
+                let (all, concat) =
+                    vzarr_build::output::plan_append(out, sources, opts.concat.as_ref())?;
+                opts.concat = concat;
+                all
+            }
+            _ => sources,
+        };
+        let bar = if progress {
+            indicatif::ProgressBar::new(sources.len() as u64)
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        vzarr_build::with_jobs(jobs, || {
+            let out = vzarr_build::build(&sources, &opts, &|_, _| bar.inc(1));
+            bar.finish_and_clear();
+            let out = out?;
+            let action = if append { "append" } else { "build" };
+            match &output {
+                Some(target) => {
+                    let w = vzarr_build::output::write(&out.dataset, target, action, append)?;
+                    Ok((None, out, Some(written_json(&w))))
+                }
+                None => Ok((Some(vzarr_kerchunk::to_bytes(&out.dataset)?), out, None)),
+            }
+        })
+    });
+    let (bytes, out, written) = result.map_err(|e| to_py(py, &e))?;
     let summary = serde_json::to_string(&out.summary)
         .map_err(|e| VzarrError::new_err(format!("summary: {e}")))?;
     Ok((
@@ -206,7 +209,66 @@ fn build(
             .collect(),
         out.warnings,
         summary,
+        written,
     ))
+}
+
+/// What was written, as JSON text for `Report.output` and `Report.commit`.
+fn written_json(w: &Written) -> String {
+    let v = match w {
+        Written::Kerchunk { at } => serde_json::json!({ "output": at }),
+        Written::Icechunk(w) => serde_json::json!({
+            "output": w.location,
+            "branch": w.branch,
+            "snapshot": w.snapshot,
+            "created": w.created,
+            "virtual_refs": w.virtual_refs,
+            "native_chunks": w.native_chunks,
+            "containers": w.containers,
+        }),
+        _ => serde_json::json!({}),
+    };
+    v.to_string()
+}
+
+/// The scan options of the keyword arguments (sizes as the library parses them).
+fn scan_options(
+    split_contiguous: Option<String>,
+    max_string_bytes: Option<String>,
+) -> PyResult<vzarr_scan::ScanOptions> {
+    let size = |name: &str, v: Option<String>| -> PyResult<Option<u64>> {
+        v.map(|t| vzarr_build::parse_size(&t))
+            .transpose()
+            .map_err(|e| PyValueError::new_err(format!("{name}: {e}")))
+    };
+    Ok(vzarr_scan::ScanOptions::default()
+        .with_split_contiguous(size("split_contiguous", split_contiguous)?)
+        .with_max_string_bytes(size("max_string_bytes", max_string_bytes)?))
+}
+
+/// An object store handed over from Python (an obstore store, recreated here from its
+/// configuration by `pyo3-object_store`): made once per store by `vzarr.virtualizarr.Parser`
+/// and reused for every file read through it, so its connections are pooled.
+#[pyclass(frozen, module = "vzarr._vzarr")]
+struct Store(Arc<dyn ObjectStore>);
+
+#[pymethods]
+impl Store {
+    #[new]
+    fn new(store: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let s: PyExternalObjectStore = store.extract().map_err(|e| {
+            PyValueError::new_err(format!(
+                "vzarr reads through obstore's S3Store, GCSStore, AzureStore, HTTPStore and \
+                 LocalStore (recreated from their configuration), not {}: {e}",
+                store
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })?;
+        Ok(Store(s.into_dyn()))
+    }
 }
 
 /// One array of a scanned file for VirtualiZarr: its path, Zarr v3 metadata (JSON text), chunk
@@ -232,7 +294,8 @@ const MAX_PARSER_CHUNKS: u64 = 1 << 27;
 /// text) and its arrays' manifests as flat buffers (see `ArrayManifest`), for the
 /// VirtualiZarr parser `vzarr.virtualizarr.Parser`.
 #[pyfunction]
-#[pyo3(signature = (url, *, strict, file_timeout, split_contiguous, max_string_bytes))]
+#[pyo3(signature = (url, *, strict, file_timeout, split_contiguous, max_string_bytes, store=None, path=None))]
+#[allow(clippy::too_many_arguments)]
 fn scan_manifests(
     py: Python<'_>,
     url: String,
@@ -240,36 +303,64 @@ fn scan_manifests(
     file_timeout: u64,
     split_contiguous: Option<String>,
     max_string_bytes: Option<String>,
+    store: Option<&Store>,
+    path: Option<String>,
 ) -> PyResult<(String, Vec<ArrayManifest>, Vec<String>)> {
-    let size = |name: &str, v: Option<String>| -> PyResult<Option<u64>> {
-        v.map(|t| vzarr_build::parse_size(&t))
-            .transpose()
-            .map_err(|e| PyValueError::new_err(format!("{name}: {e}")))
-    };
-    let split_contiguous = size("split_contiguous", split_contiguous)?;
-    let max_string_bytes = size("max_string_bytes", max_string_bytes)?;
+    let scan = scan_options(split_contiguous, max_string_bytes)?;
     let opts = BuildOptions {
-        scan: vzarr_scan::ScanOptions::default()
-            .with_split_contiguous(split_contiguous)
-            .with_max_string_bytes(max_string_bytes),
+        scan: scan.clone(),
         jobs: 1,
         strict,
         time_limit: (file_timeout > 0).then(|| std::time::Duration::from_secs(file_timeout)),
         ..Default::default()
     };
-    let built = py.detach(|| -> Result<vzarr_build::BuildOutcome, BuildError> {
-        let sources =
-            vzarr_scan::inputs::collect(std::slice::from_ref(&url), &[], &Filters::default())?;
-        if sources.len() != 1 {
-            return Err(BuildError::HowToCombine {
-                count: sources.len(),
-                suggestion: None,
-            });
-        }
-        vzarr_build::build(&sources, &opts, &|_, _| {})
-    });
-    let out = built.map_err(|e| to_py(py, &e))?;
-    let ds = out.dataset;
+    let through = match (store, path) {
+        (Some(s), Some(p)) => Some((
+            s.0.clone(),
+            ObjectPath::parse(&p)
+                .map_err(|e| PyValueError::new_err(format!("{url}: path {p:?}: {e}")))?,
+        )),
+        (None, None) => None,
+        _ => return Err(PyValueError::new_err("store and path go together")),
+    };
+    let built = py.detach(
+        || -> Result<(vzarr_core::VirtualDataset, Vec<String>), BuildError> {
+            let Some((store, path)) = through else {
+                let sources = vzarr_scan::inputs::collect(
+                    std::slice::from_ref(&url),
+                    &[],
+                    &Filters::default(),
+                )?;
+                if sources.len() != 1 {
+                    return Err(BuildError::HowToCombine {
+                        count: sources.len(),
+                        suggestion: None,
+                    });
+                }
+                let out = vzarr_build::build(&sources, &opts, &|_, _| {})?;
+                return Ok((out.dataset, out.warnings));
+            };
+            // Through the caller's store: one source, guarded as a build's scans are.
+            let source = vzarr_scan::inputs::SourceRef::parse(&url)?;
+            let s = source.clone();
+            let ds = vzarr_scan::batch::guard(&url, opts.time_limit, move || {
+                vzarr_scan::scan_in_store(&s, store, path, &scan)
+            })?;
+            let warnings: Vec<String> = ds
+                .skipped
+                .iter()
+                .map(|k| format!("{}: {}: {}", source.display(), k.path, k.reason))
+                .collect();
+            if strict && !warnings.is_empty() {
+                return Err(BuildError::Strict {
+                    file: source.display(),
+                    count: warnings.len(),
+                });
+            }
+            Ok((ds, warnings))
+        },
+    );
+    let (ds, warnings) = built.map_err(|e| to_py(py, &e))?;
     let groups: serde_json::Map<String, serde_json::Value> = ds
         .groups
         .iter()
@@ -330,7 +421,7 @@ fn scan_manifests(
     Ok((
         serde_json::Value::Object(groups).to_string(),
         arrays,
-        out.warnings,
+        warnings,
     ))
 }
 
@@ -340,6 +431,7 @@ fn _vzarr(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(scan_manifests, m)?)?;
+    m.add_class::<Store>()?;
     m.add("VzarrError", py.get_type::<VzarrError>())?;
     m.add("SourceError", py.get_type::<SourceError>())?;
     m.add("ScanError", py.get_type::<ScanError>())?;

@@ -89,26 +89,38 @@ fn scan_with_cache(
 /// Scans one source with the batch's cache, turning a panic into a failure and, with a time
 /// limit, a scan that runs past it into a failure too.
 fn guarded(source: &SourceRef, opts: &BatchOptions) -> Result<(VirtualDataset, bool), ScanError> {
+    let (s, scan, cache) = (source.clone(), opts.scan.clone(), opts.cache.clone());
+    guard(&source.url(), opts.time_limit, move || {
+        scan_with_cache(&s, &scan, cache.as_ref())
+    })
+}
+
+/// Runs the scan `run` of the source `url` so that a panic in it is a [`ScanError::Panicked`]
+/// and, with a `time_limit`, one running past it a [`ScanError::TimedOut`] (the scan is then
+/// left to finish on its own thread, its result dropped).
+pub fn guard<T, F>(
+    url: &str,
+    time_limit: Option<std::time::Duration>,
+    run: F,
+) -> Result<T, ScanError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, ScanError> + Send + 'static,
+{
     let run = {
-        let (source, scan, cache) = (source.clone(), opts.scan.clone(), opts.cache.clone());
+        let url = url.to_string();
         move || {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                scan_with_cache(&source, &scan, cache.as_ref())
-            }))
-            .unwrap_or_else(|p| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or_else(|p| {
                 let message = p
                     .downcast_ref::<&str>()
                     .map(|s| s.to_string())
                     .or_else(|| p.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".into());
-                Err(ScanError::Panicked {
-                    url: source.url(),
-                    message,
-                })
+                Err(ScanError::Panicked { url, message })
             })
         }
     };
-    let Some(limit) = opts.time_limit else {
+    let Some(limit) = time_limit else {
         return run();
     };
     let (tx, rx) = std::sync::mpsc::channel();
@@ -122,7 +134,7 @@ fn guarded(source: &SourceRef, opts: &BatchOptions) -> Result<(VirtualDataset, b
     }
     rx.recv_timeout(limit).unwrap_or_else(|_| {
         Err(ScanError::TimedOut {
-            url: source.url(),
+            url: url.to_string(),
             seconds: limit.as_secs_f64(),
         })
     })

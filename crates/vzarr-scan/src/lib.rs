@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use vzarr_core::{Provenance, VirtualDataset};
 use vzarr_source::{
-    BlockCache, ByteSource, Bytes, Clients, Coalesced, Format, MAX_COALESCED_READ, ObjectSource,
-    REMOTE_COALESCE_GAP, SniffError, SourceError, Stores, sniff,
+    BlockCache, ByteSource, Bytes, Clients, Coalesced, Format, MAX_COALESCED_READ, ObjectPath,
+    ObjectSource, ObjectStore, REMOTE_COALESCE_GAP, SniffError, SourceError, Stores, sniff,
 };
 
 use crate::inputs::SourceRef;
@@ -237,13 +237,33 @@ pub(crate) fn open_for_scan(source: &SourceRef) -> Result<Opened, ScanError> {
         });
     }
     let (obj, head) = ObjectSource::open_with_head(Clients::global(), loc, REMOTE_HEAD_BYTES)?;
+    Ok(opened_object(obj, head))
+}
+
+/// An object opened with its head fetched, behind the coalescing and the block cache every
+/// remote scan reads through.
+fn opened_object(obj: ObjectSource, head: Bytes) -> Opened {
     let coalesced = Coalesced::new(obj, REMOTE_COALESCE_GAP, MAX_COALESCED_READ);
     let cache = BlockCache::new(coalesced, 256 << 10, 64 << 20);
     cache.seed_head(&head);
-    Ok(Opened {
+    Opened {
         src: Arc::new(cache),
         head,
-    })
+    }
+}
+
+/// Scans one object-store source through `store` (one the caller configured, e.g. a Python
+/// user's obstore store), where the object lies at `path`; the source's URL is what the
+/// references record. Otherwise as [`scan_source`].
+pub fn scan_in_store(
+    source: &SourceRef,
+    store: Arc<dyn ObjectStore>,
+    path: ObjectPath,
+    opts: &ScanOptions,
+) -> Result<VirtualDataset, ScanError> {
+    let (obj, head) =
+        ObjectSource::open_with_head_in(store, path, source.location(), REMOTE_HEAD_BYTES)?;
+    scan_opened(source, opened_object(obj, head), opts)
 }
 
 /// Keeps, beside the references of the small arrays of `ds` (coordinates, mostly), the bytes

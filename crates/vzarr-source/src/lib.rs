@@ -47,6 +47,8 @@ use std::ops::Range;
 use std::sync::Arc;
 
 pub use bytes::Bytes;
+/// The object-store types a caller needs to hand vzarr a store of its own.
+pub use object_store::{ObjectStore, path::Path as ObjectPath};
 pub use vzarr_core::SourceRecord;
 
 pub use block_cache::{BlockCache, CacheCounts};
@@ -58,7 +60,7 @@ pub use list::{list_prefix, list_prefix_with};
 pub use local::{LocalFile, absolute, file_url, local_record};
 pub use mem::{MemSource, MemStore};
 pub use object::{
-    Clients, DEFAULT_MAX_REQUESTS, DEFAULT_RANGE_CONCURRENCY, ObjectSource, object_path,
+    Clients, DEFAULT_MAX_REQUESTS, DEFAULT_RANGE_CONCURRENCY, ObjectSource, object_path, put_object,
 };
 pub use runtime::{block_on, runtime};
 pub use sniff::{Format, HDF5_SIGNATURE, SniffError, hdf5_signature_offsets, sniff};

@@ -196,8 +196,21 @@ impl ObjectSource {
         loc: &Location,
         head: u64,
     ) -> Result<(Self, Bytes), SourceError> {
-        let url = loc.url();
         let (store, path) = clients.resolve(loc)?;
+        Self::open_with_head_in(store, path, loc, head)
+    }
+
+    /// [`ObjectSource::open_with_head`] through a store the caller gives (e.g. one a user
+    /// configured, whose credentials and endpoint differ from the environment's), where the
+    /// object lies at `path`; `loc` is the URL it is known by (recorded in references, named
+    /// in errors).
+    pub fn open_with_head_in(
+        store: Arc<dyn ObjectStore>,
+        path: ObjectPath,
+        loc: &Location,
+        head: u64,
+    ) -> Result<(Self, Bytes), SourceError> {
+        let url = loc.url();
         let (s, p, u) = (store.clone(), path.clone(), url.clone());
         let got = block_on(async move {
             let options = GetOptions::new().with_range(Some(0..head.max(1)));
@@ -315,4 +328,44 @@ impl ByteSource for ObjectSource {
                 .await
         })
     }
+}
+
+/// Most bytes written in one PUT request; a larger object is uploaded in parts of this size
+/// (a multipart upload, which the store makes visible only when it completes).
+const PUT_PART: usize = 16 << 20;
+
+/// Writes `data` as the object at `loc` (an object-store URL) with `clients`, replacing any
+/// object there. Readers see the old object or the new one, never a part: one PUT, or for
+/// more than 16 MiB a multipart upload that the store publishes when it completes and that is
+/// aborted when a part fails.
+pub fn put_object(clients: &Clients, loc: &Location, data: Bytes) -> Result<(), SourceError> {
+    let url = loc.url();
+    let (store, path) = clients.resolve(loc)?;
+    block_on(async move {
+        if data.len() <= PUT_PART {
+            store
+                .put(&path, data.into())
+                .await
+                .map_err(|e| SourceError::remote(&url, e))?;
+            return Ok(());
+        }
+        let mut upload = store
+            .put_multipart(&path)
+            .await
+            .map_err(|e| SourceError::remote(&url, e))?;
+        let mut sent = 0;
+        while sent < data.len() {
+            let end = (sent + PUT_PART).min(data.len());
+            if let Err(e) = upload.put_part(data.slice(sent..end).into()).await {
+                let _ = upload.abort().await;
+                return Err(SourceError::remote(&url, e));
+            }
+            sent = end;
+        }
+        if let Err(e) = upload.complete().await {
+            let _ = upload.abort().await;
+            return Err(SourceError::remote(&url, e));
+        }
+        Ok(())
+    })
 }

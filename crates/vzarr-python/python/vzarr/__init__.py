@@ -50,13 +50,17 @@ class Report:
     warnings: variables and attributes the scanners left out, as ``"source: path: reason"``.
     summary: files, scans, cache hits, arrays, chunks, bytes and seconds (as ``vzarr build
     --summary-json`` writes them).
-    output: the file written, when ``output=`` was given.
+    output: the file, object or repository written, when ``output=`` was given.
+    commit: for an Icechunk output, the commit made: ``branch``, ``snapshot`` (its id),
+    ``created`` (a new repository), ``virtual_refs``, ``native_chunks`` and ``containers``
+    (the virtual chunk containers a reader authorises).
     """
 
     failures: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     output: str | None = None
+    commit: dict[str, Any] | None = None
 
 
 class References(dict):
@@ -98,6 +102,9 @@ def build(
     allow_gaps: bool = False,
     time_units: str | None = None,
     output: PathLike | None = None,
+    format: Literal["kerchunk", "icechunk"] = "kerchunk",
+    branch: str = "main",
+    append: bool = False,
     catalog: PathLike | Sequence[PathLike] | None = None,
     include: str | Sequence[str] | None = None,
     exclude: str | Sequence[str] | None = None,
@@ -127,7 +134,15 @@ def build(
     allow_gaps: accept gaps along the concatenation coordinate (overlaps stay errors).
     time_units: re-encode the CF time coordinate into these units (default: the first
         file's).
-    output: write the references to this file (atomically) instead of returning them.
+    output: write the references here instead of returning them: a local path or an s3://,
+        gs:// or az:// URL (kerchunk JSON, written atomically), or with
+        ``format="icechunk"`` an Icechunk repository (a local directory or
+        s3://bucket/prefix; one commit per build, none when the build fails).
+    format: "kerchunk" (reference JSON) or "icechunk" (a repository; needs ``output``).
+    branch: the Icechunk branch to commit to.
+    append: extend the existing ``output`` with the new files among ``inputs``: its recorded
+        sources are combined with them again (their scans come from ``cache_dir`` when
+        cached there), which equals a full rebuild; a repository gets it as a new commit.
     catalog: file(s) with one path or URL per line (# starts a comment).
     include / exclude: glob(s) keeping / leaving out files found in directories or prefixes.
     jobs: scans in flight at once, and threads that plan and write (0: every core; at least
@@ -152,7 +167,7 @@ def build(
     catalogs = [] if catalog is None else (
         [catalog] if isinstance(catalog, (str, _os.PathLike)) else list(catalog))
     as_list = lambda v: [] if v is None else ([v] if isinstance(v, str) else list(v))  # noqa: E731
-    data, failures, warnings, summary = _vzarr.build(
+    data, failures, warnings, summary, written = _vzarr.build(
         _inputs(inputs),
         catalog=[_os.fspath(c) for c in catalogs],
         include=as_list(include),
@@ -170,13 +185,18 @@ def build(
         split_contiguous=_size(split_contiguous),
         max_string_bytes=_size(max_string_bytes),
         output=None if output is None else _os.fspath(output),
+        format=format,
+        branch=branch,
+        append=append,
         progress=progress,
     )
+    done = None if written is None else _json.loads(written)
     report = Report(
         failures=[tuple(f) for f in failures],
         warnings=list(warnings),
         summary=_json.loads(summary),
-        output=None if output is None else _os.fspath(output),
+        output=None if done is None else done.pop("output"),
+        commit=done or None,
     )
     if data is None:
         return report
@@ -189,7 +209,8 @@ def scan(url: PathLike, **options: Any) -> References:
     """The references of one file as it is (no combining): ``build(url, **options)`` with
     the scan options of :func:`build` (strict, split_contiguous, max_string_bytes,
     file_timeout, cache_dir)."""
-    for k in ("concat_dim", "new_dim", "new_dim_values", "output", "catalog"):
+    for k in ("concat_dim", "new_dim", "new_dim_values", "output", "catalog", "format",
+              "branch", "append"):
         if k in options:
             raise TypeError(f"scan() takes no {k!r}; use vzarr.build")
     refs = build(url, **options)

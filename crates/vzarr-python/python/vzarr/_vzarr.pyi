@@ -29,5 +29,27 @@ def build(
     split_contiguous: str | None,
     max_string_bytes: str | None,
     output: str | None,
+    format: str,
+    branch: str,
+    append: bool,
     progress: bool,
-) -> tuple[bytes | None, list[tuple[str, str]], list[str], str]: ...
+) -> tuple[bytes | None, list[tuple[str, str]], list[str], str, str | None]: ...
+
+class Store:
+    """An obstore store recreated from its configuration, for the parser's reads."""
+    def __init__(self, store: object) -> None: ...
+
+def scan_manifests(
+    url: str,
+    *,
+    strict: bool,
+    file_timeout: int,
+    split_contiguous: str | None,
+    max_string_bytes: str | None,
+    store: Store | None = None,
+    path: str | None = None,
+) -> tuple[
+    str,
+    list[tuple[str, str, list[int], bytes, bytes, bytes, list[str], list[tuple[list[int], bytes]]]],
+    list[str],
+]: ...

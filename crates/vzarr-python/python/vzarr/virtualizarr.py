@@ -13,9 +13,15 @@ One parser for HDF5, NetCDF4 and NetCDF3: the format is sniffed from the file, a
 scanners do (``HDFParser`` and ``NetCDF3Parser`` are the same class). Chunk manifests cross
 from Rust as flat buffers turned into numpy arrays, never one Python object per chunk; chunks
 vzarr keeps inline (variable-length strings, compact datasets) become VirtualiZarr's inlined
-chunks. The file is read by vzarr's own byte layer (local files; s3://, gs://, az:// and
-http(s):// URLs with the standard credential chain of each cloud); the ``registry`` is handed
-to the returned ManifestStore, which reads chunk data through it.
+chunks.
+
+The file is read through the store the ``registry`` resolves its URL to, when that is one of
+obstore's (S3Store, GCSStore, AzureStore, HTTPStore, LocalStore: recreated in vzarr from its
+configuration, once per store, so its endpoint, credentials, prefix and client options hold);
+through vzarr's own byte layer with the standard credential chain of each cloud when the
+registry gives another kind of store; local files directly. A URL the registry does not
+resolve raises its ValueError, as VirtualiZarr's parsers do. The ``registry`` is handed to the
+returned ManifestStore, which reads chunk data through it.
 """
 
 from __future__ import annotations
@@ -62,6 +68,23 @@ class Parser:
         self.split_contiguous = split_contiguous
         self.max_string_bytes = max_string_bytes
         self.warnings: list[str] = []
+        # obstore stores recreated in vzarr, by the id of the user's store (kept alive here so
+        # the id stays theirs).
+        self._stores: dict[int, tuple[Any, Any]] = {}
+
+    def _through(self, url: str, registry: Any) -> dict[str, Any]:
+        """The store and path a remote ``url`` is read through ({} for vzarr's own clients)."""
+        scheme = url.split("://", 1)[0] if "://" in url else "file"
+        if scheme == "file":
+            return {}
+        store, path = registry.resolve(url)
+        if not type(store).__module__.startswith("obstore"):
+            return {}
+        got = self._stores.get(id(store))
+        if got is None or got[0] is not store:
+            got = (store, _vzarr.Store(store))
+            self._stores[id(store)] = got
+        return {"store": got[1], "path": str(path)}
 
     def __call__(self, url: str, registry: Any):
         from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestStore
@@ -74,6 +97,7 @@ class Parser:
             file_timeout=self.file_timeout,
             split_contiguous=None if self.split_contiguous is None else str(self.split_contiguous),
             max_string_bytes=None if self.max_string_bytes is None else str(self.max_string_bytes),
+            **self._through(url, registry),
         )
         self.warnings = list(warnings)
         marrs = {}

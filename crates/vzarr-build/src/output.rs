@@ -1,0 +1,185 @@
+//! Where a build's result goes: a kerchunk reference file (a local path, or an object on
+//! object storage) or a branch of an Icechunk repository; appending to either; and writing
+//! there. The command line and the Python package both go through here.
+
+use std::path::Path;
+
+use vzarr_core::VirtualDataset;
+use vzarr_plan::Concat;
+use vzarr_scan::inputs::SourceRef;
+use vzarr_source::{Location, Scheme};
+
+use crate::BuildError;
+
+/// The format of a build's output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// kerchunk version 1 reference JSON with Zarr v3 keys (one file or object).
+    #[default]
+    Kerchunk,
+    /// An Icechunk repository (spec version 2), one commit per build.
+    Icechunk,
+}
+
+impl std::str::FromStr for Format {
+    type Err = BuildError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "kerchunk" => Ok(Format::Kerchunk),
+            "icechunk" => Ok(Format::Icechunk),
+            other => Err(BuildError::Options(format!(
+                "output format {other:?}: kerchunk or icechunk"
+            ))),
+        }
+    }
+}
+
+/// Where a build writes, validated.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Output {
+    /// A kerchunk reference file: a local file (`file://`) or an object (s3://, gs://, az://).
+    Kerchunk(Location),
+    /// A branch of an Icechunk repository.
+    Icechunk {
+        /// The repository.
+        location: vzarr_icechunk::RepoLocation,
+        /// The branch.
+        branch: String,
+    },
+}
+
+/// What writing an output did.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Written {
+    /// A reference file was written.
+    Kerchunk {
+        /// Its path (local) or URL.
+        at: String,
+    },
+    /// A commit was made.
+    Icechunk(vzarr_icechunk::Written),
+}
+
+impl Output {
+    /// The output `target` (a path or URL) in `format`; `branch` is the Icechunk branch to
+    /// commit to (unused for kerchunk).
+    pub fn parse(target: &str, format: Format, branch: &str) -> Result<Output, BuildError> {
+        match format {
+            Format::Kerchunk => {
+                let loc = vzarr_source::locate(target).map_err(BuildError::Output)?;
+                if matches!(loc.scheme, Scheme::Http | Scheme::Https) {
+                    return Err(BuildError::Options(format!(
+                        "{target}: references cannot be written over HTTP; write to a local \
+                         path or an s3://, gs:// or az:// URL"
+                    )));
+                }
+                if loc.scheme != Scheme::File && (loc.key.is_empty() || loc.key.ends_with('/')) {
+                    return Err(BuildError::Options(format!(
+                        "{target}: name the object to write, not only its bucket"
+                    )));
+                }
+                Ok(Output::Kerchunk(loc))
+            }
+            Format::Icechunk => {
+                if branch.is_empty() {
+                    return Err(BuildError::Options("an empty branch name".into()));
+                }
+                Ok(Output::Icechunk {
+                    location: vzarr_icechunk::RepoLocation::parse(target)?,
+                    branch: branch.to_string(),
+                })
+            }
+        }
+    }
+
+    /// The output as a string for messages: a local path, or a URL.
+    pub fn display(&self) -> String {
+        match self {
+            Output::Kerchunk(loc) if loc.scheme == Scheme::File => {
+                loc.local_path().display().to_string()
+            }
+            Output::Kerchunk(loc) => loc.url(),
+            Output::Icechunk { location, .. } => location.display(),
+        }
+    }
+
+    /// The local reference file, if the output is one.
+    pub fn local_file(&self) -> Option<std::path::PathBuf> {
+        match self {
+            Output::Kerchunk(loc) if loc.scheme == Scheme::File => Some(loc.local_path()),
+            _ => None,
+        }
+    }
+}
+
+/// The sources and the combination of an append to `output`: the sources it records followed
+/// by those of `inputs` that are new (see [`crate::append::plan_append_recorded`]).
+pub fn plan_append(
+    output: &Output,
+    inputs: Vec<SourceRef>,
+    concat: Option<&Concat>,
+) -> Result<(Vec<SourceRef>, Option<Concat>), BuildError> {
+    let at = output.display();
+    let prov = match output {
+        Output::Kerchunk(loc) if loc.scheme == Scheme::File => {
+            crate::append::recorded_sources(&loc.local_path())?.1
+        }
+        Output::Kerchunk(loc) => crate::append::recorded_sources_at(loc)?.1,
+        Output::Icechunk { location, branch } => vzarr_icechunk::provenance(location, branch)?
+            .ok_or_else(|| BuildError::Append {
+                output: at.clone(),
+                reason: format!(
+                    "the tip of branch {branch:?} records no vzarr provenance; rebuild it instead \
+                     of appending"
+                ),
+            })?,
+    };
+    crate::append::plan_append_recorded(&at, &prov, inputs, concat)
+}
+
+/// Writes `ds` to `output` (atomically: a reference file appears whole or not at all; an
+/// Icechunk build is one commit or none). `action` names what made it in an Icechunk commit
+/// message (`build`, `append`, `combine`); `append` says the repository must exist.
+pub fn write(
+    ds: &VirtualDataset,
+    output: &Output,
+    action: &str,
+    append: bool,
+) -> Result<Written, BuildError> {
+    match output {
+        Output::Kerchunk(loc) if loc.scheme == Scheme::File => {
+            let path = loc.local_path();
+            vzarr_kerchunk::write_file(ds, Path::new(&path))?;
+            Ok(Written::Kerchunk {
+                at: vzarr_source::absolute(&path)
+                    .unwrap_or(path)
+                    .display()
+                    .to_string(),
+            })
+        }
+        Output::Kerchunk(loc) => {
+            let bytes = vzarr_kerchunk::to_bytes(ds)?;
+            vzarr_source::put_object(vzarr_source::Clients::global(), loc, bytes.into())
+                .map_err(BuildError::Output)?;
+            Ok(Written::Kerchunk { at: loc.url() })
+        }
+        Output::Icechunk { location, branch } => {
+            let opts = vzarr_icechunk::WriteOptions {
+                branch: branch.clone(),
+                message: vzarr_icechunk::commit_message(ds, action),
+                mode: if append {
+                    vzarr_icechunk::WriteMode::Existing
+                } else {
+                    vzarr_icechunk::WriteMode::CreateOrReplace
+                },
+            };
+            Ok(Written::Icechunk(vzarr_icechunk::write(
+                ds, location, &opts,
+            )?))
+        }
+    }
+}
