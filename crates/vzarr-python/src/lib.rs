@@ -13,7 +13,7 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3_object_store::PyExternalObjectStore;
-use vzarr_build::{BuildError, BuildOptions, Format, Output, Settings, Written};
+use vzarr_build::{BuildError, Format, Output, Settings, Written};
 use vzarr_scan::ScanError as ScanFailure;
 use vzarr_scan::inputs::Filters;
 use vzarr_source::{ObjectPath, ObjectStore};
@@ -307,13 +307,7 @@ fn scan_manifests(
     path: Option<String>,
 ) -> PyResult<(String, Vec<ArrayManifest>, Vec<String>)> {
     let scan = scan_options(split_contiguous, max_string_bytes)?;
-    let opts = BuildOptions {
-        scan: scan.clone(),
-        jobs: 1,
-        strict,
-        time_limit: (file_timeout > 0).then(|| std::time::Duration::from_secs(file_timeout)),
-        ..Default::default()
-    };
+    let time_limit = (file_timeout > 0).then(|| std::time::Duration::from_secs(file_timeout));
     let through = match (store, path) {
         (Some(s), Some(p)) => Some((
             s.0.clone(),
@@ -323,28 +317,15 @@ fn scan_manifests(
         (None, None) => None,
         _ => return Err(PyValueError::new_err("store and path go together")),
     };
+    // One file, on a thread of its own only for the time limit: no batch, no planner (a
+    // parser is called once per file, so what a build spends around a scan counts here).
     let built = py.detach(
         || -> Result<(vzarr_core::VirtualDataset, Vec<String>), BuildError> {
-            let Some((store, path)) = through else {
-                let sources = vzarr_scan::inputs::collect(
-                    std::slice::from_ref(&url),
-                    &[],
-                    &Filters::default(),
-                )?;
-                if sources.len() != 1 {
-                    return Err(BuildError::HowToCombine {
-                        count: sources.len(),
-                        suggestion: None,
-                    });
-                }
-                let out = vzarr_build::build(&sources, &opts, &|_, _| {})?;
-                return Ok((out.dataset, out.warnings));
-            };
-            // Through the caller's store: one source, guarded as a build's scans are.
             let source = vzarr_scan::inputs::SourceRef::parse(&url)?;
             let s = source.clone();
-            let ds = vzarr_scan::batch::guard(&url, opts.time_limit, move || {
-                vzarr_scan::scan_in_store(&s, store, path, &scan)
+            let ds = vzarr_scan::batch::guard(&url, time_limit, move || match through {
+                Some((store, path)) => vzarr_scan::scan_in_store(&s, store, path, &scan),
+                None => vzarr_scan::scan_source(&s, &scan),
             })?;
             let warnings: Vec<String> = ds
                 .skipped

@@ -35,6 +35,10 @@ from . import _vzarr
 
 __all__ = ["Parser", "HDFParser", "NetCDF3Parser"]
 
+# Most metadata objects a parser keeps for reuse (they are small; the bound only keeps a
+# parser over a catalog of ever-different files from growing without end).
+_METADATA_CACHE = 4096
+
 
 def _group_tree(groups: dict[str, dict], arrays: dict[str, Any]):
     from virtualizarr.manifests import ManifestGroup
@@ -71,6 +75,10 @@ class Parser:
         # obstore stores recreated in vzarr, by the id of the user's store (kept alive here so
         # the id stays theirs).
         self._stores: dict[int, tuple[Any, Any]] = {}
+        # Zarr metadata objects by their JSON text: the files of an archive mostly share
+        # their arrays' metadata, and zarr-python's parsing of it costs more than the scan.
+        # The objects are immutable, so sharing them between ManifestArrays is safe.
+        self._metadata: dict[str, Any] = {}
 
     def _through(self, url: str, registry: Any) -> dict[str, Any]:
         """The store and path a remote ``url`` is read through ({} for vzarr's own clients)."""
@@ -116,8 +124,13 @@ class Parser:
                 validate_paths=False,
                 inlined={tuple(i): bytes(b) for i, b in inline},
             )
-            marrs[path] = ManifestArray(
-                metadata=ArrayV3Metadata.from_dict(json.loads(meta)), chunkmanifest=manifest)
+            metadata = self._metadata.get(meta)
+            if metadata is None:
+                metadata = ArrayV3Metadata.from_dict(json.loads(meta))
+                if len(self._metadata) >= _METADATA_CACHE:
+                    self._metadata.clear()
+                self._metadata[meta] = metadata
+            marrs[path] = ManifestArray(metadata=metadata, chunkmanifest=manifest)
         group = _group_tree(json.loads(groups_json), marrs)
         return ManifestStore(group=group, registry=registry)
 
