@@ -53,6 +53,15 @@ pub(crate) enum FormatArg {
     Icechunk,
 }
 
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Self {
+        match f {
+            FormatArg::Kerchunk => Format::Kerchunk,
+            FormatArg::Icechunk => Format::Icechunk,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum OnErrorArg {
     /// Stop at the first bad source; write nothing.
@@ -193,15 +202,23 @@ pub(crate) enum Command {
         #[arg(short, long, value_name = "PARTIAL.json")]
         output: PathBuf,
     },
-    /// Combine the partial scans of every shard into one reference file.
+    /// Combine the partial scans of every shard into one reference file (or, with --format
+    /// icechunk, one commit of an Icechunk repository).
     Combine {
         /// Partial scan files of shards 0..N.
         #[arg(required = true)]
         partials: Vec<PathBuf>,
-        /// Output reference file (written atomically; a local path, or an s3://, gs:// or
-        /// az:// URL).
-        #[arg(short, long, value_name = "OUT.json")]
+        /// Output: a reference file (written atomically; a local path, or an s3://, gs:// or
+        /// az:// URL), or with --format icechunk a repository (a local directory or
+        /// s3://bucket/prefix).
+        #[arg(short, long, value_name = "OUT.json|REPO")]
         output: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "kerchunk")]
+        format: FormatArg,
+        /// The branch of an Icechunk repository to commit to.
+        #[arg(long, value_name = "BRANCH", default_value = "main")]
+        branch: String,
         #[command(flatten)]
         combine: CombineArgs,
         #[command(flatten)]
@@ -305,14 +322,7 @@ pub(crate) fn parse() -> Result<Run> {
         } => Run::Build {
             opts: build_options(&sources, Some(&combine))?,
             sources: collect(&sources)?,
-            output: Output::parse(
-                &output,
-                match format {
-                    FormatArg::Kerchunk => Format::Kerchunk,
-                    FormatArg::Icechunk => Format::Icechunk,
-                },
-                &branch,
-            )?,
+            output: Output::parse(&output, format.into(), &branch)?,
             append,
             report,
         },
@@ -329,6 +339,8 @@ pub(crate) fn parse() -> Result<Run> {
         Command::Combine {
             partials,
             output,
+            format,
+            branch,
             combine,
             report,
         } => Run::Combine {
@@ -337,7 +349,7 @@ pub(crate) fn parse() -> Result<Run> {
                 on_error: OnError::Skip,
                 ..combine.settings(Settings::new()).options()?
             },
-            output: Output::parse(&output, Format::Kerchunk, "")?,
+            output: Output::parse(&output, format.into(), &branch)?,
             report,
         },
         Command::Inspect {

@@ -235,6 +235,36 @@ def test_failed_build_leaves_no_commit(tmp_path):
     assert p.returncode != 0 and not (tmp_path / "new").exists()
 
 
+def test_sharded_scans_combine_into_a_repository(tmp_path):
+    """`vzarr scan --shard K/N` then `vzarr combine --format icechunk`: one commit whose
+    dataset reads as the sources (and as the single-process build's repository does); the
+    commit message names the combine; a branch other than main is created in the new
+    repository."""
+    paths = write_archive(tmp_path, MONTHS_2023, chunk_t=31)
+    parts = [tmp_path / f"part-{k}.json" for k in range(3)]
+    for k, part in enumerate(parts):
+        run_vzarr("scan", *paths, "--shard", f"{k}/3", "-o", part)
+    repo_path = tmp_path / "repo"
+    p = run_vzarr("combine", *parts, "--concat-dim", "time", "--format", "icechunk",
+                  "--branch", "sharded", "-o", repo_path)
+    assert "Icechunk, branch sharded" in p.stdout and "new repository" in p.stdout
+    repo, conts = open_local(repo_path)
+    assert conts == [tmp_path.as_uri() + "/"]
+    history = list(repo.ancestry(branch="sharded"))
+    assert "combine of 12 source(s)" in history[0].message
+    assert_matches_concat(open_xr(repo, branch="sharded"), expected_concat(paths))
+    single = tmp_path / "single"
+    build_repo(single, *paths, "--concat-dim", "time")
+    want = open_xr(open_local(single)[0])
+    got = open_xr(repo, branch="sharded")
+    for v in want.variables:
+        np.testing.assert_array_equal(got[v].values, want[v].values, err_msg=v)
+    # A combine into a kerchunk file is what it was.
+    out = tmp_path / "combined.json"
+    run_vzarr("combine", *parts, "--concat-dim", "time", "-o", out)
+    assert json.loads(out.read_text())["vzarr"]["sources"][0]["url"] == paths[0].as_uri()
+
+
 def test_repository_and_sources_on_s3(tmp_path, moto_server):
     """Sources and repository on an S3 server: half a year built, the rest uploaded and
     appended (the prefix given again: only the new objects are added) as a second commit."""
