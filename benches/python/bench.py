@@ -185,8 +185,9 @@ def tables(res: dict) -> str:
            f"{res['archive']['bytes'] / 2**20:.0f} MiB; median of {res['runs']} runs.", ""]
     if "wheel" in res:
         w = res["wheel"]
-        out += [f"Wheel: {w['file']}, {w['bytes'] / 2**20:.1f} MiB, built (release) in "
-                f"{w['build_seconds']:.0f} s.", ""]
+        out += [f"Wheel: {w['file']}, {w['bytes'] / 2**20:.1f} MiB; this run's release build "
+                f"of it took {w['build_seconds']:.0f} s (incremental when the target directory "
+                f"was warm).", ""]
     if "parser" in res:
         p = res["parser"]
         ratio = p["hdf"]["median_per_file"] / p["vzarr"]["median_per_file"]
