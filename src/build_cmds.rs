@@ -27,7 +27,9 @@ pub(crate) fn build(
             Output::Kerchunk(path) => {
                 vzarr_build::append::plan_append(path, sources, opts.concat.as_ref())?
             }
-            Output::Icechunk { location, branch } => {
+            Output::Icechunk {
+                location, branch, ..
+            } => {
                 let at = location.display();
                 let prov = vzarr_icechunk::provenance(location, branch)?.ok_or_else(|| {
                     BuildError::Append {

@@ -62,6 +62,8 @@ pub(crate) enum Output {
     Icechunk {
         location: vzarr_icechunk::RepoLocation,
         branch: String,
+        /// Chunks written per piece (`vzarr_icechunk::WriteOptions::piece_refs`).
+        piece_refs: usize,
     },
 }
 
@@ -182,6 +184,12 @@ pub(crate) enum Command {
         /// The branch of an Icechunk repository to commit to.
         #[arg(long, value_name = "BRANCH", default_value = "main")]
         branch: String,
+        /// With --format icechunk: the most chunk references Icechunk holds in memory before
+        /// they are committed; more are written in pieces that still end as one commit
+        /// (smaller: less memory, more time).
+        #[arg(long, value_name = "N", default_value_t = vzarr_icechunk::PIECE_REFS,
+              value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+        piece_refs: usize,
         /// Extend OUT.json with the given new files: its recorded sources are combined with
         /// them (their scans come from --cache-dir when cached there); the result equals a
         /// full rebuild. An Icechunk repository gets the result as a new commit.
@@ -309,6 +317,7 @@ pub(crate) fn parse() -> Result<Run> {
             output,
             format,
             branch,
+            piece_refs,
             append,
             combine,
             report,
@@ -322,6 +331,7 @@ pub(crate) fn parse() -> Result<Run> {
                         output.to_str().context("the output path is not UTF-8")?,
                     )?,
                     branch,
+                    piece_refs,
                 },
             },
             append,

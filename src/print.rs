@@ -84,7 +84,11 @@ pub(crate) fn finish(
             );
             PathBuf::from(format!("{}.failed.txt", path.display()))
         }
-        Output::Icechunk { location, branch } => {
+        Output::Icechunk {
+            location,
+            branch,
+            piece_refs,
+        } => {
             let opts = vzarr_icechunk::WriteOptions {
                 branch: branch.clone(),
                 message: vzarr_icechunk::commit_message(ds, action),
@@ -93,6 +97,7 @@ pub(crate) fn finish(
                 } else {
                     vzarr_icechunk::WriteMode::CreateOrReplace
                 },
+                piece_refs: *piece_refs,
             };
             // The library's errors name the repository.
             let w = vzarr_icechunk::write(ds, location, &opts)?;
@@ -113,6 +118,12 @@ pub(crate) fn finish(
                 "virtual chunk containers (a reader authorises these): {}",
                 w.containers.join(", ")
             );
+            if w.pieces > 1 {
+                println!(
+                    "written in {} pieces of at most {} chunks, amended into one commit",
+                    w.pieces, piece_refs
+                );
+            }
             let name = match location {
                 vzarr_icechunk::RepoLocation::Local(p) => p.display().to_string(),
                 _ => location

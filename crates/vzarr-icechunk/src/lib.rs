@@ -35,7 +35,8 @@ pub use error::{IcechunkCause, IcechunkError};
 pub use location::{RepoLocation, container_for, s3_options_from_env};
 pub use read::{Commit, Opened, history, is_repository, open, provenance};
 pub use write::{
-    WriteMode, WriteOptions, Written, array_document, commit_message, container_prefixes, write,
+    MANIFEST_REFS, PIECE_REFS, WriteMode, WriteOptions, Written, array_document, commit_message,
+    container_prefixes, write,
 };
 
 /// The commit metadata key holding the dataset's provenance (the kerchunk writer's `vzarr`
