@@ -98,6 +98,7 @@ pub(crate) fn finish(
                     vzarr_icechunk::WriteMode::CreateOrReplace
                 },
                 piece_refs: *piece_refs,
+                after_piece: Some(crate::release_free_memory),
             };
             // The library's errors name the repository.
             let w = vzarr_icechunk::write(ds, location, &opts)?;

@@ -34,10 +34,10 @@ const BATCH: usize = 1 << 16;
 /// The default of [`WriteOptions::piece_refs`]: the most chunks (references and native
 /// chunks) Icechunk's session holds before they are committed. Icechunk keeps several hundred
 /// bytes per reference until a commit writes them out, so this bounds the writer's memory.
-pub const PIECE_REFS: usize = 1 << 19;
+pub const PIECE_REFS: usize = 1 << 20;
 
 /// The most references one manifest holds (manifests are split along the arrays' axes, see
-/// [`write`]); never more than [`WriteOptions::piece_refs`].
+/// [`write()`]); never more than [`WriteOptions::piece_refs`].
 pub const MANIFEST_REFS: usize = 1 << 18;
 
 /// Whether the repository must exist.
@@ -64,8 +64,12 @@ pub struct WriteOptions {
     pub mode: WriteMode,
     /// The most chunks (references and native chunks) written in one piece, the unit held
     /// in memory; [`PIECE_REFS`] by default, 0 counts as 1. A dataset of more is written in
-    /// several pieces that still end as one commit (see [`write`]).
+    /// several pieces that still end as one commit (see [`write()`]).
     pub piece_refs: usize,
+    /// Called after each piece is committed, when Icechunk has dropped the piece's change set
+    /// (a program may return freed memory to the system there: with glibc's malloc, freed
+    /// memory otherwise stays in the arena of the thread that freed it). `None` by default.
+    pub after_piece: Option<fn()>,
 }
 
 impl Default for WriteOptions {
@@ -75,6 +79,7 @@ impl Default for WriteOptions {
             message: "vzarr".into(),
             mode: WriteMode::default(),
             piece_refs: PIECE_REFS,
+            after_piece: None,
         }
     }
 }
@@ -469,6 +474,10 @@ async fn write_async(
                 (progress(k + 1, n), None)
             };
             last = Some(w.commit(&store, &message, props, true).await?);
+            drop(store);
+            if let Some(f) = opts.after_piece {
+                f();
+            }
         }
         let last = last.expect("several pieces");
         repo.reset_branch(&opts.branch, &last, Some(&tip))
@@ -907,4 +916,128 @@ async fn write_chunks(
 
 fn node_path(path: &str) -> IcPath {
     IcPath::from_trusted(&format!("/{path}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vzarr_core::{ChunkGrid, ChunkManifest, DataType, Endian, FillValue};
+
+    #[test]
+    fn splits_are_runs_of_c_order() {
+        // Fits whole.
+        assert_eq!(Split::of(&[4, 5], 20), None);
+        assert_eq!(Split::of(&[], 1), None);
+        // The last axis alone fits: rows split in runs of 4 chunks.
+        let s = Split::of(&[7, 5], 4).unwrap();
+        assert_eq!((s.axis, s.size, s.inner, s.along), (1, 4, 1, 5));
+        let keys: Vec<_> = (0..10).map(|i| s.key(i)).collect();
+        assert_eq!(
+            keys,
+            [
+                (0, 0),
+                (0, 0),
+                (0, 0),
+                (0, 0),
+                (0, 1),
+                (1, 0),
+                (1, 0),
+                (1, 0),
+                (1, 0),
+                (1, 1)
+            ]
+        );
+        // Whole rows fit: the first axis in runs of 3 rows.
+        let s = Split::of(&[10, 2, 3], 20).unwrap();
+        assert_eq!((s.axis, s.size, s.inner), (0, 3, 6));
+        assert_eq!(s.key(17), (0, 0));
+        assert_eq!(s.key(18), (0, 1));
+        // Every split is a run of consecutive positions of at most `max` chunks.
+        for (counts, max) in [(vec![7u64, 5], 4u64), (vec![3, 4, 5], 7), (vec![9], 2)] {
+            let s = Split::of(&counts, max).unwrap();
+            let total: u64 = counts.iter().product();
+            let mut seen = std::collections::HashMap::new();
+            let mut last = None;
+            for i in 0..total {
+                let k = s.key(i);
+                if last != Some(k) {
+                    assert!(!seen.contains_key(&k), "{counts:?}: split {k:?} not a run");
+                }
+                *seen.entry(k).or_insert(0u64) += 1;
+                last = Some(k);
+            }
+            assert!(seen.values().all(|&n| n <= max), "{counts:?}");
+        }
+    }
+
+    fn array(n: usize, stored: &[usize]) -> VirtualArray {
+        let mut manifest = ChunkManifest::new_missing(n);
+        let s = manifest.intern("file:///d/x.nc").unwrap();
+        for &i in stored {
+            manifest.set_range(i, s, i as u64, 1).unwrap();
+        }
+        VirtualArray {
+            data_type: DataType::Int8,
+            endian: Endian::Little,
+            fill_value: FillValue::zero(DataType::Int8),
+            codecs: vec![],
+            dimension_names: vec!["x".into()],
+            attributes: Default::default(),
+            grid: ChunkGrid::regular(&[n as u64], &[1]).unwrap(),
+            manifest,
+        }
+    }
+
+    #[test]
+    fn pieces_end_between_splits() {
+        let a = array(10, &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        let b = array(5, &[1, 3]);
+        let arrays = [("a", &a), ("b", &b)];
+        let seg = |array, range| Segment { array, range };
+        // Splits of 2 chunks, pieces of at most 4.
+        assert_eq!(
+            plan_pieces(&arrays, 4, 2),
+            [
+                vec![seg(0, 0..4)],
+                vec![seg(0, 4..8)],
+                vec![seg(0, 8..10), seg(1, 1..4)]
+            ]
+        );
+        // Pieces of 3 with splits of 2: a piece holds one split (2 chunks), never cuts one.
+        let p = plan_pieces(&arrays, 3, 2);
+        assert_eq!(p.len(), 6);
+        assert!(
+            p.iter()
+                .all(|piece| piece.iter().all(|s| s.range.start % 2 == 0 || s.array == 1))
+        );
+        // Everything in one piece.
+        assert_eq!(
+            plan_pieces(&arrays, 100, 100),
+            [vec![seg(0, 0..10), seg(1, 1..4)]]
+        );
+        assert!(plan_pieces(&[("e", &array(3, &[]))], 1, 1).is_empty());
+    }
+
+    #[test]
+    fn split_rules_match_exactly_their_array() {
+        let a = array(10, &[0]);
+        for path in ["a", "g/v", "x.y+z (1)", "t[0]^$", "é/ü"] {
+            let cfg = splitting(&[(path, &a)], 2);
+            let (cond, dims) = &cfg.split_sizes.as_ref().unwrap()[0];
+            assert!(
+                cond.matches(&IcPath::new(&format!("/{path}")).unwrap()),
+                "{path}"
+            );
+            assert!(
+                !cond.matches(&IcPath::new(&format!("/{path}x")).unwrap()),
+                "{path}"
+            );
+            assert!(
+                !cond.matches(&IcPath::new(&format!("/q/{path}")).unwrap()),
+                "{path}"
+            );
+            assert_eq!(dims.len(), 1);
+            assert_eq!(dims[0].num_chunks, 2);
+        }
+    }
 }
