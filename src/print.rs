@@ -119,6 +119,11 @@ pub(crate) fn finish(
                 "virtual chunk containers (a reader authorises these): {}",
                 w.containers.join(", ")
             );
+            if let Some(b) = &w.temporary_branch_left {
+                eprintln!(
+                    "vzarr: warning: could not delete the build's temporary branch {b:?} (nothing needs it; delete it by hand)"
+                );
+            }
             if w.pieces > 1 {
                 println!(
                     "written in {} pieces of at most {} chunks, amended into one commit",

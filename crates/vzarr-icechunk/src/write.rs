@@ -103,6 +103,9 @@ pub struct Written {
     /// Pieces the chunks were written in (each committed on a temporary branch and amended
     /// into the next when more than one).
     pub pieces: u64,
+    /// The temporary branch of a build in pieces, when the build succeeded but deleting the
+    /// branch failed (it can be deleted by hand; nothing needs it).
+    pub temporary_branch_left: Option<String>,
     /// The virtual chunk containers (URL prefixes) the dataset's references need, all listed in
     /// the repository's configuration.
     pub containers: Vec<String>,
@@ -229,7 +232,8 @@ fn meta_key(path: &str) -> String {
 /// as a commit amending the one before (the last with `opts.message` and the provenance), so
 /// the final commit's parent is still the tip. The branch is then moved to it, only if it
 /// still points at the tip (else [`IcechunkError::BranchMoved`]), and the temporary branch
-/// (`vzarr-build.<branch>.<pid>.<time>`) is deleted, also when the write fails. The branch
+/// (`vzarr-build.<branch>.<pid>.<time>`) is deleted, also when the write fails (should that
+/// fail after the commit, [`Written::temporary_branch_left`] names it). The branch
 /// thus gains exactly one commit; the intermediate snapshots are unreachable and Icechunk's
 /// garbage collection removes them. Repositories of spec version 1, which cannot amend, get
 /// one piece.
@@ -415,6 +419,7 @@ async fn write_async(
         virtual_refs: 0,
         native_chunks: 0,
         pieces: 0,
+        temporary_branch_left: None,
         containers: containers
             .iter()
             .map(|c| c.url_prefix().to_string())
@@ -494,7 +499,11 @@ async fn write_async(
     .await;
     let deleted = repo.delete_branch(&temp).await;
     let last = result?;
-    deleted.map_err(ice(&at, &format!("deleting the temporary branch {temp}")))?;
+    // The commit is on the branch: a temporary branch that could not be deleted does not
+    // undo it, the caller is told instead.
+    if deleted.is_err() {
+        written.temporary_branch_left = Some(temp);
+    }
     written.pieces = pieces.len() as u64;
     written.snapshot = last.to_string();
     Ok(written)
