@@ -147,6 +147,17 @@ impl CombineArgs {
     }
 }
 
+/// How an Icechunk output is written.
+#[derive(clap::Args, Clone)]
+pub(crate) struct PieceArgs {
+    /// With --format icechunk: the most chunk references Icechunk holds in memory before
+    /// they are committed; more are written in pieces that still end as one commit
+    /// (smaller: less memory, more time).
+    #[arg(long, value_name = "N", default_value_t = vzarr_icechunk::PIECE_REFS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) piece_refs: usize,
+}
+
 /// Where to put reports.
 #[derive(clap::Args, Clone)]
 pub(crate) struct ReportArgs {
@@ -180,6 +191,8 @@ pub(crate) enum Command {
         /// The branch of an Icechunk repository to commit to.
         #[arg(long, value_name = "BRANCH", default_value = "main")]
         branch: String,
+        #[command(flatten)]
+        pieces: PieceArgs,
         /// Extend OUT.json with the given new files: its recorded sources are combined with
         /// them (their scans come from --cache-dir when cached there); the result equals a
         /// full rebuild. An Icechunk repository gets the result as a new commit.
@@ -219,6 +232,8 @@ pub(crate) enum Command {
         /// The branch of an Icechunk repository to commit to.
         #[arg(long, value_name = "BRANCH", default_value = "main")]
         branch: String,
+        #[command(flatten)]
+        pieces: PieceArgs,
         #[command(flatten)]
         combine: CombineArgs,
         #[command(flatten)]
@@ -316,13 +331,15 @@ pub(crate) fn parse() -> Result<Run> {
             output,
             format,
             branch,
+            pieces,
             append,
             combine,
             report,
         } => Run::Build {
             opts: build_options(&sources, Some(&combine))?,
             sources: collect(&sources)?,
-            output: Output::parse(&output, format.into(), &branch)?,
+            output: Output::parse(&output, format.into(), &branch)?
+                .with_piece_refs(pieces.piece_refs),
             append,
             report,
         },
@@ -341,6 +358,7 @@ pub(crate) fn parse() -> Result<Run> {
             output,
             format,
             branch,
+            pieces,
             combine,
             report,
         } => Run::Combine {
@@ -349,7 +367,8 @@ pub(crate) fn parse() -> Result<Run> {
                 on_error: OnError::Skip,
                 ..combine.settings(Settings::new()).options()?
             },
-            output: Output::parse(&output, format.into(), &branch)?,
+            output: Output::parse(&output, format.into(), &branch)?
+                .with_piece_refs(pieces.piece_refs),
             report,
         },
         Command::Inspect {

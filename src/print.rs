@@ -69,8 +69,14 @@ pub(crate) fn finish(
     report: &ReportArgs,
 ) -> Result<ExitCode> {
     let s = summarize(ds);
-    let written = vzarr_build::output::write(ds, output, action, action == "append")
-        .with_context(|| format!("writing {}", output.display()))?;
+    let written = vzarr_build::output::write(
+        ds,
+        output,
+        action,
+        action == "append",
+        Some(crate::release_free_memory),
+    )
+    .with_context(|| format!("writing {}", output.display()))?;
     let default_report = match written {
         Written::Kerchunk { at } => {
             println!(
@@ -108,6 +114,14 @@ pub(crate) fn finish(
                 "virtual chunk containers (a reader authorises these): {}",
                 w.containers.join(", ")
             );
+            if let Some(b) = &w.temporary_branch_left {
+                eprintln!(
+                    "vzarr: warning: could not delete the build's temporary branch {b:?} (nothing needs it; delete it by hand)"
+                );
+            }
+            if w.pieces > 1 {
+                println!("written in {} pieces, amended into one commit", w.pieces);
+            }
             let name = match output {
                 Output::Icechunk {
                     location: vzarr_icechunk::RepoLocation::Local(p),

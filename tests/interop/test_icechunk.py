@@ -101,6 +101,38 @@ def test_monthly_archive_reads_as_the_sources(tmp_path, months, chunk_t, zlib, g
         assert "re-encoded inline" in p.stdout and "0 native chunks" not in p.stdout
 
 
+@pytest.mark.parametrize("piece_refs", [1, 7, 100])
+def test_pieces_read_as_the_sources_in_one_commit(tmp_path, piece_refs):
+    """A build written in many pieces (`--piece-refs`; down to one chunk each) reads back with
+    icechunk-python + xarray equal to the sources, adds exactly one commit to the branch and
+    leaves no temporary branch; an append in pieces is one more commit equal to the whole."""
+    paths = write_archive(tmp_path, MONTHS_24, chunk_t=10, zlib=True)
+    repo_path = tmp_path / "repo"
+    p = build_repo(repo_path, *paths[:12], "--concat-dim", "time", "--piece-refs", piece_refs)
+    assert "amended into one commit" in p.stdout
+    repo, _ = open_local(repo_path)
+    assert_matches_concat(open_xr(repo), expected_concat(paths[:12]))
+    history = list(repo.ancestry(branch="main"))
+    assert len(history) == 2
+    assert "build of 12 source(s)" in history[0].message
+    assert "vzarr" in history[0].metadata
+    assert set(repo.list_branches()) == {"main"}
+    p = build_repo(repo_path, *paths[12:], "--append", "--piece-refs", piece_refs)
+    assert "amended into one commit" in p.stdout
+    repo, _ = open_local(repo_path)
+    history = list(repo.ancestry(branch="main"))
+    assert len(history) == 3 and "append of 24 source(s)" in history[0].message
+    assert set(repo.list_branches()) == {"main"}
+    assert_matches_concat(open_xr(repo), expected_concat(paths))
+    # The first commit still reads as the first year.
+    first = xr.open_zarr(
+        repo.readonly_session(snapshot_id=history[1].id).store, consolidated=False, zarr_format=3
+    )
+    assert_matches_concat(first, expected_concat(paths[:12]))
+    v = run_vzarr("verify", repo_path, "--trust-references", check=False)
+    assert v.returncode == 0, v.stdout + v.stderr
+
+
 def test_reading_needs_the_containers_authorised(tmp_path):
     paths = write_archive(tmp_path, MONTHS_2023[:2], chunk_t=31)
     repo_path = tmp_path / "repo"
@@ -280,7 +312,10 @@ def test_repository_and_sources_on_s3(tmp_path, moto_server):
     assert f"s3://{bucket}/archive/" in p.stdout
     for p in paths[6:]:
         client.upload_file(str(p), bucket, f"archive/{p.name}")
-    run_vzarr_env(env, "build", f"s3://{bucket}/archive/", "--append", "--format", "icechunk", "-o", repo_url)
+    # The append in pieces: Icechunk's amend and branch moves on S3 too.
+    p = run_vzarr_env(env, "build", f"s3://{bucket}/archive/", "--append", "--format", "icechunk",
+                      "-o", repo_url, "--piece-refs", "5")
+    assert "amended into one commit" in p.stdout
     endpoint = env["AWS_ENDPOINT_URL"]
     storage = icechunk.s3_storage(
         bucket=bucket, prefix="repos/tas", endpoint_url=endpoint, allow_http=True, region="us-east-1",
@@ -294,6 +329,7 @@ def test_repository_and_sources_on_s3(tmp_path, moto_server):
     repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=creds)
     history = list(repo.ancestry(branch="main"))
     assert len(history) == 3 and "append of 12 source(s)" in history[0].message
+    assert set(repo.list_branches()) == {"main"}
     virt = open_xr(repo)
     assert_matches_concat(virt, expected_concat(paths))
     # vzarr verify reads the repository on S3 too, and sees an object replaced since.

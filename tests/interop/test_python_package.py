@@ -441,8 +441,8 @@ def test_output_to_object_storage(tmp_path, moto_server, monkeypatch):
 
 
 def test_output_to_an_icechunk_repository(tmp_path):
-    """format="icechunk": a repository made from Python, a second year appended as a second
-    commit; icechunk-python + xarray (authorising the one container the commit report names)
+    """format="icechunk": a repository made from Python, a second year appended (in pieces)
+    as a second commit; icechunk-python + xarray (authorising the one container the commit report names)
     read the values xarray reads over netCDF4-python, and the first commit still reads as the
     first year."""
     import icechunk
@@ -456,8 +456,11 @@ def test_output_to_an_icechunk_repository(tmp_path):
     assert first.output == str(repo_path)
     assert first.commit["created"] and first.commit["branch"] == "main"
     assert first.commit["containers"] == [src.as_uri() + "/"]
-    second = vzarr.build(paths[12:], output=repo_path, format="icechunk", append=True)
+    # The append in pieces of 5 chunks: still one commit.
+    second = vzarr.build(paths[12:], output=repo_path, format="icechunk", append=True,
+                         piece_refs=5)
     assert not second.commit["created"] and second.commit["snapshot"] != first.commit["snapshot"]
+    assert second.commit["pieces"] > 1 and first.commit["pieces"] == 1
     storage = icechunk.local_filesystem_storage(str(repo_path))
     creds = icechunk.containers_credentials(
         {c: icechunk.credentials.LocalFileSystemAccess for c in second.commit["containers"]})

@@ -48,6 +48,9 @@ pub enum Output {
         location: vzarr_icechunk::RepoLocation,
         /// The branch.
         branch: String,
+        /// The most chunks written in one piece (see
+        /// [`vzarr_icechunk::WriteOptions::piece_refs`]).
+        piece_refs: usize,
     },
 }
 
@@ -91,9 +94,19 @@ impl Output {
                 Ok(Output::Icechunk {
                     location: vzarr_icechunk::RepoLocation::parse(target)?,
                     branch: branch.to_string(),
+                    piece_refs: vzarr_icechunk::PIECE_REFS,
                 })
             }
         }
+    }
+
+    /// The same output written in pieces of at most `n` chunks (at least 1; Icechunk only: a
+    /// reference file is written whole).
+    pub fn with_piece_refs(mut self, n: usize) -> Output {
+        if let Output::Icechunk { piece_refs, .. } = &mut self {
+            *piece_refs = n.max(1);
+        }
+        self
     }
 
     /// The output as a string for messages: a local path, or a URL.
@@ -129,26 +142,30 @@ pub fn plan_append(
             crate::append::recorded_sources(&loc.local_path())?.1
         }
         Output::Kerchunk(loc) => crate::append::recorded_sources_at(loc)?.1,
-        Output::Icechunk { location, branch } => vzarr_icechunk::provenance(location, branch)?
-            .ok_or_else(|| BuildError::Append {
-                output: at.clone(),
-                reason: format!(
-                    "the tip of branch {branch:?} records no vzarr provenance; rebuild it instead \
+        Output::Icechunk {
+            location, branch, ..
+        } => vzarr_icechunk::provenance(location, branch)?.ok_or_else(|| BuildError::Append {
+            output: at.clone(),
+            reason: format!(
+                "the tip of branch {branch:?} records no vzarr provenance; rebuild it instead \
                      of appending"
-                ),
-            })?,
+            ),
+        })?,
     };
     crate::append::plan_append_recorded(&at, &prov, inputs, concat)
 }
 
 /// Writes `ds` to `output` (atomically: a reference file appears whole or not at all; an
 /// Icechunk build is one commit or none). `action` names what made it in an Icechunk commit
-/// message (`build`, `append`, `combine`); `append` says the repository must exist.
+/// message (`build`, `append`, `combine`); `append` says the repository must exist;
+/// `after_piece` runs between the pieces of an Icechunk build (see
+/// [`vzarr_icechunk::WriteOptions::after_piece`]).
 pub fn write(
     ds: &VirtualDataset,
     output: &Output,
     action: &str,
     append: bool,
+    after_piece: Option<fn()>,
 ) -> Result<Written, BuildError> {
     match output {
         Output::Kerchunk(loc) if loc.scheme == Scheme::File => {
@@ -167,7 +184,11 @@ pub fn write(
                 .map_err(BuildError::Output)?;
             Ok(Written::Kerchunk { at: loc.url() })
         }
-        Output::Icechunk { location, branch } => {
+        Output::Icechunk {
+            location,
+            branch,
+            piece_refs,
+        } => {
             let opts = vzarr_icechunk::WriteOptions {
                 branch: branch.clone(),
                 message: vzarr_icechunk::commit_message(ds, action),
@@ -176,6 +197,8 @@ pub fn write(
                 } else {
                     vzarr_icechunk::WriteMode::CreateOrReplace
                 },
+                piece_refs: *piece_refs,
+                after_piece,
             };
             Ok(Written::Icechunk(vzarr_icechunk::write(
                 ds, location, &opts,

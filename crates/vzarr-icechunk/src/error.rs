@@ -37,6 +37,17 @@ pub enum IcechunkError {
         /// The branch.
         branch: String,
     },
+    /// The branch moved (another writer committed) while a build written in pieces ran;
+    /// nothing was committed to it.
+    #[error(
+        "{location}: branch {branch:?} moved while the build was written; nothing was committed (build again)"
+    )]
+    BranchMoved {
+        /// The location.
+        location: String,
+        /// The branch.
+        branch: String,
+    },
     /// The dataset cannot be written as it is.
     #[error("invalid dataset: {0}")]
     Invalid(#[from] vzarr_core::CoreError),

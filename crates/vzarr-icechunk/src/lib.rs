@@ -1,6 +1,6 @@
 //! Icechunk repositories of vzarr datasets (spec version 2, `icechunk` crate 2.3).
 //!
-//! - [`write`]: a planned [`vzarr_core::VirtualDataset`] as one commit on a branch: the Zarr v3
+//! - [`write()`]: a planned [`vzarr_core::VirtualDataset`] as one commit on a branch: the Zarr v3
 //!   documents vzarr writes (rectilinear grids included), a virtual chunk reference (URL,
 //!   offset, length, and the source's ETag or modification time as checksum) per referenced
 //!   chunk, and the chunks vzarr keeps inline (re-encoded edges, decoded time, strings) as
@@ -8,6 +8,10 @@
 //!   per source prefix (`file:///dir/`, `s3://bucket/dir/`): what a reader must authorise.
 //!   The commit's metadata holds the dataset's provenance under `vzarr` (sources with size,
 //!   modification time and ETag, concatenation), as the kerchunk writer's `vzarr` block.
+//!   Datasets of more than [`WriteOptions::piece_refs`] chunks are written in pieces, each
+//!   committed on a temporary branch and amended into the next, so that the branch still
+//!   gains one commit while Icechunk holds one piece at a time; manifests are split so that
+//!   none holds more than [`MANIFEST_REFS`] references.
 //! - [`open`]: the tip of a branch back into a dataset (native chunks read into the manifest
 //!   as inline bytes), for vzarr's reader and verifier; [`history`] lists the commits.
 //!
@@ -35,7 +39,8 @@ pub use error::{IcechunkCause, IcechunkError};
 pub use location::{RepoLocation, container_for, s3_options_from_env};
 pub use read::{Commit, Opened, history, is_repository, open, provenance};
 pub use write::{
-    WriteMode, WriteOptions, Written, array_document, commit_message, container_prefixes, write,
+    MANIFEST_REFS, PIECE_REFS, WriteMode, WriteOptions, Written, array_document, commit_message,
+    container_prefixes, write,
 };
 
 /// The commit metadata key holding the dataset's provenance (the kerchunk writer's `vzarr`

@@ -1,14 +1,22 @@
 //! Writing a [`VirtualDataset`] to an Icechunk repository as one commit.
 
 use std::collections::{BTreeSet, HashMap};
+use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use icechunk::config::{
+    CachingConfig, ManifestConfig, ManifestSplitCondition, ManifestSplitDim,
+    ManifestSplitDimCondition, ManifestSplittingConfig,
+};
+use icechunk::format::SnapshotId;
 use icechunk::format::format_constants::SpecVersionBin;
 use icechunk::format::manifest::{
     Checksum, SecondsSinceEpoch, VirtualChunkLocation, VirtualChunkRef,
 };
+use icechunk::format::snapshot::SnapshotProperties;
 use icechunk::format::{ChunkIndices, Path as IcPath};
+use icechunk::repository::RepositoryErrorKind;
 use icechunk::storage::ETag;
 use icechunk::store::SetVirtualRefsResult;
 use icechunk::{Repository, RepositoryConfig, Store};
@@ -20,9 +28,17 @@ use crate::location::{LocalState, RepoLocation, container_for};
 use crate::url::encode_file_url;
 use crate::{IcechunkError, PROPERTY_KEY, VERSION_KEY};
 
-/// References handed to Icechunk at once (the session holds them until the commit; batches
-/// only bound the temporary vector).
+/// References handed to Icechunk's store at once (bounds the temporary vector only).
 const BATCH: usize = 1 << 16;
+
+/// The default of [`WriteOptions::piece_refs`]: the most chunks (references and native
+/// chunks) Icechunk's session holds before they are committed. Icechunk keeps several hundred
+/// bytes per reference until a commit writes them out, so this bounds the writer's memory.
+pub const PIECE_REFS: usize = 1 << 20;
+
+/// The most references one manifest holds (manifests are split along the arrays' axes, see
+/// [`write()`]); never more than [`WriteOptions::piece_refs`].
+pub const MANIFEST_REFS: usize = 1 << 18;
 
 /// Whether the repository must exist.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,6 +62,14 @@ pub struct WriteOptions {
     pub message: String,
     /// Whether the repository must exist.
     pub mode: WriteMode,
+    /// The most chunks (references and native chunks) written in one piece, the unit held
+    /// in memory; [`PIECE_REFS`] by default, 0 counts as 1. A dataset of more is written in
+    /// several pieces that still end as one commit (see [`write()`]).
+    pub piece_refs: usize,
+    /// Called after each piece is committed, when Icechunk has dropped the piece's change set
+    /// (a program may return freed memory to the system there: with glibc's malloc, freed
+    /// memory otherwise stays in the arena of the thread that freed it). `None` by default.
+    pub after_piece: Option<fn()>,
 }
 
 impl Default for WriteOptions {
@@ -54,6 +78,8 @@ impl Default for WriteOptions {
             branch: "main".into(),
             message: "vzarr".into(),
             mode: WriteMode::default(),
+            piece_refs: PIECE_REFS,
+            after_piece: None,
         }
     }
 }
@@ -74,6 +100,12 @@ pub struct Written {
     pub virtual_refs: u64,
     /// Chunks written as Icechunk chunks (inline in the manifest or chunk objects).
     pub native_chunks: u64,
+    /// Pieces the chunks were written in (each committed on a temporary branch and amended
+    /// into the next when more than one).
+    pub pieces: u64,
+    /// The temporary branch of a build in pieces, when the build succeeded but deleting the
+    /// branch failed (it can be deleted by hand; nothing needs it).
+    pub temporary_branch_left: Option<String>,
     /// The virtual chunk containers (URL prefixes) the dataset's references need, all listed in
     /// the repository's configuration.
     pub containers: Vec<String>,
@@ -193,6 +225,24 @@ fn meta_key(path: &str) -> String {
 /// every node and chunk was written; a local repository this call created is removed again
 /// when the write fails.
 ///
+/// Memory stays bounded at any number of references: Icechunk 2.3 holds every chunk of a
+/// session in its change set until the commit (several hundred bytes each), so a dataset of
+/// more than `opts.piece_refs` chunks is written in pieces. The pieces go to a temporary
+/// branch started at the branch's tip: the documents first, as one commit, then each piece
+/// as a commit amending the one before (the last with `opts.message` and the provenance), so
+/// the final commit's parent is still the tip. The branch is then moved to it, only if it
+/// still points at the tip (else [`IcechunkError::BranchMoved`]), and the temporary branch
+/// (`vzarr-build.<branch>.<pid>.<time>`) is deleted, also when the write fails (should that
+/// fail after the commit, [`Written::temporary_branch_left`] names it). The branch
+/// thus gains exactly one commit; the intermediate snapshots are unreachable and Icechunk's
+/// garbage collection removes them. Repositories of spec version 1, which cannot amend, get
+/// one piece.
+///
+/// Manifests are split along the arrays' axes so that none holds more than
+/// [`MANIFEST_REFS`] references (or `opts.piece_refs`, if fewer), and pieces are cut
+/// between splits, so every manifest is written once; a splitting configured in the
+/// repository by its owner is used instead.
+///
 /// Blocks on vzarr's I/O runtime: call it from outside an async context.
 pub fn write(
     ds: &VirtualDataset,
@@ -253,6 +303,16 @@ async fn write_async(
         .iter()
         .map(|p| container_for(p))
         .collect::<Result<Vec<_>, _>>()?;
+    let arrays: Vec<(&str, &VirtualArray)> =
+        ds.arrays.iter().map(|(p, a)| (p.as_str(), a)).collect();
+    // Every reference's location, checked before anything is written.
+    let locations = arrays
+        .iter()
+        .map(|(path, array)| array_locations(path, array, ds, &prefixes))
+        .collect::<Result<Vec<_>, _>>()?;
+    let piece_refs = opts.piece_refs.max(1);
+    let split_refs = piece_refs.min(MANIFEST_REFS);
+    let pieces = plan_pieces(&arrays, piece_refs, split_refs);
     let repo = if exists {
         let mut repo = Repository::open(storage.clone())
             .execute()
@@ -323,17 +383,34 @@ async fn write_async(
             .await
             .map_err(ice(&at, "creating the branch"))?;
     }
-    let mut session = repo
-        .writable_session(&opts.branch)
-        .await
-        .map_err(ice(&at, "starting a session"))?;
-    if exists {
-        session
-            .clear()
-            .await
-            .map_err(ice(&at, "clearing the branch"))?;
+    // The writer's own view of the repository, never saved: manifests split so that none
+    // holds more than `split_refs` references (unless the repository's owner configured a
+    // splitting of their own), and no cache of the manifests written (Icechunk keeps up to
+    // 15M references of them in memory by default).
+    let mut overlay = RepositoryConfig {
+        caching: Some(CachingConfig {
+            num_chunk_refs: Some(0),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    if repo
+        .config()
+        .manifest
+        .as_ref()
+        .and_then(|m| m.splitting.as_ref())
+        .is_none()
+    {
+        overlay.manifest = Some(ManifestConfig {
+            splitting: Some(splitting(&arrays, split_refs)),
+            ..Default::default()
+        });
     }
-    let store = Store::from_session(Arc::new(RwLock::new(session))).await;
+    let repo = Repository::open(storage.clone())
+        .config(overlay)
+        .execute()
+        .await
+        .map_err(ice(&at, "opening the repository for writing"))?;
     let mut written = Written {
         location: at.clone(),
         branch: opts.branch.clone(),
@@ -341,72 +418,413 @@ async fn write_async(
         created: !exists,
         virtual_refs: 0,
         native_chunks: 0,
+        pieces: 0,
+        temporary_branch_left: None,
         containers: containers
             .iter()
             .map(|c| c.url_prefix().to_string())
             .collect(),
     };
-    let root = ds.groups.get("").cloned().unwrap_or_default();
-    store
-        .set(
-            "zarr.json",
-            Bytes::from(group_metadata(&root.attributes).to_string()),
-        )
-        .await
-        .map_err(ice(&at, "writing zarr.json"))?;
-    for (path, group) in ds.groups.iter().filter(|(p, _)| !p.is_empty()) {
-        let key = meta_key(path);
-        store
-            .set(
-                &key,
-                Bytes::from(group_metadata(&group.attributes).to_string()),
-            )
-            .await
-            .map_err(ice(&at, &format!("writing {key}")))?;
+    let mut props = SnapshotProperties::new();
+    props.insert(
+        PROPERTY_KEY.into(),
+        serde_json::to_value(&ds.provenance).unwrap_or(Value::Null),
+    );
+    props.insert(VERSION_KEY.into(), json!(env!("CARGO_PKG_VERSION")));
+    let w = Writer {
+        repo: &repo,
+        ds,
+        arrays: &arrays,
+        locations: &locations,
+        at: &at,
+    };
+    if pieces.len() <= 1 || repo.spec_version() < SpecVersionBin::V2 {
+        // One session holds everything (Icechunk amends only spec-version-2 commits).
+        let store = w.store(&opts.branch).await?;
+        w.write_nodes(&store, exists).await?;
+        for piece in &pieces {
+            w.write_piece(&store, piece, &mut written).await?;
+        }
+        written.pieces = pieces.len().max(1) as u64;
+        written.snapshot = w
+            .commit(&store, &opts.message, Some(props), false)
+            .await?
+            .to_string();
+        return Ok(written);
     }
+    // Many pieces: each is committed, so that Icechunk's change set never holds more than
+    // one piece. The commits go to a temporary branch started at the branch's tip, each
+    // amending the one before, so the last has the tip as its parent; the branch is then
+    // moved there (if nobody moved it meanwhile) and the temporary branch deleted.
+    let tip = repo
+        .lookup_branch(&opts.branch)
+        .await
+        .map_err(ice(&at, "looking up the branch"))?;
+    let temp = temporary_branch(&opts.branch);
+    repo.create_branch(&temp, &tip)
+        .await
+        .map_err(ice(&at, "creating a temporary branch"))?;
+    let result = async {
+        let n = pieces.len();
+        let store = w.store(&temp).await?;
+        w.write_nodes(&store, exists).await?;
+        w.commit(&store, &progress(0, n), None, false).await?;
+        let mut last = None;
+        for (k, piece) in pieces.iter().enumerate() {
+            let store = w.store(&temp).await?;
+            w.write_piece(&store, piece, &mut written).await?;
+            let (message, props) = if k + 1 == n {
+                (opts.message.clone(), Some(props.clone()))
+            } else {
+                (progress(k + 1, n), None)
+            };
+            last = Some(w.commit(&store, &message, props, true).await?);
+            drop(store);
+            if let Some(f) = opts.after_piece {
+                f();
+            }
+        }
+        let last = last.expect("several pieces");
+        repo.reset_branch(&opts.branch, &last, Some(&tip))
+            .await
+            .map_err(|e| match e.kind {
+                RepositoryErrorKind::Conflict { .. } => IcechunkError::BranchMoved {
+                    location: at.clone(),
+                    branch: opts.branch.clone(),
+                },
+                _ => IcechunkError::icechunk(&at, "moving the branch to the new commit", e),
+            })?;
+        Ok::<_, IcechunkError>(last)
+    }
+    .await;
+    let deleted = repo.delete_branch(&temp).await;
+    let last = result?;
+    // The commit is on the branch: a temporary branch that could not be deleted does not
+    // undo it, the caller is told instead.
+    if deleted.is_err() {
+        written.temporary_branch_left = Some(temp);
+    }
+    written.pieces = pieces.len() as u64;
+    written.snapshot = last.to_string();
+    Ok(written)
+}
+
+/// The message of an intermediate commit (amended away by the next).
+fn progress(done: usize, of: usize) -> String {
+    format!("vzarr: build in progress ({done} of {of} pieces)")
+}
+
+/// A branch name no one else uses: the build's temporary branch.
+fn temporary_branch(branch: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!("vzarr-build.{branch}.{}.{nanos:x}", std::process::id())
+}
+
+/// The Icechunk location and checksum of each source of an array.
+type Locations<'a> = HashMap<&'a str, (VirtualChunkLocation, Option<Checksum>)>;
+
+/// Icechunk's location of each source of `array`, once. Every source must lie under a
+/// container of the repository (`container_prefixes` made them so): checked here, because
+/// Icechunk 2.3 checks a location at write time without percent-decoding it and at read time
+/// after decoding it, so its own check would refuse `file:///dir with space/x.nc` under the
+/// container `file:///dir with space/` that its readers match.
+fn array_locations<'a>(
+    path: &str,
+    array: &'a VirtualArray,
+    ds: &VirtualDataset,
+    prefixes: &[String],
+) -> Result<Locations<'a>, IcechunkError> {
     let checksums: HashMap<&str, Option<Checksum>> = ds
         .provenance
         .sources
         .iter()
         .map(|s| (s.url.as_str(), checksum(s)))
         .collect();
-    for (path, array) in &ds.arrays {
-        let key = meta_key(path);
-        store
-            .set(&key, Bytes::from(array_document(array).to_string()))
-            .await
-            .map_err(ice(&at, &format!("writing {key}")))?;
-        let (v, n) = write_chunks(&store, path, array, &checksums, &prefixes, &at).await?;
-        written.virtual_refs += v;
-        written.native_chunks += n;
-    }
-    let session = store.session();
-    let mut session = session.write().await;
-    let mut props = icechunk::format::snapshot::SnapshotProperties::new();
-    props.insert(
-        PROPERTY_KEY.into(),
-        serde_json::to_value(&ds.provenance).unwrap_or(Value::Null),
-    );
-    props.insert(VERSION_KEY.into(), json!(env!("CARGO_PKG_VERSION")));
-    let id = session
-        .commit(opts.message.clone())
-        .properties(props)
-        .allow_empty(true)
-        .execute()
-        .await
-        .map_err(ice(&at, "committing"))?;
-    written.snapshot = id.to_string();
-    Ok(written)
+    let ref_err = |reason: String| IcechunkError::Reference {
+        array: path.to_string(),
+        index: Vec::new(),
+        reason,
+    };
+    array
+        .manifest
+        .sources()
+        .iter()
+        .map(|u| {
+            if !prefixes.iter().any(|p| u.starts_with(p.as_str())) {
+                return Err(ref_err(format!(
+                    "{u}: outside every virtual chunk container of the repository"
+                )));
+            }
+            VirtualChunkLocation::from_url(&encode_file_url(u))
+                .map(|l| (&**u, (l, checksums.get(&**u).cloned().flatten())))
+                .map_err(|e| ref_err(format!("{u}: not a URL Icechunk takes: {e}")))
+        })
+        .collect()
 }
 
-/// Writes the chunks of one array: references in batches, inline chunks as Icechunk chunks.
-/// Returns (references, native chunks).
+/// Consecutive stored chunks of one array, written in one go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Segment {
+    /// Index into the dataset's arrays (in path order).
+    array: usize,
+    /// C-order positions.
+    range: Range<usize>,
+}
+
+/// How an array's chunks are split into manifests: axes before `axis` one chunk wide, `axis`
+/// in runs of `size` chunks, the axes after it whole. Each split is then a run of consecutive
+/// C-order positions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Split {
+    axis: usize,
+    size: u64,
+    /// Chunks of the axes after `axis` (one step along `axis`).
+    inner: u64,
+    /// Chunks along `axis`.
+    along: u64,
+}
+
+impl Split {
+    /// The split of an array whose grid has `counts` chunks per axis, none holding more than
+    /// `max` chunks; `None` when the whole array fits in one.
+    fn of(counts: &[u64], max: u64) -> Option<Split> {
+        let max = max.max(1);
+        let total = counts
+            .iter()
+            .try_fold(1u64, |a, &n| a.checked_mul(n.max(1)));
+        if total.is_some_and(|t| t <= max) {
+            return None;
+        }
+        for axis in 0..counts.len() {
+            let inner = counts[axis + 1..]
+                .iter()
+                .try_fold(1u64, |a, &n| a.checked_mul(n.max(1)));
+            if let Some(inner) = inner.filter(|&i| i <= max) {
+                let along = counts[axis].max(1);
+                return Some(Split {
+                    axis,
+                    size: (max / inner).clamp(1, along),
+                    inner,
+                    along,
+                });
+            }
+        }
+        None
+    }
+
+    /// Which split C-order position `i` falls in (increasing with `i`).
+    fn key(&self, i: u64) -> (u64, u64) {
+        let block = self.along * self.inner;
+        (i / block, (i % block) / self.inner / self.size)
+    }
+}
+
+/// Icechunk's manifest splitting for the dataset's arrays: one rule per array that needs
+/// splitting (its path matched exactly), as [`Split::of`] chooses.
+fn splitting(arrays: &[(&str, &VirtualArray)], max: usize) -> ManifestSplittingConfig {
+    let rules = arrays
+        .iter()
+        .filter_map(|(path, a)| {
+            let split = Split::of(&a.grid.grid_shape(), max as u64)?;
+            let mut dims: Vec<ManifestSplitDim> = (0..split.axis)
+                .map(|axis| ManifestSplitDim {
+                    condition: ManifestSplitDimCondition::Axis(axis),
+                    num_chunks: 1,
+                })
+                .collect();
+            dims.push(ManifestSplitDim {
+                condition: ManifestSplitDimCondition::Axis(split.axis),
+                num_chunks: u32::try_from(split.size).unwrap_or(u32::MAX),
+            });
+            Some((
+                ManifestSplitCondition::PathMatches {
+                    regex: format!("^{}$", regex_escape(&format!("/{path}"))),
+                },
+                dims,
+            ))
+        })
+        .collect();
+    ManifestSplittingConfig {
+        split_sizes: Some(rules),
+    }
+}
+
+/// `text` as a regular expression matching exactly it (the `regex` crate's meta characters
+/// escaped).
+fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The dataset's stored chunks in pieces of at most `piece` chunks (more only when one
+/// manifest split holds more), cut only between manifest splits of `split` chunks, so that
+/// every manifest is written once. Arrays in path order, chunks in C order.
+fn plan_pieces(arrays: &[(&str, &VirtualArray)], piece: usize, split: usize) -> Vec<Vec<Segment>> {
+    let mut pieces: Vec<Vec<Segment>> = Vec::new();
+    let mut current: Vec<Segment> = Vec::new();
+    let mut count = 0usize;
+    let mut close = |array: usize, range: Range<usize>, n: usize| {
+        if count > 0 && count + n > piece {
+            pieces.push(std::mem::take(&mut current));
+            count = 0;
+        }
+        match current.last_mut() {
+            Some(s) if s.array == array => s.range.end = range.end,
+            _ => current.push(Segment { array, range }),
+        }
+        count += n;
+    };
+    for (k, (_, a)) in arrays.iter().enumerate() {
+        let split = Split::of(&a.grid.grid_shape(), split as u64);
+        let key = |i: usize| split.map(|s| s.key(i as u64)).unwrap_or_default();
+        // The run of stored chunks in the current split: (key, start, end, count).
+        let mut run: Option<((u64, u64), usize, usize, usize)> = None;
+        for (i, _) in a.manifest.iter_stored() {
+            match &mut run {
+                Some((kk, _, end, n)) if *kk == key(i) => {
+                    *end = i + 1;
+                    *n += 1;
+                }
+                _ => {
+                    if let Some((_, start, end, n)) = run.take() {
+                        close(k, start..end, n);
+                    }
+                    run = Some((key(i), i, i + 1, 1));
+                }
+            }
+        }
+        if let Some((_, start, end, n)) = run {
+            close(k, start..end, n);
+        }
+    }
+    if !current.is_empty() {
+        pieces.push(current);
+    }
+    pieces
+}
+
+/// What every piece of a write shares.
+struct Writer<'a> {
+    repo: &'a Repository,
+    ds: &'a VirtualDataset,
+    arrays: &'a [(&'a str, &'a VirtualArray)],
+    locations: &'a [Locations<'a>],
+    at: &'a str,
+}
+
+impl Writer<'_> {
+    /// A store over a new writable session on `branch`.
+    async fn store(&self, branch: &str) -> Result<Store, IcechunkError> {
+        let session = self
+            .repo
+            .writable_session(branch)
+            .await
+            .map_err(ice(self.at, "starting a session"))?;
+        Ok(Store::from_session(Arc::new(RwLock::new(session))).await)
+    }
+
+    /// The group and array documents (after clearing the branch when `clear`).
+    async fn write_nodes(&self, store: &Store, clear: bool) -> Result<(), IcechunkError> {
+        let at = self.at;
+        if clear {
+            store
+                .session()
+                .write()
+                .await
+                .clear()
+                .await
+                .map_err(ice(at, "clearing the branch"))?;
+        }
+        let root = self.ds.groups.get("").cloned().unwrap_or_default();
+        store
+            .set(
+                "zarr.json",
+                Bytes::from(group_metadata(&root.attributes).to_string()),
+            )
+            .await
+            .map_err(ice(at, "writing zarr.json"))?;
+        for (path, group) in self.ds.groups.iter().filter(|(p, _)| !p.is_empty()) {
+            let key = meta_key(path);
+            store
+                .set(
+                    &key,
+                    Bytes::from(group_metadata(&group.attributes).to_string()),
+                )
+                .await
+                .map_err(ice(at, &format!("writing {key}")))?;
+        }
+        for (path, array) in self.arrays {
+            let key = meta_key(path);
+            store
+                .set(&key, Bytes::from(array_document(array).to_string()))
+                .await
+                .map_err(ice(at, &format!("writing {key}")))?;
+        }
+        Ok(())
+    }
+
+    /// The chunks of one piece: references in batches, inline chunks as Icechunk chunks.
+    async fn write_piece(
+        &self,
+        store: &Store,
+        piece: &[Segment],
+        written: &mut Written,
+    ) -> Result<(), IcechunkError> {
+        for s in piece {
+            let (path, array) = self.arrays[s.array];
+            let (v, n) = write_chunks(
+                store,
+                path,
+                array,
+                s.range.clone(),
+                &self.locations[s.array],
+                self.at,
+            )
+            .await?;
+            written.virtual_refs += v;
+            written.native_chunks += n;
+        }
+        Ok(())
+    }
+
+    /// Commits the session of `store` (amending the branch's tip when `amend`).
+    async fn commit(
+        &self,
+        store: &Store,
+        message: &str,
+        props: Option<SnapshotProperties>,
+        amend: bool,
+    ) -> Result<SnapshotId, IcechunkError> {
+        let session = store.session();
+        let mut session = session.write().await;
+        let mut commit = session.commit(message).allow_empty(true);
+        if let Some(props) = props {
+            commit = commit.properties(props);
+        }
+        if amend {
+            commit = commit.amend();
+        }
+        commit.execute().await.map_err(ice(self.at, "committing"))
+    }
+}
+
+/// Writes the stored chunks of `array` at C-order positions `range`: references in batches,
+/// inline chunks as Icechunk chunks. Returns (references, native chunks).
 async fn write_chunks(
     store: &Store,
     path: &str,
     array: &VirtualArray,
-    checksums: &HashMap<&str, Option<Checksum>>,
-    prefixes: &[String],
+    range: Range<usize>,
+    locations: &Locations<'_>,
     at: &str,
 ) -> Result<(u64, u64), IcechunkError> {
     let node = ic_path(path)?;
@@ -415,29 +833,8 @@ async fn write_chunks(
         index,
         reason,
     };
-    // Icechunk's location of each source, once. Every source must lie under a container of
-    // the repository (`container_prefixes` made them so): checked here, because Icechunk 2.3
-    // checks a location at write time without percent-decoding it and at read time after
-    // decoding it, so its own check would refuse `file:///dir with space/x.nc` under the
-    // container `file:///dir with space/` that its readers match.
-    let locations = array
-        .manifest
-        .sources()
-        .iter()
-        .map(|u| {
-            if !prefixes.iter().any(|p| u.starts_with(p.as_str())) {
-                return Err(ref_err(
-                    Vec::new(),
-                    format!("{u}: outside every virtual chunk container of the repository"),
-                ));
-            }
-            VirtualChunkLocation::from_url(&encode_file_url(u))
-                .map(|l| (&**u, (l, checksums.get(&**u).cloned().flatten())))
-                .map_err(|e| ref_err(Vec::new(), format!("{u}: not a URL Icechunk takes: {e}")))
-        })
-        .collect::<Result<HashMap<&str, _>, _>>()?;
     let mut batch: Vec<(ChunkIndices, VirtualChunkRef)> =
-        Vec::with_capacity(BATCH.min(array.manifest.stored()));
+        Vec::with_capacity(BATCH.min(range.len()));
     let (mut refs, mut native) = (0u64, 0u64);
     let flush = |batch: Vec<(ChunkIndices, VirtualChunkRef)>| async move {
         match store
@@ -459,7 +856,7 @@ async fn write_chunks(
             }),
         }
     };
-    for (i, chunk) in array.manifest.iter_stored() {
+    for (i, chunk) in array.manifest.iter_stored_in(range) {
         let index = array.grid.chunk_index(i as u64);
         let coords = index
             .iter()
@@ -528,4 +925,128 @@ async fn write_chunks(
 
 fn node_path(path: &str) -> IcPath {
     IcPath::from_trusted(&format!("/{path}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vzarr_core::{ChunkGrid, ChunkManifest, DataType, Endian, FillValue};
+
+    #[test]
+    fn splits_are_runs_of_c_order() {
+        // Fits whole.
+        assert_eq!(Split::of(&[4, 5], 20), None);
+        assert_eq!(Split::of(&[], 1), None);
+        // The last axis alone fits: rows split in runs of 4 chunks.
+        let s = Split::of(&[7, 5], 4).unwrap();
+        assert_eq!((s.axis, s.size, s.inner, s.along), (1, 4, 1, 5));
+        let keys: Vec<_> = (0..10).map(|i| s.key(i)).collect();
+        assert_eq!(
+            keys,
+            [
+                (0, 0),
+                (0, 0),
+                (0, 0),
+                (0, 0),
+                (0, 1),
+                (1, 0),
+                (1, 0),
+                (1, 0),
+                (1, 0),
+                (1, 1)
+            ]
+        );
+        // Whole rows fit: the first axis in runs of 3 rows.
+        let s = Split::of(&[10, 2, 3], 20).unwrap();
+        assert_eq!((s.axis, s.size, s.inner), (0, 3, 6));
+        assert_eq!(s.key(17), (0, 0));
+        assert_eq!(s.key(18), (0, 1));
+        // Every split is a run of consecutive positions of at most `max` chunks.
+        for (counts, max) in [(vec![7u64, 5], 4u64), (vec![3, 4, 5], 7), (vec![9], 2)] {
+            let s = Split::of(&counts, max).unwrap();
+            let total: u64 = counts.iter().product();
+            let mut seen = std::collections::HashMap::new();
+            let mut last = None;
+            for i in 0..total {
+                let k = s.key(i);
+                if last != Some(k) {
+                    assert!(!seen.contains_key(&k), "{counts:?}: split {k:?} not a run");
+                }
+                *seen.entry(k).or_insert(0u64) += 1;
+                last = Some(k);
+            }
+            assert!(seen.values().all(|&n| n <= max), "{counts:?}");
+        }
+    }
+
+    fn array(n: usize, stored: &[usize]) -> VirtualArray {
+        let mut manifest = ChunkManifest::new_missing(n);
+        let s = manifest.intern("file:///d/x.nc").unwrap();
+        for &i in stored {
+            manifest.set_range(i, s, i as u64, 1).unwrap();
+        }
+        VirtualArray {
+            data_type: DataType::Int8,
+            endian: Endian::Little,
+            fill_value: FillValue::zero(DataType::Int8),
+            codecs: vec![],
+            dimension_names: vec!["x".into()],
+            attributes: Default::default(),
+            grid: ChunkGrid::regular(&[n as u64], &[1]).unwrap(),
+            manifest,
+        }
+    }
+
+    #[test]
+    fn pieces_end_between_splits() {
+        let a = array(10, &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        let b = array(5, &[1, 3]);
+        let arrays = [("a", &a), ("b", &b)];
+        let seg = |array, range| Segment { array, range };
+        // Splits of 2 chunks, pieces of at most 4.
+        assert_eq!(
+            plan_pieces(&arrays, 4, 2),
+            [
+                vec![seg(0, 0..4)],
+                vec![seg(0, 4..8)],
+                vec![seg(0, 8..10), seg(1, 1..4)]
+            ]
+        );
+        // Pieces of 3 with splits of 2: a piece holds one split (2 chunks), never cuts one.
+        let p = plan_pieces(&arrays, 3, 2);
+        assert_eq!(p.len(), 6);
+        assert!(
+            p.iter()
+                .all(|piece| piece.iter().all(|s| s.range.start % 2 == 0 || s.array == 1))
+        );
+        // Everything in one piece.
+        assert_eq!(
+            plan_pieces(&arrays, 100, 100),
+            [vec![seg(0, 0..10), seg(1, 1..4)]]
+        );
+        assert!(plan_pieces(&[("e", &array(3, &[]))], 1, 1).is_empty());
+    }
+
+    #[test]
+    fn split_rules_match_exactly_their_array() {
+        let a = array(10, &[0]);
+        for path in ["a", "g/v", "x.y+z (1)", "t[0]^$", "é/ü"] {
+            let cfg = splitting(&[(path, &a)], 2);
+            let (cond, dims) = &cfg.split_sizes.as_ref().unwrap()[0];
+            assert!(
+                cond.matches(&IcPath::new(&format!("/{path}")).unwrap()),
+                "{path}"
+            );
+            assert!(
+                !cond.matches(&IcPath::new(&format!("/{path}x")).unwrap()),
+                "{path}"
+            );
+            assert!(
+                !cond.matches(&IcPath::new(&format!("/q/{path}")).unwrap()),
+                "{path}"
+            );
+            assert_eq!(dims.len(), 1);
+            assert_eq!(dims[0].num_chunks, 2);
+        }
+    }
 }

@@ -175,6 +175,242 @@ fn refusals_leave_nothing() {
     ));
 }
 
+/// The repository's branches and the reference counts of the manifests of `branch`'s tip
+/// (through the `icechunk` crate itself).
+fn branches_and_manifests(dir: &std::path::Path, branch: &str) -> (Vec<String>, Vec<u32>) {
+    vzarr_source::runtime().unwrap().block_on(async {
+        let storage = icechunk::new_local_filesystem_storage(dir).await.unwrap();
+        let repo = icechunk::Repository::open(storage).execute().await.unwrap();
+        let branches = repo.list_branches().await.unwrap().into_iter().collect();
+        let tip = repo.lookup_branch(branch).await.unwrap();
+        let mut sizes: Vec<u32> = repo
+            .lookup_manifest_files(&tip)
+            .await
+            .unwrap()
+            .map(|m| m.num_chunk_refs)
+            .collect();
+        sizes.sort();
+        (branches, sizes)
+    })
+}
+
+/// A dataset of two arrays with many chunks: a 2-D grid (7 x 5 chunks, some missing, some
+/// inline) and a 1-D one of 40 chunks from three sources.
+fn many_chunks(dir: &str) -> VirtualDataset {
+    let mut ds = dataset(dir);
+    let grid = ChunkGrid::new(vec![
+        DimGrid::varying(vec![1, 2, 1, 3, 1, 1, 2], 11).unwrap(),
+        DimGrid::fixed(3, 15).unwrap(),
+    ]);
+    let mut manifest = ChunkManifest::new_missing(35);
+    let a = manifest.intern(&format!("file://{dir}/a b%20.nc")).unwrap();
+    for i in 0..35usize {
+        match i % 6 {
+            0 => {}
+            1 => manifest.set_inline(i, vec![i as u8; 4]).unwrap(),
+            _ => manifest
+                .set_range(i, a, 1000 + 10 * i as u64, 8 + i as u64)
+                .unwrap(),
+        }
+    }
+    ds.arrays.insert(
+        "g/w".into(),
+        VirtualArray {
+            data_type: DataType::Float32,
+            endian: Endian::Little,
+            fill_value: FillValue::zero(DataType::Float32),
+            codecs: vec![],
+            dimension_names: vec!["t".into(), "x".into()],
+            attributes: Default::default(),
+            grid,
+            manifest,
+        },
+    );
+    let mut manifest = ChunkManifest::new_missing(40);
+    let files: Vec<u32> = (0..3)
+        .map(|k| manifest.intern(&format!("file://{dir}/f{k}.nc")).unwrap())
+        .collect();
+    for i in 0..40usize {
+        manifest
+            .set_range(i, files[i % 3], 64 * i as u64, 64)
+            .unwrap();
+    }
+    ds.arrays.insert(
+        "u".into(),
+        VirtualArray {
+            data_type: DataType::Int16,
+            endian: Endian::Big,
+            fill_value: FillValue::zero(DataType::Int16),
+            codecs: vec![],
+            dimension_names: vec!["t".into()],
+            attributes: Default::default(),
+            grid: ChunkGrid::regular(&[1280], &[32]).unwrap(),
+            manifest,
+        },
+    );
+    ds
+}
+
+fn assert_same(back: &VirtualDataset, ds: &VirtualDataset) {
+    assert_eq!(back.groups, ds.groups);
+    assert_eq!(back.provenance, ds.provenance);
+    assert_eq!(
+        back.arrays.keys().collect::<Vec<_>>(),
+        ds.arrays.keys().collect::<Vec<_>>()
+    );
+    for (path, a) in &ds.arrays {
+        let b = &back.arrays[path];
+        assert_eq!(b.grid, a.grid, "{path}");
+        assert_eq!(chunks(b), chunks(a), "{path}");
+    }
+}
+
+/// A build written in many pieces (down to one chunk each) reads back equal, adds exactly one
+/// commit to the branch, leaves no temporary branch, and splits the manifests.
+#[test]
+fn pieces_end_as_one_commit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let ds = many_chunks(dir);
+    let stored: u64 = ds.arrays.values().map(|a| a.manifest.stored() as u64).sum();
+    let path = tmp.path().join("repo");
+    let loc = RepoLocation::parse(path.to_str().unwrap()).unwrap();
+    let mut commits = vec!["Repository initialized".to_string()];
+    for (k, piece_refs) in [1usize, 2, 5, 7, 16, 1000, 0].into_iter().enumerate() {
+        let message = format!("build {k}");
+        let w = write(
+            &ds,
+            &loc,
+            &WriteOptions {
+                message: message.clone(),
+                piece_refs,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(w.virtual_refs + w.native_chunks, stored, "{piece_refs}");
+        let expect_pieces = if piece_refs >= 1000 {
+            1
+        } else {
+            stored.div_ceil(piece_refs.max(1) as u64)
+        };
+        if piece_refs <= 1 {
+            assert_eq!(w.pieces, expect_pieces, "{piece_refs}");
+        } else {
+            // Pieces are cut between manifest splits only: never fewer than that.
+            assert!(w.pieces >= expect_pieces, "{piece_refs}: {}", w.pieces);
+        }
+        let back = open(&loc, "main", 1000).unwrap();
+        assert_same(&back.dataset, &ds);
+        assert_eq!(back.snapshot, w.snapshot);
+        commits.insert(0, message);
+        let h: Vec<String> = history(&loc, "main")
+            .unwrap()
+            .into_iter()
+            .map(|c| c.message)
+            .collect();
+        assert_eq!(h, commits, "{piece_refs}");
+        let (branches, manifests) = branches_and_manifests(&path, "main");
+        assert_eq!(branches, ["main"], "{piece_refs}");
+        let most = piece_refs.clamp(1, vzarr_icechunk::MANIFEST_REFS) as u32;
+        assert!(
+            manifests.iter().all(|&n| n <= most),
+            "{piece_refs}: {manifests:?}"
+        );
+        assert_eq!(
+            manifests.iter().map(|&n| u64::from(n)).sum::<u64>(),
+            stored,
+            "{piece_refs}"
+        );
+    }
+    // Another branch, in pieces: main stays as it was.
+    let tip = open(&loc, "main", 1000).unwrap().snapshot;
+    vzarr_source::runtime().unwrap().block_on(async {
+        let storage = icechunk::new_local_filesystem_storage(&path).await.unwrap();
+        let repo = icechunk::Repository::open(storage).execute().await.unwrap();
+        let at = repo.lookup_branch("main").await.unwrap();
+        repo.create_branch("dev", &at).await.unwrap();
+    });
+    let mut ds2 = ds.clone();
+    ds2.arrays.remove("u");
+    write(
+        &ds2,
+        &loc,
+        &WriteOptions {
+            branch: "dev".into(),
+            message: "dev build".into(),
+            piece_refs: 3,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_same(&open(&loc, "dev", 1000).unwrap().dataset, &ds2);
+    assert_eq!(open(&loc, "main", 1000).unwrap().snapshot, tip);
+    let h = history(&loc, "dev").unwrap();
+    assert_eq!(h[0].message, "dev build");
+    assert_eq!(h[1].id, tip);
+    assert_eq!(branches_and_manifests(&path, "dev").0, ["dev", "main"]);
+}
+
+/// A build in pieces that fails midway (Icechunk refuses a zero-length reference of the last
+/// piece) leaves the branch as it was and no temporary branch; so does an append into a
+/// repository whose branch is missing.
+#[test]
+fn failed_pieces_leave_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let ds = many_chunks(dir);
+    let path = tmp.path().join("repo");
+    let loc = RepoLocation::parse(path.to_str().unwrap()).unwrap();
+    write(
+        &ds,
+        &loc,
+        &WriteOptions {
+            message: "good".into(),
+            piece_refs: 4,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let tip = open(&loc, "main", 1000).unwrap().snapshot;
+    let mut bad = ds.clone();
+    let u = bad.arrays.get_mut("u").unwrap();
+    let s = u.manifest.intern(&format!("file://{dir}/f0.nc")).unwrap();
+    u.manifest.set_range(39, s, 0, 0).unwrap();
+    let e = write(
+        &bad,
+        &loc,
+        &WriteOptions {
+            message: "bad".into(),
+            piece_refs: 4,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(e, IcechunkError::Icechunk { .. }), "{e}");
+    assert_eq!(open(&loc, "main", 1000).unwrap().snapshot, tip);
+    let h: Vec<String> = history(&loc, "main")
+        .unwrap()
+        .into_iter()
+        .map(|c| c.message)
+        .collect();
+    assert_eq!(h, ["good", "Repository initialized"]);
+    assert_eq!(branches_and_manifests(&path, "main").0, ["main"]);
+    // A new repository whose build fails in its last piece is removed again.
+    let fresh = tmp.path().join("fresh");
+    let e = write(
+        &bad,
+        &RepoLocation::parse(fresh.to_str().unwrap()).unwrap(),
+        &WriteOptions {
+            piece_refs: 4,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(e, IcechunkError::Icechunk { .. }), "{e}");
+    assert!(!fresh.exists());
+}
+
 #[test]
 fn locations() {
     assert!(matches!(
@@ -193,8 +429,10 @@ fn locations() {
     }
 }
 
-/// Many references in one array (run with `--ignored --nocapture`; prints the times). Not a
-/// benchmark: a check that writing and opening stream at scale.
+/// Many references in one array (run with `--ignored --nocapture`; prints the times and the
+/// peak RSS). `VZARR_ICECHUNK_REFS` sets the number (default 1M), `VZARR_ICECHUNK_PIECE` the
+/// piece size. Not a benchmark: a check that writing and opening stream at scale, that every
+/// reference reads back equal and that the branch gains one commit.
 #[test]
 #[ignore]
 fn many_references() {
@@ -230,16 +468,55 @@ fn many_references() {
     );
     ds.provenance.allowed_prefixes = vec![format!("file://{dir}/")];
     let loc = RepoLocation::parse(&format!("{dir}/repo")).unwrap();
+    let piece_refs = std::env::var("VZARR_ICECHUNK_PIECE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(vzarr_icechunk::PIECE_REFS);
+    let before = peak_rss_kib();
     let t = std::time::Instant::now();
-    let w = write(&ds, &loc, &WriteOptions::default()).unwrap();
+    let w = write(
+        &ds,
+        &loc,
+        &WriteOptions {
+            piece_refs,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let written = t.elapsed();
+    let after_write = peak_rss_kib();
     assert_eq!(w.virtual_refs, n);
+    let size: u64 = walk_size(&tmp.path().join("repo"));
     let t = std::time::Instant::now();
     let back = open(&loc, "main", n).unwrap();
     let opened = t.elapsed();
-    assert_eq!(back.dataset.arrays["v"].manifest.stored(), n as usize);
-    let size: u64 = walk_size(&tmp.path().join("repo"));
-    println!("{n} references: write {written:?}, open {opened:?}, repository {size} bytes");
+    let a = &back.dataset.arrays["v"].manifest;
+    assert_eq!(a.stored(), n as usize);
+    for (i, c) in a.iter_stored() {
+        assert_eq!(
+            c,
+            ds.arrays["v"].manifest.get(i),
+            "chunk {i} differs after the round trip"
+        );
+    }
+    assert_eq!(history(&loc, "main").unwrap().len(), 2);
+    println!(
+        "{n} references in {} pieces: write {written:?} (peak RSS {before} KiB before, {after_write} KiB after), open {opened:?}, repository {size} bytes",
+        w.pieces
+    );
+}
+
+/// The process's peak resident set (VmHWM), KiB; 0 where /proc is missing.
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 fn walk_size(p: &std::path::Path) -> u64 {

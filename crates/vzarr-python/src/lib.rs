@@ -111,7 +111,7 @@ fn value_error(name: &'static str) -> impl Fn(BuildError) -> PyErr {
 #[pyo3(signature = (
     inputs, *, catalog, include, exclude, concat_dim, new_dim, new_dim_values, allow_gaps,
     time_units, jobs, on_error, cache_dir, strict, file_timeout, split_contiguous,
-    max_string_bytes, output, format, branch, append, progress
+    max_string_bytes, output, format, branch, piece_refs, append, progress
 ))]
 #[allow(clippy::too_many_arguments)]
 fn build(
@@ -135,12 +135,19 @@ fn build(
     output: Option<String>,
     format: &str,
     branch: &str,
+    piece_refs: Option<usize>,
     append: bool,
     progress: bool,
 ) -> PyResult<Built> {
     let format: Format = format.parse().map_err(value_error("format"))?;
+    if piece_refs == Some(0) {
+        return Err(PyValueError::new_err("piece_refs: at least 1"));
+    }
     let output = output
-        .map(|o| Output::parse(&o, format, branch))
+        .map(|o| {
+            Output::parse(&o, format, branch)
+                .map(|out| out.with_piece_refs(piece_refs.unwrap_or(vzarr_icechunk::PIECE_REFS)))
+        })
         .transpose()
         .map_err(|e| to_py(py, &e))?;
     if output.is_none() && (append || format != Format::Kerchunk) {
@@ -191,7 +198,7 @@ fn build(
             let action = if append { "append" } else { "build" };
             match &output {
                 Some(target) => {
-                    let w = vzarr_build::output::write(&out.dataset, target, action, append)?;
+                    let w = vzarr_build::output::write(&out.dataset, target, action, append, None)?;
                     Ok((None, out, Some(written_json(&w))))
                 }
                 None => Ok((Some(vzarr_kerchunk::to_bytes(&out.dataset)?), out, None)),
@@ -224,6 +231,7 @@ fn written_json(w: &Written) -> String {
             "created": w.created,
             "virtual_refs": w.virtual_refs,
             "native_chunks": w.native_chunks,
+            "pieces": w.pieces,
             "containers": w.containers,
         }),
         _ => serde_json::json!({}),

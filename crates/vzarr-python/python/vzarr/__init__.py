@@ -52,7 +52,8 @@ class Report:
     --summary-json`` writes them).
     output: the file, object or repository written, when ``output=`` was given.
     commit: for an Icechunk output, the commit made: ``branch``, ``snapshot`` (its id),
-    ``created`` (a new repository), ``virtual_refs``, ``native_chunks`` and ``containers``
+    ``created`` (a new repository), ``virtual_refs``, ``native_chunks``, ``pieces`` and
+    ``containers``
     (the virtual chunk containers a reader authorises).
     """
 
@@ -104,6 +105,7 @@ def build(
     output: PathLike | None = None,
     format: Literal["kerchunk", "icechunk"] = "kerchunk",
     branch: str = "main",
+    piece_refs: int | None = None,
     append: bool = False,
     catalog: PathLike | Sequence[PathLike] | None = None,
     include: str | Sequence[str] | None = None,
@@ -140,6 +142,9 @@ def build(
         s3://bucket/prefix; one commit per build, none when the build fails).
     format: "kerchunk" (reference JSON) or "icechunk" (a repository; needs ``output``).
     branch: the Icechunk branch to commit to.
+    piece_refs: with ``format="icechunk"``, the most chunk references Icechunk holds in memory
+        before they are committed (default 1,048,576); more are written in pieces that still
+        end as one commit (smaller: less memory, more time).
     append: extend the existing ``output`` with the new files among ``inputs``: its recorded
         sources are combined with them again (their scans come from ``cache_dir`` when
         cached there), which equals a full rebuild; a repository gets it as a new commit.
@@ -187,6 +192,7 @@ def build(
         output=None if output is None else _os.fspath(output),
         format=format,
         branch=branch,
+        piece_refs=piece_refs,
         append=append,
         progress=progress,
     )
@@ -210,7 +216,7 @@ def scan(url: PathLike, **options: Any) -> References:
     the scan options of :func:`build` (strict, split_contiguous, max_string_bytes,
     file_timeout, cache_dir)."""
     for k in ("concat_dim", "new_dim", "new_dim_values", "output", "catalog", "format",
-              "branch", "append"):
+              "branch", "piece_refs", "append"):
         if k in options:
             raise TypeError(f"scan() takes no {k!r}; use vzarr.build")
     refs = build(url, **options)

@@ -31,6 +31,7 @@ def build(
     output: str | None,
     format: str,
     branch: str,
+    piece_refs: int | None,
     append: bool,
     progress: bool,
 ) -> tuple[bytes | None, list[tuple[str, str]], list[str], str, str | None]: ...
