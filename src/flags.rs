@@ -147,15 +147,36 @@ impl CombineArgs {
     }
 }
 
-/// How an Icechunk output is written.
+/// Where a build or a combine writes, and how.
 #[derive(clap::Args, Clone)]
-pub(crate) struct PieceArgs {
+pub(crate) struct OutputArgs {
+    /// Output: a reference file (written atomically; a local path, or an s3://, gs:// or
+    /// az:// URL), or with --format icechunk a repository (a local directory or
+    /// s3://bucket/prefix).
+    #[arg(short, long, value_name = "OUT.json|REPO")]
+    pub(crate) output: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "kerchunk")]
+    pub(crate) format: FormatArg,
+    /// The branch of an Icechunk repository to commit to.
+    #[arg(long, value_name = "BRANCH", default_value = "main")]
+    pub(crate) branch: String,
     /// With --format icechunk: the most chunk references Icechunk holds in memory before
     /// they are committed; more are written in pieces that still end as one commit
     /// (smaller: less memory, more time).
     #[arg(long, value_name = "N", default_value_t = vzarr_icechunk::PIECE_REFS,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub(crate) piece_refs: usize,
+}
+
+impl OutputArgs {
+    /// The output these flags name, validated by the library.
+    fn output(&self) -> Result<Output> {
+        Ok(
+            Output::parse(&self.output, self.format.into(), &self.branch)?
+                .with_piece_refs(self.piece_refs),
+        )
+    }
 }
 
 /// Where to put reports.
@@ -180,19 +201,8 @@ pub(crate) enum Command {
     Build {
         #[command(flatten)]
         sources: SourceArgs,
-        /// Output: a reference file (written atomically; a local path, or an s3://, gs:// or
-        /// az:// URL), or with --format icechunk a repository (a local directory or
-        /// s3://bucket/prefix).
-        #[arg(short, long, value_name = "OUT.json|REPO")]
-        output: String,
-        /// Output format.
-        #[arg(long, value_enum, default_value = "kerchunk")]
-        format: FormatArg,
-        /// The branch of an Icechunk repository to commit to.
-        #[arg(long, value_name = "BRANCH", default_value = "main")]
-        branch: String,
         #[command(flatten)]
-        pieces: PieceArgs,
+        output: OutputArgs,
         /// Extend OUT.json with the given new files: its recorded sources are combined with
         /// them (their scans come from --cache-dir when cached there); the result equals a
         /// full rebuild. An Icechunk repository gets the result as a new commit.
@@ -221,19 +231,8 @@ pub(crate) enum Command {
         /// Partial scan files of shards 0..N.
         #[arg(required = true)]
         partials: Vec<PathBuf>,
-        /// Output: a reference file (written atomically; a local path, or an s3://, gs:// or
-        /// az:// URL), or with --format icechunk a repository (a local directory or
-        /// s3://bucket/prefix).
-        #[arg(short, long, value_name = "OUT.json|REPO")]
-        output: String,
-        /// Output format.
-        #[arg(long, value_enum, default_value = "kerchunk")]
-        format: FormatArg,
-        /// The branch of an Icechunk repository to commit to.
-        #[arg(long, value_name = "BRANCH", default_value = "main")]
-        branch: String,
         #[command(flatten)]
-        pieces: PieceArgs,
+        output: OutputArgs,
         #[command(flatten)]
         combine: CombineArgs,
         #[command(flatten)]
@@ -329,17 +328,13 @@ pub(crate) fn parse() -> Result<Run> {
         Command::Build {
             sources,
             output,
-            format,
-            branch,
-            pieces,
             append,
             combine,
             report,
         } => Run::Build {
             opts: build_options(&sources, Some(&combine))?,
             sources: collect(&sources)?,
-            output: Output::parse(&output, format.into(), &branch)?
-                .with_piece_refs(pieces.piece_refs),
+            output: output.output()?,
             append,
             report,
         },
@@ -356,9 +351,6 @@ pub(crate) fn parse() -> Result<Run> {
         Command::Combine {
             partials,
             output,
-            format,
-            branch,
-            pieces,
             combine,
             report,
         } => Run::Combine {
@@ -367,8 +359,7 @@ pub(crate) fn parse() -> Result<Run> {
                 on_error: OnError::Skip,
                 ..combine.settings(Settings::new()).options()?
             },
-            output: Output::parse(&output, format.into(), &branch)?
-                .with_piece_refs(pieces.piece_refs),
+            output: output.output()?,
             report,
         },
         Command::Inspect {
