@@ -19,6 +19,7 @@ use icechunk::format::{ChunkIndices, Path as IcPath};
 use icechunk::repository::RepositoryErrorKind;
 use icechunk::storage::ETag;
 use icechunk::store::SetVirtualRefsResult;
+use icechunk::virtual_chunks::VirtualChunkContainer;
 use icechunk::{Repository, RepositoryConfig, Store};
 use serde_json::{Value, json};
 use tokio::sync::RwLock;
@@ -319,21 +320,9 @@ async fn write_async(
             .await
             .map_err(ice(&at, "opening the repository"))?;
         let mut config = repo.config().clone();
-        let mut changed = false;
         // Containers the repository lacks are added; one it lists already (perhaps set up by
         // its owner for their readers) is left as it is.
-        for c in &containers {
-            if config.get_virtual_chunk_container(c.url_prefix()).is_none() {
-                config
-                    .set_virtual_chunk_container(c.clone())
-                    .map_err(|reason| IcechunkError::Container {
-                        url: c.url_prefix().to_string(),
-                        reason,
-                    })?;
-                changed = true;
-            }
-        }
-        if changed {
+        if add_missing_containers(&mut config, &containers)? {
             // A container added before a failed commit is harmless: nothing references it.
             repo = repo
                 .reopen(Some(config), None)
@@ -349,14 +338,7 @@ async fn write_async(
             return Err(IcechunkError::NotARepository { location: at });
         }
         let mut config = RepositoryConfig::default();
-        for c in &containers {
-            config
-                .set_virtual_chunk_container(c.clone())
-                .map_err(|reason| IcechunkError::Container {
-                    url: c.url_prefix().to_string(),
-                    reason,
-                })?;
-        }
+        add_missing_containers(&mut config, &containers)?;
         Repository::create(storage.clone())
             .config(config)
             .spec_version(SpecVersionBin::V2)
@@ -921,6 +903,27 @@ async fn write_chunks(
         flush(batch).await?;
     }
     Ok((refs, native))
+}
+
+/// Adds to `config` the virtual chunk containers of `containers` it does not list yet (one it
+/// lists is left as it is); returns whether any was added.
+fn add_missing_containers(
+    config: &mut RepositoryConfig,
+    containers: &[VirtualChunkContainer],
+) -> Result<bool, IcechunkError> {
+    let mut changed = false;
+    for c in containers {
+        if config.get_virtual_chunk_container(c.url_prefix()).is_none() {
+            config
+                .set_virtual_chunk_container(c.clone())
+                .map_err(|reason| IcechunkError::Container {
+                    url: c.url_prefix().to_string(),
+                    reason,
+                })?;
+            changed = true;
+        }
+    }
+    Ok(changed)
 }
 
 fn node_path(path: &str) -> IcPath {
