@@ -75,9 +75,24 @@ pub(crate) fn finish(
         action,
         action == "append",
         Some(crate::release_free_memory),
-    )
-    .with_context(|| format!("writing {}", output.display()))?;
-    let default_report = match written {
+    );
+    // The library's Icechunk errors name the repository already.
+    let written = match output {
+        Output::Kerchunk(_) => written.with_context(|| format!("writing {}", output.display()))?,
+        _ => written?,
+    };
+    // The default report sits beside a local output, or in the working directory, named
+    // after the last segment of a URL.
+    let out = output.display();
+    let default_report = PathBuf::from(format!(
+        "{}.failed.txt",
+        if out.contains("://") {
+            out.rsplit('/').next().unwrap_or("vzarr")
+        } else {
+            &out
+        }
+    ));
+    match written {
         Written::Kerchunk { at } => {
             println!(
                 "wrote {at}: {} arrays from {} file(s), {} chunks referenced ({}), {} inline, {} left out",
@@ -88,13 +103,6 @@ pub(crate) fn finish(
                 s.total.inline,
                 s.skipped.len()
             );
-            match output.local_file() {
-                Some(path) => PathBuf::from(format!("{}.failed.txt", path.display())),
-                None => PathBuf::from(format!(
-                    "{}.failed.txt",
-                    at.rsplit('/').next().unwrap_or("vzarr")
-                )),
-            }
         }
         Written::Icechunk(w) => {
             println!(
@@ -122,22 +130,9 @@ pub(crate) fn finish(
             if w.pieces > 1 {
                 println!("written in {} pieces, amended into one commit", w.pieces);
             }
-            let name = match output {
-                Output::Icechunk {
-                    location: vzarr_icechunk::RepoLocation::Local(p),
-                    ..
-                } => p.display().to_string(),
-                _ => output
-                    .display()
-                    .rsplit('/')
-                    .next()
-                    .unwrap_or("vzarr")
-                    .to_string(),
-            };
-            PathBuf::from(format!("{name}.failed.txt"))
         }
-        _ => PathBuf::from("vzarr.failed.txt"),
-    };
+        _ => {}
+    }
     println!(
         "{} files: {} scanned, {} from the cache, {} failed; {:.2} s",
         summary.files, summary.scanned, summary.cache_hits, summary.failed, summary.total_seconds

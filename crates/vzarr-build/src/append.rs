@@ -11,24 +11,36 @@ use vzarr_scan::inputs::SourceRef;
 
 use crate::BuildError;
 
-/// The sources of an existing output, in its concatenation order, and how it was combined.
-pub fn recorded_sources(output: &Path) -> Result<(Vec<SourceRef>, Provenance), BuildError> {
-    #[derive(Deserialize)]
-    struct Head {
-        #[serde(default)]
-        vzarr: Option<Provenance>,
-    }
+/// The part of a reference file an append reads: vzarr's provenance block.
+#[derive(Deserialize)]
+struct Head {
+    #[serde(default)]
+    vzarr: Option<Provenance>,
+}
+
+/// The sources and provenance of the reference file `output`, parsed as `head` (its JSON).
+fn recorded(
+    output: &str,
+    head: Result<Head, serde_json::Error>,
+) -> Result<(Vec<SourceRef>, Provenance), BuildError> {
     let append_error = |reason: String| BuildError::Append {
-        output: output.display().to_string(),
+        output: output.to_string(),
         reason,
     };
-    let file = std::fs::File::open(output).map_err(|e| BuildError::io(output, e))?;
-    let head: Head = serde_json::from_reader(std::io::BufReader::new(file))
-        .map_err(|e| append_error(format!("not a vzarr reference file: {e}")))?;
+    let head = head.map_err(|e| append_error(format!("not a vzarr reference file: {e}")))?;
     let prov = head.vzarr.ok_or_else(|| {
         append_error("has no vzarr provenance block; rebuild it instead of appending".into())
     })?;
     Ok((sources_of(&prov)?, prov))
+}
+
+/// The sources of an existing output, in its concatenation order, and how it was combined.
+pub fn recorded_sources(output: &Path) -> Result<(Vec<SourceRef>, Provenance), BuildError> {
+    let file = std::fs::File::open(output).map_err(|e| BuildError::io(output, e))?;
+    recorded(
+        &output.display().to_string(),
+        serde_json::from_reader(std::io::BufReader::new(file)),
+    )
 }
 
 /// Most bytes of a reference file on object storage read to append to it.
@@ -39,30 +51,19 @@ pub const MAX_REMOTE_REFERENCES_BYTES: u64 = 4 << 30;
 pub fn recorded_sources_at(
     output: &vzarr_source::Location,
 ) -> Result<(Vec<SourceRef>, Provenance), BuildError> {
-    #[derive(Deserialize)]
-    struct Head {
-        #[serde(default)]
-        vzarr: Option<Provenance>,
-    }
     let url = output.url();
-    let append_error = |reason: String| BuildError::Append {
-        output: url.clone(),
-        reason,
-    };
     let src = vzarr_source::open_source(&url).map_err(BuildError::Output)?;
     if src.size() > MAX_REMOTE_REFERENCES_BYTES {
-        return Err(append_error(format!(
-            "{} bytes, more than the {MAX_REMOTE_REFERENCES_BYTES} read to append to it",
-            src.size()
-        )));
+        return Err(BuildError::Append {
+            output: url,
+            reason: format!(
+                "{} bytes, more than the {MAX_REMOTE_REFERENCES_BYTES} read to append to it",
+                src.size()
+            ),
+        });
     }
     let bytes = src.read(0..src.size()).map_err(BuildError::Output)?;
-    let head: Head = serde_json::from_slice(&bytes)
-        .map_err(|e| append_error(format!("not a vzarr reference file: {e}")))?;
-    let prov = head.vzarr.ok_or_else(|| {
-        append_error("has no vzarr provenance block; rebuild it instead of appending".into())
-    })?;
-    Ok((sources_of(&prov)?, prov))
+    recorded(&url, serde_json::from_slice(&bytes))
 }
 
 /// The sources a provenance records, in concatenation order.

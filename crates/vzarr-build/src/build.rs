@@ -74,15 +74,7 @@ pub fn scan_sources(
                 ));
             }
             Some(Ok(ds)) => {
-                for s in &ds.skipped {
-                    warnings.push(format!("{}: {}: {}", o.source.display(), s.path, s.reason));
-                }
-                if opts.strict && !ds.skipped.is_empty() {
-                    return Err(BuildError::Strict {
-                        file: o.source.display(),
-                        count: ds.skipped.len(),
-                    });
-                }
+                warnings.extend(left_out(&o.source, &ds, opts.strict)?);
                 datasets.push((i, ds));
             }
         }
@@ -157,6 +149,26 @@ pub fn combine(
             _ => return Err(e.into()),
         }
     }
+}
+
+/// What the scan `ds` of `source` left out (variables, attributes), as warnings
+/// `source: path: reason`; with `strict`, an error when it left out anything.
+pub fn left_out(
+    source: &SourceRef,
+    ds: &VirtualDataset,
+    strict: bool,
+) -> Result<Vec<String>, BuildError> {
+    if strict && !ds.skipped.is_empty() {
+        return Err(BuildError::Strict {
+            file: source.display(),
+            count: ds.skipped.len(),
+        });
+    }
+    Ok(ds
+        .skipped
+        .iter()
+        .map(|s| format!("{}: {}: {}", source.display(), s.path, s.reason))
+        .collect())
 }
 
 /// An error and its causes on one line, each cause once.

@@ -130,7 +130,7 @@ impl Settings {
                 "concatenating along an existing dimension and stacking along a new one \
                  exclude each other",
             ),
-            (Some(_), None) if self.new_dim_values.is_some() => {
+            (_, None) if self.new_dim_values.is_some() => {
                 bad("values of a new dimension given without a new dimension")
             }
             (Some(dim), None) => Ok(Some(Concat::Existing(dim.clone()))),
@@ -138,9 +138,6 @@ impl Settings {
                 dim: dim.clone(),
                 labels: self.new_dim_values.clone(),
             })),
-            (None, None) if self.new_dim_values.is_some() => {
-                bad("values of a new dimension given without a new dimension")
-            }
             (None, None) => Ok(None),
         }
     }

@@ -2,8 +2,6 @@
 //! object storage) or a branch of an Icechunk repository; appending to either; and writing
 //! there. The command line and the Python package both go through here.
 
-use std::path::Path;
-
 use vzarr_core::VirtualDataset;
 use vzarr_plan::Concat;
 use vzarr_scan::inputs::SourceRef;
@@ -119,14 +117,6 @@ impl Output {
             Output::Icechunk { location, .. } => location.display(),
         }
     }
-
-    /// The local reference file, if the output is one.
-    pub fn local_file(&self) -> Option<std::path::PathBuf> {
-        match self {
-            Output::Kerchunk(loc) if loc.scheme == Scheme::File => Some(loc.local_path()),
-            _ => None,
-        }
-    }
 }
 
 /// The sources and the combination of an append to `output`: the sources it records followed
@@ -168,14 +158,11 @@ pub fn write(
     after_piece: Option<fn()>,
 ) -> Result<Written, BuildError> {
     match output {
+        // A local location is absolute already (`vzarr_source::locate`).
         Output::Kerchunk(loc) if loc.scheme == Scheme::File => {
-            let path = loc.local_path();
-            vzarr_kerchunk::write_file(ds, Path::new(&path))?;
+            vzarr_kerchunk::write_file(ds, &loc.local_path())?;
             Ok(Written::Kerchunk {
-                at: vzarr_source::absolute(&path)
-                    .unwrap_or(path)
-                    .display()
-                    .to_string(),
+                at: output.display(),
             })
         }
         Output::Kerchunk(loc) => {

@@ -335,17 +335,7 @@ fn scan_manifests(
                 Some((store, path)) => vzarr_scan::scan_in_store(&s, store, path, &scan),
                 None => vzarr_scan::scan_source(&s, &scan),
             })?;
-            let warnings: Vec<String> = ds
-                .skipped
-                .iter()
-                .map(|k| format!("{}: {}: {}", source.display(), k.path, k.reason))
-                .collect();
-            if strict && !warnings.is_empty() {
-                return Err(BuildError::Strict {
-                    file: source.display(),
-                    count: warnings.len(),
-                });
-            }
+            let warnings = vzarr_build::left_out(&source, &ds, strict)?;
             Ok((ds, warnings))
         },
     );
