@@ -167,6 +167,11 @@ pub(crate) struct OutputArgs {
     #[arg(long, value_name = "N", default_value_t = vzarr_icechunk::PIECE_REFS,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub(crate) piece_refs: usize,
+    /// With --format icechunk: commit each piece on its own instead of amending them into one
+    /// commit, so that memory stays that of one piece at any size (one commit amended from
+    /// many pieces grows by about 100 bytes a chunk); the branch gains all the commits or none.
+    #[arg(long)]
+    pub(crate) commit_per_piece: bool,
 }
 
 impl OutputArgs {
@@ -174,7 +179,12 @@ impl OutputArgs {
     fn output(&self) -> Result<Output> {
         Ok(
             Output::parse(&self.output, self.format.into(), &self.branch)?
-                .with_piece_refs(self.piece_refs),
+                .with_piece_refs(self.piece_refs)
+                .with_commits(if self.commit_per_piece {
+                    vzarr_icechunk::Commits::PerPiece
+                } else {
+                    vzarr_icechunk::Commits::One
+                }),
         )
     }
 }

@@ -127,7 +127,9 @@ pub(crate) fn finish(
                     "vzarr: warning: could not delete the build's temporary branch {b:?} (nothing needs it; delete it by hand)"
                 );
             }
-            if w.pieces > 1 {
+            if w.commits > 1 {
+                println!("written in {} pieces, one commit each", w.pieces);
+            } else if w.pieces > 1 {
                 println!("written in {} pieces, amended into one commit", w.pieces);
             }
         }

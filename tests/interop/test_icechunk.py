@@ -133,6 +133,47 @@ def test_pieces_read_as_the_sources_in_one_commit(tmp_path, piece_refs):
     assert v.returncode == 0, v.stdout + v.stderr
 
 
+def test_pieces_committed_one_by_one(tmp_path):
+    """`--commit-per-piece`: the branch gains one commit per piece, the last naming the build
+    and holding the provenance, and reads back equal to the sources; so does an append; each
+    intermediate snapshot opens and says which piece it holds; no temporary branch is left."""
+    paths = write_archive(tmp_path, MONTHS_24, chunk_t=10, zlib=True)
+    repo_path = tmp_path / "repo"
+
+    def pieces_of(p):
+        line = next(l for l in p.stdout.splitlines() if l.startswith("written in "))
+        assert line.endswith("pieces, one commit each"), line
+        return int(line.split()[2])
+
+    p = build_repo(repo_path, *paths[:12], "--concat-dim", "time", "--piece-refs", "7",
+                   "--commit-per-piece")
+    n = pieces_of(p)
+    assert n > 2
+    repo, _ = open_local(repo_path)
+    assert_matches_concat(open_xr(repo), expected_concat(paths[:12]))
+    history = list(repo.ancestry(branch="main"))
+    assert len(history) == n + 1
+    assert "build of 12 source(s)" in history[0].message and "vzarr" in history[0].metadata
+    for k, h in enumerate(history[1:n], start=1):
+        assert h.message == f"vzarr: piece {n - k} of {n} of a build (complete only in the last)"
+        assert "vzarr" not in h.metadata
+        # Every piece's snapshot is a readable dataset (chunks of later pieces read as fill,
+        # so time values may not decode yet).
+        part = xr.open_zarr(repo.readonly_session(snapshot_id=h.id).store,
+                            consolidated=False, zarr_format=3, decode_times=False)
+        assert set(part.data_vars) == set(open_xr(repo).data_vars)
+    assert set(repo.list_branches()) == {"main"}
+    p = build_repo(repo_path, *paths[12:], "--append", "--piece-refs", "7", "--commit-per-piece")
+    m = pieces_of(p)
+    repo, _ = open_local(repo_path)
+    history = list(repo.ancestry(branch="main"))
+    assert len(history) == n + m + 1 and "append of 24 source(s)" in history[0].message
+    assert set(repo.list_branches()) == {"main"}
+    assert_matches_concat(open_xr(repo), expected_concat(paths))
+    v = run_vzarr("verify", repo_path, "--trust-references", check=False)
+    assert v.returncode == 0, v.stdout + v.stderr
+
+
 def test_reading_needs_the_containers_authorised(tmp_path):
     paths = write_archive(tmp_path, MONTHS_2023[:2], chunk_t=31)
     repo_path = tmp_path / "repo"

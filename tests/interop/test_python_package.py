@@ -483,6 +483,36 @@ def test_output_to_an_icechunk_repository(tmp_path):
     assert len(list(repo.ancestry(branch="main"))) == len(history)
 
 
+def test_icechunk_commit_per_piece(tmp_path):
+    """commit_per_piece=True: one commit per piece, reported in ``commit["commits"]``; the
+    tip reads as the sources (xarray over netCDF4-python)."""
+    import icechunk
+    import zarr
+    from test_concat import MONTHS_24, expected_concat, write_archive
+
+    paths = write_archive(tmp_path, MONTHS_24[:3], chunk_t=31)
+    repo_path = tmp_path / "repo"
+    r = vzarr.build(paths, concat_dim="time", output=repo_path, format="icechunk",
+                    piece_refs=2, commit_per_piece=True)
+    assert r.commit["commits"] == r.commit["pieces"] > 1
+    storage = icechunk.local_filesystem_storage(str(repo_path))
+    creds = icechunk.containers_credentials(
+        {c: icechunk.credentials.LocalFileSystemAccess for c in r.commit["containers"]})
+    repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=creds)
+    history = list(repo.ancestry(branch="main"))
+    assert len(history) == r.commit["commits"] + 1
+    assert history[0].id == r.commit["snapshot"]
+    zarr.config.set({"array.rectilinear_chunks": True})
+    got = xr.open_zarr(repo.readonly_session(branch="main").store, consolidated=False,
+                       zarr_format=3)
+    want = expected_concat(paths)
+    for v in want.variables:
+        np.testing.assert_array_equal(got[v].values, want[v].values, err_msg=v)
+    one = vzarr.build(paths, concat_dim="time", output=tmp_path / "one", format="icechunk",
+                      piece_refs=2)
+    assert one.commit["commits"] == 1 and one.commit["pieces"] == r.commit["pieces"]
+
+
 def test_parser_reads_through_the_registrys_store(moto_server, monkeypatch):
     """The parser reads an s3:// source through the obstore store the registry gives (its own
     endpoint, credentials and prefix), not the environment's: with the environment pointing

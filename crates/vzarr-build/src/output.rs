@@ -49,6 +49,8 @@ pub enum Output {
         /// The most chunks written in one piece (see
         /// [`vzarr_icechunk::WriteOptions::piece_refs`]).
         piece_refs: usize,
+        /// How the pieces are committed.
+        commits: vzarr_icechunk::Commits,
     },
 }
 
@@ -93,6 +95,7 @@ impl Output {
                     location: vzarr_icechunk::RepoLocation::parse(target)?,
                     branch: branch.to_string(),
                     piece_refs: vzarr_icechunk::PIECE_REFS,
+                    commits: vzarr_icechunk::Commits::One,
                 })
             }
         }
@@ -103,6 +106,14 @@ impl Output {
     pub fn with_piece_refs(mut self, n: usize) -> Output {
         if let Output::Icechunk { piece_refs, .. } = &mut self {
             *piece_refs = n.max(1);
+        }
+        self
+    }
+
+    /// The same output with its pieces committed as `how` says (Icechunk only).
+    pub fn with_commits(mut self, how: vzarr_icechunk::Commits) -> Output {
+        if let Output::Icechunk { commits, .. } = &mut self {
+            *commits = how;
         }
         self
     }
@@ -146,7 +157,8 @@ pub fn plan_append(
 }
 
 /// Writes `ds` to `output` (atomically: a reference file appears whole or not at all; an
-/// Icechunk build is one commit or none). `action` names what made it in an Icechunk commit
+/// Icechunk build is one commit, or with [`vzarr_icechunk::Commits::PerPiece`] all its
+/// commits, or none). `action` names what made it in an Icechunk commit
 /// message (`build`, `append`, `combine`); `append` says the repository must exist;
 /// `after_piece` runs between the pieces of an Icechunk build (see
 /// [`vzarr_icechunk::WriteOptions::after_piece`]).
@@ -175,6 +187,7 @@ pub fn write(
             location,
             branch,
             piece_refs,
+            commits,
         } => {
             let opts = vzarr_icechunk::WriteOptions {
                 branch: branch.clone(),
@@ -185,6 +198,7 @@ pub fn write(
                     vzarr_icechunk::WriteMode::CreateOrReplace
                 },
                 piece_refs: *piece_refs,
+                commits: *commits,
                 after_piece,
             };
             Ok(Written::Icechunk(vzarr_icechunk::write(

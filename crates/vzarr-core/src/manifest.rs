@@ -104,6 +104,19 @@ impl ChunkManifest {
         }
     }
 
+    /// A manifest of `n` chunks, none stored yet, that will hold about `stored` of them (e.g.
+    /// the sum of the manifests it is combined from): dense from the start when that is at
+    /// least half of `n` (or `n` is at most [`DENSE_CHUNKS`]), so that filling it never holds
+    /// a sparse and a dense copy at once; sparse otherwise, as [`ChunkManifest::new_missing`].
+    /// A dense manifest takes at most 40 bytes per expected chunk.
+    pub fn new_missing_expecting(n: usize, stored: usize) -> Self {
+        let mut m = ChunkManifest::new_missing(n);
+        if stored >= n.div_ceil(2) {
+            m.densify();
+        }
+        m
+    }
+
     /// Number of chunks (stored or not).
     pub fn len(&self) -> usize {
         self.len
@@ -578,5 +591,9 @@ mod tests {
             }
         );
         assert_eq!(m.get(0), ChunkRef::Missing);
+        // Told it will hold at least half its chunks, a manifest starts dense; else sparse.
+        assert!(!ChunkManifest::new_missing_expecting(n, n / 2 + 5).is_sparse());
+        assert!(ChunkManifest::new_missing_expecting(n, n / 2 - 5).is_sparse());
+        assert!(ChunkManifest::new_missing_expecting(1 << 60, 1 << 20).is_sparse());
     }
 }

@@ -10,8 +10,9 @@
 //!   modification time and ETag, concatenation), as the kerchunk writer's `vzarr` block.
 //!   Datasets of more than [`WriteOptions::piece_refs`] chunks are written in pieces, each
 //!   committed on a temporary branch and amended into the next, so that the branch still
-//!   gains one commit while Icechunk holds one piece at a time; manifests are split so that
-//!   none holds more than [`MANIFEST_REFS`] references.
+//!   gains one commit while Icechunk holds one piece at a time (or, with
+//!   [`Commits::PerPiece`], one commit per piece, which bounds memory at any size); manifests
+//!   are split so that none holds more than [`MANIFEST_REFS`] references.
 //! - [`open`]: the tip of a branch back into a dataset (native chunks read into the manifest
 //!   as inline bytes), for vzarr's reader and verifier; [`history`] lists the commits.
 //!
@@ -39,8 +40,8 @@ pub use error::{IcechunkCause, IcechunkError};
 pub use location::{RepoLocation, container_for, s3_options_from_env};
 pub use read::{Commit, Opened, history, is_repository, open, provenance};
 pub use write::{
-    MANIFEST_REFS, PIECE_REFS, WriteMode, WriteOptions, Written, array_document, commit_message,
-    container_prefixes, write,
+    Commits, MANIFEST_REFS, PIECE_REFS, WriteMode, WriteOptions, Written, array_document,
+    commit_message, container_prefixes, write,
 };
 
 /// The commit metadata key holding the dataset's provenance (the kerchunk writer's `vzarr`

@@ -54,6 +54,21 @@ pub enum WriteMode {
     Existing,
 }
 
+/// How a build written in pieces is committed (see [`write()`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Commits {
+    /// The branch gains one commit: each piece amends the one before. Icechunk merges the
+    /// transaction logs of the amended commits, so the memory of the last commit grows with
+    /// every chunk of the build (about 100 bytes a chunk).
+    #[default]
+    One,
+    /// The branch gains one commit per piece (the last with the message and the provenance;
+    /// the others say which piece they hold), all or none: memory stays that of one piece at
+    /// any number of chunks.
+    PerPiece,
+}
+
 /// How to write.
 #[derive(Clone, Debug)]
 pub struct WriteOptions {
@@ -67,6 +82,8 @@ pub struct WriteOptions {
     /// in memory; [`PIECE_REFS`] by default, 0 counts as 1. A dataset of more is written in
     /// several pieces that still end as one commit (see [`write()`]).
     pub piece_refs: usize,
+    /// How the pieces are committed: [`Commits::One`] by default.
+    pub commits: Commits,
     /// Called after each piece is committed, when Icechunk has dropped the piece's change set
     /// (a program may return freed memory to the system there: with glibc's malloc, freed
     /// memory otherwise stays in the arena of the thread that freed it). `None` by default.
@@ -80,6 +97,7 @@ impl Default for WriteOptions {
             message: "vzarr".into(),
             mode: WriteMode::default(),
             piece_refs: PIECE_REFS,
+            commits: Commits::One,
             after_piece: None,
         }
     }
@@ -102,8 +120,10 @@ pub struct Written {
     /// Chunks written as Icechunk chunks (inline in the manifest or chunk objects).
     pub native_chunks: u64,
     /// Pieces the chunks were written in (each committed on a temporary branch and amended
-    /// into the next when more than one).
+    /// into the next when more than one, unless [`Commits::PerPiece`]).
     pub pieces: u64,
+    /// Commits the branch gained: 1, or with [`Commits::PerPiece`] one per piece.
+    pub commits: u64,
     /// The temporary branch of a build in pieces, when the build succeeded but deleting the
     /// branch failed (it can be deleted by hand; nothing needs it).
     pub temporary_branch_left: Option<String>,
@@ -237,7 +257,9 @@ fn meta_key(path: &str) -> String {
 /// fail after the commit, [`Written::temporary_branch_left`] names it). The branch
 /// thus gains exactly one commit; the intermediate snapshots are unreachable and Icechunk's
 /// garbage collection removes them. Repositories of spec version 1, which cannot amend, get
-/// one piece.
+/// one piece. With [`Commits::PerPiece`] nothing is amended: every piece stays a commit of
+/// its own (the first also holds the documents), and the branch, moved the same way, gains
+/// them all or none.
 ///
 /// Manifests are split along the arrays' axes so that none holds more than
 /// [`MANIFEST_REFS`] references (or `opts.piece_refs`, if fewer), and pieces are cut
@@ -401,6 +423,7 @@ async fn write_async(
         virtual_refs: 0,
         native_chunks: 0,
         pieces: 0,
+        commits: 0,
         temporary_branch_left: None,
         containers: containers
             .iter()
@@ -420,7 +443,8 @@ async fn write_async(
         locations: &locations,
         at: &at,
     };
-    if pieces.len() <= 1 || repo.spec_version() < SpecVersionBin::V2 {
+    let per_piece = opts.commits == Commits::PerPiece;
+    if pieces.len() <= 1 || (!per_piece && repo.spec_version() < SpecVersionBin::V2) {
         // One session holds everything (Icechunk amends only spec-version-2 commits).
         let store = w.store(&opts.branch).await?;
         w.write_nodes(&store, exists).await?;
@@ -428,6 +452,7 @@ async fn write_async(
             w.write_piece(&store, piece, &mut written).await?;
         }
         written.pieces = pieces.len().max(1) as u64;
+        written.commits = 1;
         written.snapshot = w
             .commit(&store, &opts.message, Some(props), false)
             .await?
@@ -436,8 +461,9 @@ async fn write_async(
     }
     // Many pieces: each is committed, so that Icechunk's change set never holds more than
     // one piece. The commits go to a temporary branch started at the branch's tip, each
-    // amending the one before, so the last has the tip as its parent; the branch is then
-    // moved there (if nobody moved it meanwhile) and the temporary branch deleted.
+    // amending the one before (unless per piece), so the last has the tip as its parent; the
+    // branch is then moved there (if nobody moved it meanwhile) and the temporary branch
+    // deleted.
     let tip = repo
         .lookup_branch(&opts.branch)
         .await
@@ -448,19 +474,26 @@ async fn write_async(
         .map_err(ice(&at, "creating a temporary branch"))?;
     let result = async {
         let n = pieces.len();
-        let store = w.store(&temp).await?;
-        w.write_nodes(&store, exists).await?;
-        w.commit(&store, &progress(0, n), None, false).await?;
+        if !per_piece {
+            let store = w.store(&temp).await?;
+            w.write_nodes(&store, exists).await?;
+            w.commit(&store, &progress(0, n), None, false).await?;
+        }
         let mut last = None;
         for (k, piece) in pieces.iter().enumerate() {
             let store = w.store(&temp).await?;
+            if per_piece && k == 0 {
+                w.write_nodes(&store, exists).await?;
+            }
             w.write_piece(&store, piece, &mut written).await?;
             let (message, props) = if k + 1 == n {
                 (opts.message.clone(), Some(props.clone()))
+            } else if per_piece {
+                (piece_message(k + 1, n), None)
             } else {
                 (progress(k + 1, n), None)
             };
-            last = Some(w.commit(&store, &message, props, true).await?);
+            last = Some(w.commit(&store, &message, props, !per_piece).await?);
             drop(store);
             if let Some(f) = opts.after_piece {
                 f();
@@ -487,6 +520,7 @@ async fn write_async(
         written.temporary_branch_left = Some(temp);
     }
     written.pieces = pieces.len() as u64;
+    written.commits = if per_piece { written.pieces } else { 1 };
     written.snapshot = last.to_string();
     Ok(written)
 }
@@ -494,6 +528,11 @@ async fn write_async(
 /// The message of an intermediate commit (amended away by the next).
 fn progress(done: usize, of: usize) -> String {
     format!("vzarr: build in progress ({done} of {of} pieces)")
+}
+
+/// The message of a piece's own commit ([`Commits::PerPiece`]; not the last).
+fn piece_message(done: usize, of: usize) -> String {
+    format!("vzarr: piece {done} of {of} of a build (complete only in the last)")
 }
 
 /// A branch name no one else uses: the build's temporary branch.

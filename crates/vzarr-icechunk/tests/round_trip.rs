@@ -5,7 +5,9 @@ use vzarr_core::{
     ChunkGrid, ChunkManifest, DataType, DimGrid, Endian, FillValue, Group, Provenance,
     SourceRecord, VirtualArray, VirtualDataset,
 };
-use vzarr_icechunk::{IcechunkError, RepoLocation, WriteMode, WriteOptions, history, open, write};
+use vzarr_icechunk::{
+    Commits, IcechunkError, RepoLocation, WriteMode, WriteOptions, history, open, write,
+};
 
 fn dataset(dir: &str) -> VirtualDataset {
     let mut ds = VirtualDataset::new();
@@ -409,6 +411,61 @@ fn failed_pieces_leave_nothing() {
     .unwrap_err();
     assert!(matches!(e, IcechunkError::Icechunk { .. }), "{e}");
     assert!(!fresh.exists());
+}
+
+/// Pieces committed one by one: the branch gains one commit per piece, the last with the
+/// message and the provenance, and reads back equal; a failure in the last piece leaves the
+/// branch, its history and the branch list as they were, though earlier pieces had been
+/// committed.
+#[test]
+fn pieces_committed_one_by_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let ds = many_chunks(dir);
+    let stored: u64 = ds.arrays.values().map(|a| a.manifest.stored() as u64).sum();
+    let path = tmp.path().join("repo");
+    let loc = RepoLocation::parse(path.to_str().unwrap()).unwrap();
+    let opts = WriteOptions {
+        message: "build".into(),
+        piece_refs: 4,
+        commits: Commits::PerPiece,
+        ..Default::default()
+    };
+    let w = write(&ds, &loc, &opts).unwrap();
+    assert_eq!(w.virtual_refs + w.native_chunks, stored);
+    assert!(w.pieces >= stored.div_ceil(4), "{}", w.pieces);
+    assert_eq!(w.commits, w.pieces);
+    let back = open(&loc, "main", 1000).unwrap();
+    assert_same(&back.dataset, &ds);
+    assert!(back.has_provenance);
+    assert_eq!(back.snapshot, w.snapshot);
+    let messages = |loc: &RepoLocation| -> Vec<String> {
+        history(loc, "main")
+            .unwrap()
+            .into_iter()
+            .map(|c| c.message)
+            .collect()
+    };
+    let n = w.pieces as usize;
+    let mut expect = vec!["build".to_string()];
+    expect.extend(
+        (1..n)
+            .rev()
+            .map(|k| format!("vzarr: piece {k} of {n} of a build (complete only in the last)")),
+    );
+    expect.push("Repository initialized".into());
+    assert_eq!(messages(&loc), expect);
+    assert_eq!(branches_and_manifests(&path, "main").0, ["main"]);
+    // The last piece fails: nothing of the build is left on the branch.
+    let mut bad = ds.clone();
+    let u = bad.arrays.get_mut("u").unwrap();
+    let s = u.manifest.intern(&format!("file://{dir}/f0.nc")).unwrap();
+    u.manifest.set_range(39, s, 0, 0).unwrap();
+    let e = write(&bad, &loc, &opts).unwrap_err();
+    assert!(matches!(e, IcechunkError::Icechunk { .. }), "{e}");
+    assert_eq!(open(&loc, "main", 1000).unwrap().snapshot, w.snapshot);
+    assert_eq!(messages(&loc), expect);
+    assert_eq!(branches_and_manifests(&path, "main").0, ["main"]);
 }
 
 #[test]

@@ -287,7 +287,8 @@ fn concat_array(
     let n = usize::try_from(grid.n_chunks()?).map_err(|_| PlanError::TooManyChunks {
         variable: path.into(),
     })?;
-    let mut manifest = ChunkManifest::new_missing(n);
+    let stored = arrays.iter().map(|a| a.manifest.stored()).sum();
+    let mut manifest = ChunkManifest::new_missing_expecting(n, stored);
     let esize = first.data_type.size();
     // Each file's stored chunks only (a grid may be huge and mostly unwritten): the position
     // of a file's first chunk along `k` among all files' chunks, plus its own index along `k`.

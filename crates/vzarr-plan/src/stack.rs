@@ -178,7 +178,13 @@ pub(crate) fn stack_new(
         dims.extend(a0.grid.dims().iter().cloned());
         let grid = ChunkGrid::new(dims);
         let per = a0.manifest.len();
-        let mut manifest = ChunkManifest::new_missing(per * ordered.len());
+        let stored = arrays.iter().map(|a| a.manifest.stored()).sum();
+        let n = per
+            .checked_mul(ordered.len())
+            .ok_or_else(|| PlanError::TooManyChunks {
+                variable: path.clone(),
+            })?;
+        let mut manifest = ChunkManifest::new_missing_expecting(n, stored);
         for (f, a) in arrays.iter().enumerate() {
             for (c, r) in a.manifest.iter_stored() {
                 copy_ref(&mut manifest, f * per + c, r)?;

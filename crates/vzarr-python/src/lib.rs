@@ -111,7 +111,7 @@ fn value_error(name: &'static str) -> impl Fn(BuildError) -> PyErr {
 #[pyo3(signature = (
     inputs, *, catalog, include, exclude, concat_dim, new_dim, new_dim_values, allow_gaps,
     time_units, jobs, on_error, cache_dir, strict, file_timeout, split_contiguous,
-    max_string_bytes, output, format, branch, piece_refs, append, progress
+    max_string_bytes, output, format, branch, piece_refs, commit_per_piece, append, progress
 ))]
 #[allow(clippy::too_many_arguments)]
 fn build(
@@ -136,6 +136,7 @@ fn build(
     format: &str,
     branch: &str,
     piece_refs: Option<usize>,
+    commit_per_piece: bool,
     append: bool,
     progress: bool,
 ) -> PyResult<Built> {
@@ -145,8 +146,14 @@ fn build(
     }
     let output = output
         .map(|o| {
-            Output::parse(&o, format, branch)
-                .map(|out| out.with_piece_refs(piece_refs.unwrap_or(vzarr_icechunk::PIECE_REFS)))
+            Output::parse(&o, format, branch).map(|out| {
+                out.with_piece_refs(piece_refs.unwrap_or(vzarr_icechunk::PIECE_REFS))
+                    .with_commits(if commit_per_piece {
+                        vzarr_icechunk::Commits::PerPiece
+                    } else {
+                        vzarr_icechunk::Commits::One
+                    })
+            })
         })
         .transpose()
         .map_err(|e| to_py(py, &e))?;
@@ -198,7 +205,13 @@ fn build(
             let action = if append { "append" } else { "build" };
             match &output {
                 Some(target) => {
-                    let w = vzarr_build::output::write(&out.dataset, target, action, append, None)?;
+                    let w = vzarr_build::output::write(
+                        &out.dataset,
+                        target,
+                        action,
+                        append,
+                        Some(release_free_memory),
+                    )?;
                     Ok((None, out, Some(written_json(&w))))
                 }
                 None => Ok((Some(vzarr_kerchunk::to_bytes(&out.dataset)?), out, None)),
@@ -220,6 +233,18 @@ fn build(
     ))
 }
 
+/// Returns the memory glibc's malloc holds free to the system, between the pieces of an
+/// Icechunk build: glibc keeps memory freed by a thread in that thread's arena, and each piece
+/// frees hundreds of MB on one of the I/O runtime's threads (the binary does the same; see
+/// BENCHMARKS.md, "Icechunk at scale"). A no-op with other allocators.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim takes no pointers; it only walks glibc's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// What was written, as JSON text for `Report.output` and `Report.commit`.
 fn written_json(w: &Written) -> String {
     let v = match w {
@@ -232,6 +257,7 @@ fn written_json(w: &Written) -> String {
             "virtual_refs": w.virtual_refs,
             "native_chunks": w.native_chunks,
             "pieces": w.pieces,
+            "commits": w.commits,
             "containers": w.containers,
         }),
         _ => serde_json::json!({}),

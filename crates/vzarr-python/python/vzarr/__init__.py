@@ -52,9 +52,9 @@ class Report:
     --summary-json`` writes them).
     output: the file, object or repository written, when ``output=`` was given.
     commit: for an Icechunk output, the commit made: ``branch``, ``snapshot`` (its id),
-    ``created`` (a new repository), ``virtual_refs``, ``native_chunks``, ``pieces`` and
-    ``containers``
-    (the virtual chunk containers a reader authorises).
+    ``created`` (a new repository), ``virtual_refs``, ``native_chunks``, ``pieces``,
+    ``commits`` (those the branch gained) and ``containers`` (the virtual chunk containers a
+    reader authorises).
     """
 
     failures: list[tuple[str, str]] = field(default_factory=list)
@@ -106,6 +106,7 @@ def build(
     format: Literal["kerchunk", "icechunk"] = "kerchunk",
     branch: str = "main",
     piece_refs: int | None = None,
+    commit_per_piece: bool = False,
     append: bool = False,
     catalog: PathLike | Sequence[PathLike] | None = None,
     include: str | Sequence[str] | None = None,
@@ -145,6 +146,10 @@ def build(
     piece_refs: with ``format="icechunk"``, the most chunk references Icechunk holds in memory
         before they are committed (default 1,048,576); more are written in pieces that still
         end as one commit (smaller: less memory, more time).
+    commit_per_piece: with ``format="icechunk"``, commit each piece on its own instead of
+        amending them into one commit, so that memory stays that of one piece at any size
+        (one commit amended from many pieces grows by about 100 bytes a chunk); the branch
+        gains all the commits or none.
     append: extend the existing ``output`` with the new files among ``inputs``: its recorded
         sources are combined with them again (their scans come from ``cache_dir`` when
         cached there), which equals a full rebuild; a repository gets it as a new commit.
@@ -193,6 +198,7 @@ def build(
         format=format,
         branch=branch,
         piece_refs=piece_refs,
+        commit_per_piece=commit_per_piece,
         append=append,
         progress=progress,
     )

@@ -32,6 +32,7 @@ def build(
     format: str,
     branch: str,
     piece_refs: int | None,
+    commit_per_piece: bool,
     append: bool,
     progress: bool,
 ) -> tuple[bytes | None, list[tuple[str, str]], list[str], str, str | None]: ...
