@@ -1,11 +1,15 @@
 """Shared helpers for the interop tests: build references with the vzarr binary and open them
 with zarr-python through fsspec's ReferenceFileSystem, as a user would."""
 
+import functools
+import http.server
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -198,3 +202,73 @@ def moto_server():
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+class _RangeHandler(http.server.SimpleHTTPRequestHandler):
+    """The files of a directory over HTTP/1.1 with single byte ranges, Last-Modified and an
+    ETag (what object_store's HTTP client and Icechunk's ask of a server)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_HEAD(self):
+        self._serve(body=False)
+
+    def do_GET(self):
+        self._serve(body=True)
+
+    def _serve(self, body: bool):
+        path = Path(self.translate_path(self.path))
+        if not path.is_file():
+            self.send_error(404)
+            return
+        st = path.stat()
+        size, start, end, status = st.st_size, 0, st.st_size - 1, 200
+        if rng := self.headers.get("Range"):
+            m = re.fullmatch(r"bytes=(\d*)-(\d*)", rng.strip())
+            if m is None or m.groups() == ("", ""):
+                self.send_error(416)
+                return
+            a, b = m.groups()
+            if a == "":
+                start = max(0, size - int(b))
+            else:
+                start, end = int(a), min(int(b), size - 1) if b else size - 1
+            if start >= size or start > end:
+                self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{size}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            status = 206
+        self.send_response(status)
+        self.send_header("Content-Length", str(end - start + 1))
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Last-Modified", self.date_time_string(int(st.st_mtime)))
+        self.send_header("ETag", f'"{size:x}-{st.st_mtime_ns:x}"')
+        if status == 206:
+            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+        self.end_headers()
+        if body:
+            with open(path, "rb") as f:
+                f.seek(start)
+                self.wfile.write(f.read(end - start + 1))
+
+
+@pytest.fixture
+def http_files(tmp_path):
+    """A directory served over HTTP on a free loopback port (ranged GETs, HEAD) for the test;
+    yields (directory, base URL without a trailing slash)."""
+    root = tmp_path / "www"
+    root.mkdir()
+    handler = functools.partial(_RangeHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield root, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

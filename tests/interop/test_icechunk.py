@@ -133,6 +133,28 @@ def test_pieces_read_as_the_sources_in_one_commit(tmp_path, piece_refs):
     assert v.returncode == 0, v.stdout + v.stderr
 
 
+def test_http_sources_read_as_the_sources(tmp_path, http_files):
+    """Sources on an HTTP server (ranged GETs): the repository lists the server's directory as
+    an HTTP container, and icechunk-python + xarray, authorising it, read through the server
+    the values xarray reads from the files; `vzarr verify` is clean."""
+    root, base = http_files
+    paths = write_archive(root, MONTHS_2023[:3], chunk_t=31)
+    urls = [f"{base}/{p.name}" for p in paths]
+    repo_path = tmp_path / "repo"
+    build_repo(repo_path, *urls, "--concat-dim", "time")
+    storage = icechunk.local_filesystem_storage(str(repo_path))
+    assert containers(icechunk.Repository.open(storage)) == [f"{base}/"]
+    repo = icechunk.Repository.open(
+        storage,
+        authorize_virtual_chunk_access=icechunk.containers_credentials(
+            {f"{base}/": icechunk.credentials.HttpAccess}
+        ),
+    )
+    assert_matches_concat(open_xr(repo), expected_concat(paths))
+    v = run_vzarr("verify", repo_path, "--allow-prefix", f"{base}/", check=False)
+    assert v.returncode == 0, v.stdout + v.stderr
+
+
 def test_pieces_committed_one_by_one(tmp_path):
     """`--commit-per-piece`: the branch gains one commit per piece, the last naming the build
     and holding the provenance, and reads back equal to the sources; so does an append; each

@@ -1,10 +1,11 @@
 //! Where a repository lives (a local directory or an S3 prefix), its storage, and the virtual
 //! chunk containers of a dataset's sources.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use icechunk::config::S3Options;
+use icechunk::config::{HttpConfig, S3Options};
 use icechunk::storage::S3Credentials;
 use icechunk::virtual_chunks::VirtualChunkContainer;
 use icechunk::{ObjectStoreConfig, Storage};
@@ -159,10 +160,24 @@ pub fn s3_options_from_env() -> S3Options {
     o
 }
 
-/// The virtual chunk container of a source URL prefix (`file:///dir/`, `s3://bucket/dir/`):
-/// the local file system, or S3 with the environment's endpoint and region (an S3-compatible
-/// store when an endpoint is set).
+/// The virtual chunk container of a source URL prefix: the local file system (`file:///dir/`),
+/// S3 with the environment's endpoint and region (`s3://bucket/dir/`; an S3-compatible store
+/// when an endpoint is set), HTTP(S) (`https://host/dir/`; plain HTTP allowed for `http://`),
+/// Google Cloud Storage (`gs://bucket/dir/`) or Azure Blob Storage (`az://container/dir/`, in
+/// the storage account `AZURE_STORAGE_ACCOUNT_NAME` names, as for the sources). No
+/// credentials: a reader brings its own when it authorises the container.
 pub fn container_for(prefix: &str) -> Result<VirtualChunkContainer, IcechunkError> {
+    container_in(
+        prefix,
+        env(&["AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT"]),
+    )
+}
+
+/// [`container_for`] with the Azure storage account given.
+fn container_in(
+    prefix: &str,
+    azure_account: Option<String>,
+) -> Result<VirtualChunkContainer, IcechunkError> {
     let bad = |reason: String| IcechunkError::Container {
         url: prefix.to_string(),
         reason,
@@ -176,12 +191,50 @@ pub fn container_for(prefix: &str) -> Result<VirtualChunkContainer, IcechunkErro
         } else {
             ObjectStoreConfig::S3(opts)
         }
+    } else if prefix.starts_with("http://") || prefix.starts_with("https://") {
+        let mut http = HttpConfig::default();
+        if prefix.starts_with("http://") {
+            http.opts.insert("allow_http".into(), "true".into());
+        }
+        ObjectStoreConfig::Http(http)
+    } else if prefix.starts_with("gs://") {
+        ObjectStoreConfig::Gcs(HashMap::new())
+    } else if prefix.starts_with("az://") {
+        let account = azure_account.ok_or_else(|| {
+            bad(
+                "an Azure container needs its storage account (AZURE_STORAGE_ACCOUNT_NAME \
+                     in the environment)"
+                    .into(),
+            )
+        })?;
+        ObjectStoreConfig::Azure(HashMap::from([("account".to_string(), account)]))
     } else {
         return Err(bad(
-            "only file:// and s3:// sources can be written to Icechunk repositories here".into(),
+            "only file://, s3://, gs://, az:// and http(s):// sources can be referenced from \
+             Icechunk repositories"
+                .into(),
         ));
     };
     // The prefix as vzarr writes URLs, not percent-encoded: Icechunk 2.3 matches a chunk's
     // location, percent-decoded, against the prefixes when it reads.
     VirtualChunkContainer::new(prefix.to_string(), store).map_err(bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn azure_containers_name_their_account() {
+        let c = container_in("az://data/archive/", Some("acct".into())).unwrap();
+        assert_eq!(c.url_prefix(), "az://data/archive/");
+        assert!(
+            matches!(&c.store, ObjectStoreConfig::Azure(m) if m.get("account").map(String::as_str) == Some("acct")),
+            "{:?}",
+            c.store
+        );
+        let e = container_in("az://data/archive/", None).unwrap_err();
+        assert!(e.to_string().contains("AZURE_STORAGE_ACCOUNT_NAME"), "{e}");
+        assert!(container_in("ftp://h/x/", None).is_err());
+    }
 }

@@ -162,7 +162,7 @@ fn refusals_leave_nothing() {
     // A source Icechunk cannot hold a container for: the new repository is removed again.
     let mut other = ds.clone();
     let a = other.arrays.get_mut("g/v").unwrap();
-    let s = a.manifest.intern("https://example.org/x.nc").unwrap();
+    let s = a.manifest.intern("ftp://example.org/x.nc").unwrap();
     a.manifest.set_range(4, s, 0, 48).unwrap();
     let loc = RepoLocation::parse(&format!("{dir}/other")).unwrap();
     let e = write(&other, &loc, &WriteOptions::default()).unwrap_err();
@@ -175,6 +175,58 @@ fn refusals_leave_nothing() {
         open(&loc, "nope", 100).unwrap_err(),
         IcechunkError::NoBranch { .. }
     ));
+}
+
+/// Sources on HTTP(S) servers and Google Cloud Storage: the repository lists a container per
+/// prefix with the store Icechunk reads them through, and the references read back as written.
+#[test]
+fn http_and_gcs_sources() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let mut ds = dataset(dir);
+    let a = ds.arrays.get_mut("g/v").unwrap();
+    let h = a.manifest.intern("https://example.org/data/x.nc").unwrap();
+    a.manifest.set_range(4, h, 100, 48).unwrap();
+    let g = a.manifest.intern("gs://bucket/dir/y.nc").unwrap();
+    a.manifest.set_range(5, g, 148, 48).unwrap();
+    let p = a.manifest.intern("http://127.0.0.1:8080/z.nc").unwrap();
+    a.manifest.set_range(0, p, 10, 32).unwrap();
+    let path = tmp.path().join("repo");
+    let loc = RepoLocation::parse(path.to_str().unwrap()).unwrap();
+    let w = write(&ds, &loc, &WriteOptions::default()).unwrap();
+    let mut want = vec![
+        format!("file://{dir}/"),
+        "gs://bucket/dir/".to_string(),
+        "http://127.0.0.1:8080/".to_string(),
+        "https://example.org/data/".to_string(),
+    ];
+    want.sort();
+    assert_eq!(w.containers, want);
+    let back = open(&loc, "main", 1000).unwrap();
+    assert_eq!(
+        chunks(&back.dataset.arrays["g/v"]),
+        chunks(&ds.arrays["g/v"])
+    );
+    let config = vzarr_source::runtime().unwrap().block_on(async {
+        let storage = icechunk::new_local_filesystem_storage(&path).await.unwrap();
+        let repo = icechunk::Repository::open(storage).execute().await.unwrap();
+        serde_json::to_value(repo.config()).unwrap()
+    });
+    let conts = &config["virtual_chunk_containers"];
+    assert!(
+        conts["gs://bucket/dir/"]["store"].get("gcs").is_some(),
+        "{conts}"
+    );
+    assert_eq!(
+        conts["http://127.0.0.1:8080/"]["store"]["http"]["allow_http"], "true",
+        "{conts}"
+    );
+    assert!(
+        conts["https://example.org/data/"]["store"]
+            .get("http")
+            .is_some(),
+        "{conts}"
+    );
 }
 
 /// The repository's branches and the reference counts of the manifests of `branch`'s tip
