@@ -48,7 +48,7 @@ pub(crate) enum Hdf5ScannerArg {
 pub(crate) enum FormatArg {
     /// kerchunk version 1 reference JSON with Zarr v3 keys (one file).
     Kerchunk,
-    /// An Icechunk repository (spec version 2; a local directory or s3://bucket/prefix), one
+    /// An Icechunk repository (spec version 2; a local directory, or s3://, gs:// or az://bucket/prefix), one
     /// commit per build.
     Icechunk,
 }
@@ -151,8 +151,8 @@ impl CombineArgs {
 #[derive(clap::Args, Clone)]
 pub(crate) struct OutputArgs {
     /// Output: a reference file (written atomically; a local path, or an s3://, gs:// or
-    /// az:// URL), or with --format icechunk a repository (a local directory or
-    /// s3://bucket/prefix).
+    /// az:// URL), or with --format icechunk a repository (a local directory, or
+    /// s3://, gs:// or az://bucket/prefix).
     #[arg(short, long, value_name = "OUT.json|REPO")]
     pub(crate) output: String,
     /// Output format.
@@ -251,7 +251,7 @@ pub(crate) enum Command {
     /// Print what the scanner sees in a file: arrays, shapes, types, chunking, codecs.
     Inspect {
         /// HDF5, NetCDF4 or NetCDF3 file (or object-store URL), or an Icechunk repository
-        /// (a local directory or s3://bucket/prefix) written by vzarr.
+        /// (a local directory, or s3://, gs:// or az://bucket/prefix) written by vzarr.
         input: String,
         /// The branch, for an Icechunk repository.
         #[arg(long, value_name = "BRANCH", default_value = "main")]
@@ -481,7 +481,7 @@ impl ReadArgs {
 #[derive(clap::Args, Clone, Debug)]
 pub(crate) struct VerifyArgs {
     /// Reference file (a path, or a file://, s3://, gs://, az:// or http(s):// URL), or an
-    /// Icechunk repository (a local directory or s3://bucket/prefix).
+    /// Icechunk repository (a local directory, or s3://, gs:// or az://bucket/prefix).
     #[arg(value_name = "OUT.json|REPO")]
     pub(crate) refs: String,
     /// Check a random sample of N chunks instead of all of them.
@@ -511,7 +511,7 @@ pub(crate) struct VerifyArgs {
 #[derive(clap::Args, Clone, Debug)]
 pub(crate) struct CatArgs {
     /// Reference file (a path, or a file://, s3://, gs://, az:// or http(s):// URL), or an
-    /// Icechunk repository (a local directory or s3://bucket/prefix).
+    /// Icechunk repository (a local directory, or s3://, gs:// or az://bucket/prefix).
     #[arg(value_name = "OUT.json|REPO")]
     pub(crate) refs: String,
     /// Array and optional numpy-like selection, e.g. 'tas[0:3,10,:]', 'g/v[-1]', 'time'.

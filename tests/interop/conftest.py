@@ -272,3 +272,64 @@ def http_files(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+# Azurite's one account and its published key (not a secret: every Azurite has it).
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory):
+    """Azurite's Blob Storage emulator (installed by scripts/bootstrap) on a free loopback
+    port, for the whole session; yields an azure-storage-blob service client and the
+    environment that points vzarr (object_store) and icechunk at it."""
+    from azure.storage.blob import BlobServiceClient
+
+    exe = os.environ.get("VZARR_AZURITE") or str(
+        ROOT / ".tools/azurite/node_modules/.bin/azurite-blob"
+    )
+    if not os.access(exe, os.X_OK):
+        pytest.fail(f"Azurite not found at {exe}; run scripts/bootstrap (it installs it)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = tmp_path_factory.mktemp("azurite")
+    proc = subprocess.Popen(
+        [exe, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", str(data),
+         "--silent", "--skipApiVersionCheck", "--loose"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise RuntimeError("Azurite did not start")
+                time.sleep(0.1)
+        env = dict(
+            os.environ,
+            AZURE_STORAGE_USE_EMULATOR="true",
+            AZURITE_BLOB_STORAGE_URL=endpoint,
+            AZURE_STORAGE_ACCOUNT_NAME=AZURITE_ACCOUNT,
+        )
+        client = BlobServiceClient.from_connection_string(
+            f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};"
+            f"AccountKey={AZURITE_KEY};BlobEndpoint={endpoint}/{AZURITE_ACCOUNT};"
+        )
+        yield client, env
+    finally:
+        # Azurite waits for its clients' idle keep-alive connections on SIGTERM.
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)

@@ -1,12 +1,14 @@
-//! Where a repository lives (a local directory or an S3 prefix), its storage, and the virtual
-//! chunk containers of a dataset's sources.
+//! Where a repository lives (a local directory, or a prefix on S3, GCS or Azure), its
+//! storage, and the virtual chunk containers of a dataset's sources.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use icechunk::config::{HttpConfig, S3Options};
-use icechunk::storage::S3Credentials;
+use icechunk::storage::{
+    AzureCredentials, GcsCredentials, S3Credentials, new_azure_blob_storage, new_gcs_storage,
+};
 use icechunk::virtual_chunks::VirtualChunkContainer;
 use icechunk::{ObjectStoreConfig, Storage};
 
@@ -25,25 +27,50 @@ pub enum RepoLocation {
         /// The prefix inside it (no leading or trailing `/`).
         prefix: String,
     },
+    /// A prefix in a Google Cloud Storage bucket (`gs://bucket/prefix`).
+    Gcs {
+        /// The bucket.
+        bucket: String,
+        /// The prefix inside it (no leading or trailing `/`).
+        prefix: String,
+    },
+    /// A prefix in an Azure Blob Storage container (`az://container/prefix`) of the storage
+    /// account `AZURE_STORAGE_ACCOUNT_NAME` names.
+    Azure {
+        /// The container.
+        container: String,
+        /// The prefix inside it (no leading or trailing `/`).
+        prefix: String,
+    },
 }
 
 impl RepoLocation {
-    /// Parses a local path, `file://` URL or `s3://bucket/prefix`.
+    /// Parses a local path, `file://` URL, `s3://bucket/prefix`, `gs://bucket/prefix` or
+    /// `az://container/prefix`.
     pub fn parse(location: &str) -> Result<Self, IcechunkError> {
         let bad = |reason: &str| IcechunkError::BadLocation {
             location: location.to_string(),
             reason: reason.to_string(),
         };
-        if let Some(rest) = location.strip_prefix("s3://") {
+        if let Some((scheme, rest)) = location.split_once("://")
+            && scheme != "file"
+        {
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if !matches!(scheme, "s3" | "gs" | "az") {
+                return Err(bad(&format!(
+                    "{scheme}:// repositories are not supported (local paths, s3://, gs:// and \
+                     az:// are)"
+                )));
+            }
             if bucket.is_empty() {
-                return Err(bad("no bucket"));
+                return Err(bad("no bucket or container"));
             }
             let prefix = prefix.trim_matches('/');
             if prefix.is_empty() {
-                return Err(bad(
-                    "give a prefix inside the bucket (s3://bucket/prefix): Icechunk does not create repositories at a bucket's root",
-                ));
+                return Err(bad(&format!(
+                    "give a prefix inside the bucket ({scheme}://bucket/prefix): Icechunk does \
+                     not create repositories at a bucket's root"
+                )));
             }
             if prefix
                 .split('/')
@@ -51,17 +78,15 @@ impl RepoLocation {
             {
                 return Err(bad("empty, `.` or `..` segments in the prefix"));
             }
-            return Ok(RepoLocation::S3 {
-                bucket: bucket.to_string(),
-                prefix: prefix.to_string(),
+            let (bucket, prefix) = (bucket.to_string(), prefix.to_string());
+            return Ok(match scheme {
+                "s3" => RepoLocation::S3 { bucket, prefix },
+                "gs" => RepoLocation::Gcs { bucket, prefix },
+                _ => RepoLocation::Azure {
+                    container: bucket,
+                    prefix,
+                },
             });
-        }
-        if let Some((scheme, _)) = location.split_once("://")
-            && scheme != "file"
-        {
-            return Err(bad(&format!(
-                "{scheme}:// repositories are not supported (local paths and s3:// are)"
-            )));
         }
         let path = location.strip_prefix("file://").unwrap_or(location);
         if path.is_empty() {
@@ -72,11 +97,14 @@ impl RepoLocation {
         ))?))
     }
 
-    /// The location as a string for messages (`/abs/dir` or `s3://bucket/prefix`).
+    /// The location as a string for messages (`/abs/dir`, `s3://bucket/prefix`,
+    /// `gs://bucket/prefix` or `az://container/prefix`).
     pub fn display(&self) -> String {
         match self {
             RepoLocation::Local(p) => p.display().to_string(),
             RepoLocation::S3 { bucket, prefix } => format!("s3://{bucket}/{prefix}"),
+            RepoLocation::Gcs { bucket, prefix } => format!("gs://{bucket}/{prefix}"),
+            RepoLocation::Azure { container, prefix } => format!("az://{container}/{prefix}"),
         }
     }
 
@@ -100,8 +128,10 @@ impl RepoLocation {
         }
     }
 
-    /// The repository's storage (S3 credentials and endpoint from the environment, as
-    /// `object_store` reads them).
+    /// The repository's storage, with the credentials of the standard environment of its
+    /// cloud, as `object_store` reads them (S3: `AWS_*`; GCS: `GOOGLE_*`; Azure: `AZURE_*`,
+    /// the account from `AZURE_STORAGE_ACCOUNT_NAME`, Azurite with
+    /// `AZURE_STORAGE_USE_EMULATOR`).
     pub(crate) async fn storage(&self) -> Result<Arc<dyn Storage + Send + Sync>, IcechunkError> {
         let at = self.display();
         match self {
@@ -121,8 +151,39 @@ impl RepoLocation {
                 .map_err(|e| IcechunkError::icechunk(&at, "opening the S3 storage", e))?;
                 Ok(Arc::new(storage))
             }
+            RepoLocation::Gcs { bucket, prefix } => new_gcs_storage(
+                bucket.clone(),
+                Some(prefix.clone()),
+                Some(GcsCredentials::FromEnv),
+                None,
+                Vec::new(),
+                Vec::new(),
+            )
+            .map_err(|e| IcechunkError::icechunk(&at, "opening the GCS storage", e)),
+            RepoLocation::Azure { container, prefix } => {
+                let account = azure_account().ok_or_else(|| IcechunkError::BadLocation {
+                    location: at.clone(),
+                    reason: "an Azure repository needs its storage account \
+                             (AZURE_STORAGE_ACCOUNT_NAME in the environment)"
+                        .into(),
+                })?;
+                new_azure_blob_storage(
+                    account,
+                    container.clone(),
+                    Some(prefix.clone()),
+                    Some(AzureCredentials::FromEnv),
+                    None,
+                )
+                .await
+                .map_err(|e| IcechunkError::icechunk(&at, "opening the Azure storage", e))
+            }
         }
     }
+}
+
+/// The Azure storage account of the environment, as `object_store` reads it.
+fn azure_account() -> Option<String> {
+    env(&["AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT"])
 }
 
 /// What is at a local location.
@@ -167,10 +228,7 @@ pub fn s3_options_from_env() -> S3Options {
 /// the storage account `AZURE_STORAGE_ACCOUNT_NAME` names, as for the sources). No
 /// credentials: a reader brings its own when it authorises the container.
 pub fn container_for(prefix: &str) -> Result<VirtualChunkContainer, IcechunkError> {
-    container_in(
-        prefix,
-        env(&["AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT"]),
-    )
+    container_in(prefix, azure_account())
 }
 
 /// [`container_for`] with the Azure storage account given.

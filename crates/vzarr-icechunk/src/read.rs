@@ -46,7 +46,7 @@ pub struct Commit {
     pub written_at: String,
 }
 
-/// Whether `location` (a local path or `s3://` URL) holds an Icechunk repository. Local paths
+/// Whether `location` (a local path, or an `s3://`, `gs://` or `az://` URL) holds an Icechunk repository. Local paths
 /// are checked without I/O beyond a `stat`; other locations with one request.
 pub fn is_repository(location: &str) -> bool {
     let Ok(loc) = RepoLocation::parse(location) else {
@@ -56,7 +56,7 @@ pub fn is_repository(location: &str) -> bool {
         RepoLocation::Local(p) => {
             p.is_dir() && (p.join("repo").is_file() || p.join("refs").is_dir())
         }
-        RepoLocation::S3 { .. } => {
+        _ => {
             let Ok(rt) = vzarr_source::runtime() else {
                 return false;
             };

@@ -307,7 +307,7 @@ pub fn write(
 fn is_local_repo(location: &RepoLocation) -> bool {
     match location {
         RepoLocation::Local(p) => p.join("repo").is_file() || p.join("refs").is_dir(),
-        RepoLocation::S3 { .. } => false,
+        _ => false,
     }
 }
 

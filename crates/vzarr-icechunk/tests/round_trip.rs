@@ -526,12 +526,24 @@ fn locations() {
         RepoLocation::parse("s3://b/p/q/").unwrap(),
         RepoLocation::S3 { ref bucket, ref prefix } if bucket == "b" && prefix == "p/q"
     ));
+    let gs = RepoLocation::parse("gs://b/p").unwrap();
+    assert!(
+        matches!(gs, RepoLocation::Gcs { ref bucket, ref prefix } if bucket == "b" && prefix == "p")
+    );
+    assert_eq!(gs.display(), "gs://b/p");
+    let az = RepoLocation::parse("az://c/d/e/").unwrap();
+    assert!(
+        matches!(az, RepoLocation::Azure { ref container, ref prefix } if container == "c" && prefix == "d/e")
+    );
+    assert_eq!(az.display(), "az://c/d/e");
     for bad in [
         "s3://b",
         "s3://b/",
         "s3:///p",
         "s3://b/a/../c",
-        "gs://b/p",
+        "gs://b",
+        "az://c/",
+        "https://h/p",
         "",
     ] {
         assert!(RepoLocation::parse(bad).is_err(), "{bad}");

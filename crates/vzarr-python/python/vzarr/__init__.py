@@ -139,8 +139,8 @@ def build(
         file's).
     output: write the references here instead of returning them: a local path or an s3://,
         gs:// or az:// URL (kerchunk JSON, written atomically), or with
-        ``format="icechunk"`` an Icechunk repository (a local directory or
-        s3://bucket/prefix; one commit per build, none when the build fails).
+        ``format="icechunk"`` an Icechunk repository (a local directory, or
+        s3://, gs:// or az://bucket/prefix; one commit per build, none when the build fails).
     format: "kerchunk" (reference JSON) or "icechunk" (a repository; needs ``output``).
     branch: the Icechunk branch to commit to.
     piece_refs: with ``format="icechunk"``, the most chunk references Icechunk holds in memory
