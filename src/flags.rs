@@ -48,8 +48,8 @@ pub(crate) enum Hdf5ScannerArg {
 pub(crate) enum FormatArg {
     /// kerchunk version 1 reference JSON with Zarr v3 keys (one file).
     Kerchunk,
-    /// An Icechunk repository (spec version 2; a local directory, or s3://, gs:// or az://bucket/prefix), one
-    /// commit per build.
+    /// An Icechunk repository (spec version 2; a local directory, or s3://, gs:// or
+    /// az://bucket/prefix), one commit per build (or per piece, with --commit-per-piece).
     Icechunk,
 }
 
@@ -162,8 +162,8 @@ pub(crate) struct OutputArgs {
     #[arg(long, value_name = "BRANCH", default_value = "main")]
     pub(crate) branch: String,
     /// With --format icechunk: the most chunk references Icechunk holds in memory before
-    /// they are committed; more are written in pieces that still end as one commit
-    /// (smaller: less memory, more time).
+    /// they are committed; more are written in pieces that still end as one commit unless
+    /// --commit-per-piece (smaller: less memory, more time).
     #[arg(long, value_name = "N", default_value_t = vzarr_icechunk::PIECE_REFS,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub(crate) piece_refs: usize,
@@ -180,11 +180,7 @@ impl OutputArgs {
         Ok(
             Output::parse(&self.output, self.format.into(), &self.branch)?
                 .with_piece_refs(self.piece_refs)
-                .with_commits(if self.commit_per_piece {
-                    vzarr_icechunk::Commits::PerPiece
-                } else {
-                    vzarr_icechunk::Commits::One
-                }),
+                .with_commits(vzarr_icechunk::Commits::per_piece(self.commit_per_piece)),
         )
     }
 }

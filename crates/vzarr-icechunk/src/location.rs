@@ -163,9 +163,7 @@ impl RepoLocation {
             RepoLocation::Azure { container, prefix } => {
                 let account = azure_account().ok_or_else(|| IcechunkError::BadLocation {
                     location: at.clone(),
-                    reason: "an Azure repository needs its storage account \
-                             (AZURE_STORAGE_ACCOUNT_NAME in the environment)"
-                        .into(),
+                    reason: NO_AZURE_ACCOUNT.into(),
                 })?;
                 new_azure_blob_storage(
                     account,
@@ -180,6 +178,10 @@ impl RepoLocation {
         }
     }
 }
+
+/// Why an Azure repository or container cannot be set up.
+const NO_AZURE_ACCOUNT: &str =
+    "Azure needs the storage account (AZURE_STORAGE_ACCOUNT_NAME in the environment)";
 
 /// The Azure storage account of the environment, as `object_store` reads it.
 fn azure_account() -> Option<String> {
@@ -258,13 +260,7 @@ fn container_in(
     } else if prefix.starts_with("gs://") {
         ObjectStoreConfig::Gcs(HashMap::new())
     } else if prefix.starts_with("az://") {
-        let account = azure_account.ok_or_else(|| {
-            bad(
-                "an Azure container needs its storage account (AZURE_STORAGE_ACCOUNT_NAME \
-                     in the environment)"
-                    .into(),
-            )
-        })?;
+        let account = azure_account.ok_or_else(|| bad(NO_AZURE_ACCOUNT.into()))?;
         ObjectStoreConfig::Azure(HashMap::from([("account".to_string(), account)]))
     } else {
         return Err(bad(

@@ -1,4 +1,5 @@
-//! Writing a [`VirtualDataset`] to an Icechunk repository as one commit.
+//! Writing a [`VirtualDataset`] to an Icechunk repository as one commit (or, for a large
+//! dataset, one commit per piece when asked: [`Commits`]).
 
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Range;
@@ -69,6 +70,13 @@ pub enum Commits {
     PerPiece,
 }
 
+impl Commits {
+    /// [`Commits::PerPiece`] when `yes`, else [`Commits::One`] (a front end's on/off flag).
+    pub fn per_piece(yes: bool) -> Commits {
+        if yes { Commits::PerPiece } else { Commits::One }
+    }
+}
+
 /// How to write.
 #[derive(Clone, Debug)]
 pub struct WriteOptions {
@@ -80,7 +88,7 @@ pub struct WriteOptions {
     pub mode: WriteMode,
     /// The most chunks (references and native chunks) written in one piece, the unit held
     /// in memory; [`PIECE_REFS`] by default, 0 counts as 1. A dataset of more is written in
-    /// several pieces that still end as one commit (see [`write()`]).
+    /// several pieces, committed as [`WriteOptions::commits`] says (see [`write()`]).
     pub piece_refs: usize,
     /// How the pieces are committed: [`Commits::One`] by default.
     pub commits: Commits,

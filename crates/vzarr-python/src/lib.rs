@@ -148,11 +148,7 @@ fn build(
         .map(|o| {
             Output::parse(&o, format, branch).map(|out| {
                 out.with_piece_refs(piece_refs.unwrap_or(vzarr_icechunk::PIECE_REFS))
-                    .with_commits(if commit_per_piece {
-                        vzarr_icechunk::Commits::PerPiece
-                    } else {
-                        vzarr_icechunk::Commits::One
-                    })
+                    .with_commits(vzarr_icechunk::Commits::per_piece(commit_per_piece))
             })
         })
         .transpose()

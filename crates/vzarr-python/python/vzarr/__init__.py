@@ -145,7 +145,7 @@ def build(
     branch: the Icechunk branch to commit to.
     piece_refs: with ``format="icechunk"``, the most chunk references Icechunk holds in memory
         before they are committed (default 1,048,576); more are written in pieces that still
-        end as one commit (smaller: less memory, more time).
+        end as one commit unless ``commit_per_piece`` (smaller: less memory, more time).
     commit_per_piece: with ``format="icechunk"``, commit each piece on its own instead of
         amending them into one commit, so that memory stays that of one piece at any size
         (one commit amended from many pieces grows by about 100 bytes a chunk); the branch
