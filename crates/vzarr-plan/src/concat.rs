@@ -19,8 +19,8 @@ use vzarr_source::SourceStore;
 
 use crate::compat::{check_compatible, check_identical, check_same_variables};
 use crate::error::{EdgeChunkError, PlanError};
-use crate::inline::{EdgeJob, EdgeReencoder};
-use crate::input::{Input, Version, attr_str, axis_of, join, parent, same_path};
+use crate::inline::{EdgeJob, EdgeReencoder, reencode_one};
+use crate::input::{Input, Version, attr_str, axis_of, join, parent, same_path, take_manifests};
 use crate::order::{self, Coordinate};
 use crate::output::{base_dataset, combined_provenance, copy_ref};
 use crate::prefetch::{self, Prefetched};
@@ -55,7 +55,7 @@ type Planned = (VirtualArray, Role, PlanReport);
 
 /// Concatenates the inputs along the existing dimension `dim`.
 pub(crate) fn concat_existing(
-    inputs: Vec<Input>,
+    mut inputs: Vec<Input>,
     dim: &str,
     opts: &PlanOptions,
     reader: &dyn SourceStore,
@@ -76,7 +76,6 @@ pub(crate) fn concat_existing(
             .collect();
     }
     let ordered: Vec<&Input> = order.iter().map(|&k| &inputs[k]).collect();
-    let urls: Vec<&str> = ordered.iter().map(|i| i.url.as_str()).collect();
     let skipped = check_same_variables(&ordered)?;
 
     // CF time: the coordinate and its bounds are re-encoded into one units string.
@@ -106,15 +105,31 @@ pub(crate) fn concat_existing(
         .as_ref()
         .and_then(|_| attr_str(&ordered[0].ds.arrays[dim], "bounds").map(|b| join(parent(dim), b)));
 
+    // The references of the variables concatenated chunk by chunk leave the inputs here and
+    // each file's are dropped once copied (see `take_manifests`).
+    let is_time = |path: &str| cf.is_some() && (path == dim || Some(path) == bounds.as_deref());
+    let concatenated_paths: Vec<String> = ordered[0]
+        .ds
+        .arrays
+        .iter()
+        .filter(|(p, a)| axis_of(a, dim).is_some() && !is_time(p))
+        .map(|(p, _)| p.clone())
+        .collect();
+    let mut taken = take_manifests(&mut inputs, &order, concatenated_paths);
+    let ordered: Vec<&Input> = order.iter().map(|&k| &inputs[k]).collect();
+    let urls: Vec<&str> = ordered.iter().map(|i| i.url.as_str()).collect();
+
     let mut out = base_dataset(&ordered, skipped);
     let mut concatenated = Vec::new();
     let mut retimed = Vec::new();
     // Each variable on its own (in parallel); the results are taken in path order, so the
     // output and the first error reported do not depend on the threads.
     let paths: Vec<&String> = ordered[0].ds.arrays.keys().collect();
-    let planned: Vec<Result<Planned, PlanError>> = paths
-        .par_iter()
-        .map(|path| {
+    let work: Vec<(&String, Option<Vec<ChunkManifest>>)> =
+        paths.iter().map(|&p| (p, taken.remove(p))).collect();
+    let planned: Vec<Result<Planned, PlanError>> = work
+        .into_par_iter()
+        .map(|(path, manifests)| {
             let path = path.as_str();
             let arrays = same_path(&ordered, path)?;
             let mut sub = PlanReport::default();
@@ -142,7 +157,10 @@ pub(crate) fn concat_existing(
                 let array = time_array(path, &arrays, &ordered, dim, &enc, reader, &pre)?;
                 Ok((array, Role::Retimed(r), sub))
             } else if let Some(k) = axis_of(arrays[0], dim) {
-                let array = concat_array(path, &arrays, &ordered, k, reader, &mut sub)?;
+                // (Taken above unless some file lacks the variable, which `same_path` reports.)
+                let manifests = manifests
+                    .unwrap_or_else(|| arrays.iter().map(|a| a.manifest.clone()).collect());
+                let array = concat_array(path, &arrays, manifests, &ordered, k, reader, &mut sub)?;
                 Ok((array, Role::Concatenated, sub))
             } else {
                 let known_same = pre.all_same(&ordered, path);
@@ -255,9 +273,12 @@ fn trims_by_reference(src: &VirtualArray, k: usize) -> bool {
 }
 
 /// Concatenates one variable along axis `k`: grids, chunk references, padded edge chunks.
+/// `arrays` are the files' versions of the variable and `manifests` their references (taken
+/// out of them, see `take_manifests`): each file's are dropped once copied.
 fn concat_array(
     path: &str,
     arrays: &[&VirtualArray],
+    manifests: Vec<ChunkManifest>,
     inputs: &[&Input],
     k: usize,
     reader: &dyn SourceStore,
@@ -287,8 +308,17 @@ fn concat_array(
     let n = usize::try_from(grid.n_chunks()?).map_err(|_| PlanError::TooManyChunks {
         variable: path.into(),
     })?;
-    let stored = arrays.iter().map(|a| a.manifest.stored()).sum();
+    let stored = manifests.iter().map(ChunkManifest::stored).sum();
     let mut manifest = ChunkManifest::new_missing_expecting(n, stored);
+    // Each file's version whole again, owned, to be dropped file by file below.
+    let full: Vec<VirtualArray> = arrays
+        .iter()
+        .zip(manifests)
+        .map(|(a, m)| VirtualArray {
+            manifest: m,
+            ..(*a).clone()
+        })
+        .collect();
     let esize = first.data_type.size();
     // Each file's stored chunks only (a grid may be huge and mostly unwritten): the position
     // of a file's first chunk along `k` among all files' chunks, plus its own index along `k`.
@@ -303,7 +333,7 @@ fn concat_array(
     padded_files.dedup();
     let mut jobs = Vec::new();
     for f in padded_files {
-        let src = arrays[f];
+        let src = &full[f];
         if trims_by_reference(src, k) {
             continue;
         }
@@ -327,9 +357,10 @@ fn concat_array(
             }
         }
     }
-    let mut reencoder = EdgeReencoder::new(&first.codecs, k, jobs, reader);
+    let mut reencoded = EdgeReencoder::new(&first.codecs, k, jobs, reader).run_all();
     let mut idx = Vec::new();
-    for (f, src) in arrays.iter().copied().enumerate() {
+    for (f, src) in full.into_iter().enumerate() {
+        let src = &src;
         for (lin, r) in src.manifest.iter_stored() {
             src.grid.chunk_index_into(lin as u64, &mut idx);
             let pos = first_along[f] + idx[k] as usize;
@@ -376,9 +407,11 @@ fn concat_array(
                 continue;
             }
             // Decode, keep the valid part along k, re-encode inline.
-            let encoded = reencoder
-                .take(f, src, lin, &nominal, chunk.edge)
-                .map_err(refused)?;
+            let encoded = match reencoded.take(f, lin) {
+                Some(r) => r,
+                None => reencode_one(&first.codecs, src, lin, &nominal, k, chunk.edge, reader),
+            }
+            .map_err(refused)?;
             report.materialised_chunks += 1;
             report.materialised_bytes += encoded.len() as u64;
             manifest.set_inline(i, encoded)?;

@@ -80,8 +80,9 @@ pub(crate) fn inline_array(
     })
 }
 
-/// Encoded bytes of padded edge chunks read and re-encoded together at most (the results of
-/// one batch are kept until the planner takes them, in order).
+/// Encoded bytes of padded edge chunks read and re-encoded together at most (a batch's
+/// chunks are read concurrently, its results kept until the planner copies them into the
+/// combined manifest, where they stay inline).
 const EDGE_BATCH_BYTES: u64 = 64 << 20;
 
 /// A padded edge chunk to re-encode: chunk `lin` of `array` (of file `file`), of nominal
@@ -104,7 +105,8 @@ pub(crate) struct EdgeJob<'a> {
 /// Re-encodes the valid part of padded edge chunks of one variable along `axis`: the jobs
 /// are read and re-encoded in batches of at most [`EDGE_BATCH_BYTES`], up to
 /// [`READ_FILES`] at once (chunks of different files are read concurrently); the codec
-/// chain is built on first use.
+/// chain is built on first use. All run before the planner copies the references, so that
+/// it can drop each file's references once copied.
 pub(crate) struct EdgeReencoder<'a> {
     /// The variable's codecs.
     codecs: &'a [Codec],
@@ -136,28 +138,23 @@ impl<'a> EdgeReencoder<'a> {
         }
     }
 
-    /// The re-encoded valid part of chunk `lin` of `array` (file `file`, nominal shape
-    /// `nominal`), keeping `keep` indices along the axis: from the batch holding its job, or
-    /// done now when it was not one of the jobs.
-    pub(crate) fn take(
-        &mut self,
-        file: usize,
-        array: &VirtualArray,
-        lin: usize,
-        nominal: &[u64],
-        keep: u64,
-    ) -> Result<Vec<u8>, EdgeChunkError> {
+    /// Runs every job, in batches, and returns the results to take by (file, chunk).
+    pub(crate) fn run_all(mut self) -> Reencoded {
+        let mut failed = None;
         loop {
-            if let Some(r) = self.done.remove(&(file, lin)) {
-                return r;
-            }
-            if !self.run_batch()? {
-                break;
+            match self.run_batch() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
             }
         }
-        let (axis, reader) = (self.axis, self.reader);
-        let chain = self.chain()?;
-        valid_prefix(chain, array, lin, nominal, axis, keep, reader)
+        Reencoded {
+            done: self.done,
+            failed,
+        }
     }
 
     fn chain(&mut self) -> Result<&ByteCodecs, EdgeChunkError> {
@@ -190,6 +187,43 @@ impl<'a> EdgeReencoder<'a> {
         }
         Ok(true)
     }
+}
+
+/// The results of [`EdgeReencoder::run_all`].
+pub(crate) struct Reencoded {
+    /// By (file, chunk).
+    done: HashMap<(usize, usize), Result<Vec<u8>, EdgeChunkError>>,
+    /// Why the jobs could not run (the codec chain could not be built).
+    failed: Option<EdgeChunkError>,
+}
+
+impl Reencoded {
+    /// The re-encoded valid part of chunk `lin` of file `file`, or why it is not there;
+    /// `None` when it was not one of the jobs.
+    pub(crate) fn take(
+        &mut self,
+        file: usize,
+        lin: usize,
+    ) -> Option<Result<Vec<u8>, EdgeChunkError>> {
+        match self.done.remove(&(file, lin)) {
+            Some(r) => Some(r),
+            None => self.failed.take().map(Err),
+        }
+    }
+}
+
+/// [`valid_prefix`] of one chunk that was not among an [`EdgeReencoder`]'s jobs.
+pub(crate) fn reencode_one(
+    codecs: &[Codec],
+    src: &VirtualArray,
+    lin: usize,
+    nominal: &[u64],
+    axis: usize,
+    keep: u64,
+    reader: &dyn SourceStore,
+) -> Result<Vec<u8>, EdgeChunkError> {
+    let chain = ByteCodecs::new(codecs).map_err(EdgeChunkError::Encode)?;
+    valid_prefix(&chain, src, lin, nominal, axis, keep, reader)
 }
 
 /// Decodes chunk `lin` of `src` (nominal shape `nominal`), keeps the first `keep` indices

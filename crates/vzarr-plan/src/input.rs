@@ -1,8 +1,10 @@
 //! The inputs of a plan: one scanned file each, and lookups across them (a variable's arrays
 //! in every file, its axis of a dimension, its attributes, paths in the group tree).
 
+use std::collections::HashMap;
+
 use serde_json::Value;
-use vzarr_core::{VirtualArray, VirtualDataset};
+use vzarr_core::{ChunkManifest, VirtualArray, VirtualDataset};
 use vzarr_source::SourceStore;
 
 use crate::error::PlanError;
@@ -35,6 +37,37 @@ impl Input {
             })
             .collect()
     }
+}
+
+/// The chunk manifests of the arrays at `paths` that every input has, taken out of the
+/// inputs (in `order`: one per input, in that order), each array left with an empty one.
+/// The planner copies a file's references into the combined manifest from these and drops
+/// them as it goes, so that the inputs' references are freed while the combined ones are
+/// made instead of being held beside them to the end. A path some input lacks is left in
+/// place (the checks that follow report it).
+pub(crate) fn take_manifests(
+    inputs: &mut [Input],
+    order: &[usize],
+    paths: impl IntoIterator<Item = String>,
+) -> HashMap<String, Vec<ChunkManifest>> {
+    let mut out = HashMap::new();
+    for path in paths {
+        if !order
+            .iter()
+            .all(|&k| inputs[k].ds.arrays.contains_key(&path))
+        {
+            continue;
+        }
+        let taken = order
+            .iter()
+            .map(|&k| {
+                let a = inputs[k].ds.arrays.get_mut(&path).expect("checked above");
+                std::mem::take(&mut a.manifest)
+            })
+            .collect();
+        out.insert(path, taken);
+    }
+    out
 }
 
 /// One file's version of a variable.

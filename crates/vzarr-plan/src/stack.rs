@@ -13,7 +13,7 @@ use vzarr_source::SourceStore;
 
 use crate::compat::{check_compatible, check_identical, check_same_variables};
 use crate::error::PlanError;
-use crate::input::{Input, Version, attr_str, join, leaf, parent, same_path};
+use crate::input::{Input, Version, attr_str, join, leaf, parent, same_path, take_manifests};
 use crate::output::{base_dataset, combined_provenance, copy_ref};
 use crate::{PlanReport, file_name, prefetch};
 
@@ -101,7 +101,7 @@ fn label_array(dim: &str, labels: &[String]) -> Result<VirtualArray, PlanError> 
 
 /// Stacks the inputs, in input order, along a new leading dimension `dim`.
 pub(crate) fn stack_new(
-    inputs: Vec<Input>,
+    mut inputs: Vec<Input>,
     dim: &str,
     labels: Option<&[String]>,
     reader: &dyn SourceStore,
@@ -121,7 +121,6 @@ pub(crate) fn stack_new(
             .collect(),
     };
     let ordered: Vec<&Input> = inputs.iter().collect();
-    let urls: Vec<&str> = ordered.iter().map(|i| i.url.as_str()).collect();
     let skipped = check_same_variables(&ordered)?;
     for input in &ordered {
         if let Some((path, _)) = input
@@ -138,9 +137,8 @@ pub(crate) fn stack_new(
         }
     }
     // Dimension coordinates and their bounds are kept once.
-    let first = &ordered[0].ds;
     let mut once: BTreeSet<String> = BTreeSet::new();
-    for (path, a) in &first.arrays {
+    for (path, a) in &ordered[0].ds.arrays {
         if is_dim_coordinate(path, a) {
             once.insert(path.clone());
             if let Some(b) = attr_str(a, "bounds") {
@@ -148,6 +146,20 @@ pub(crate) fn stack_new(
             }
         }
     }
+    // The references of the stacked variables leave the inputs here and each file's are
+    // dropped once copied (see `take_manifests`).
+    let stacked_paths: Vec<String> = ordered[0]
+        .ds
+        .arrays
+        .keys()
+        .filter(|p| !once.contains(*p))
+        .cloned()
+        .collect();
+    let order: Vec<usize> = (0..inputs.len()).collect();
+    let mut taken = take_manifests(&mut inputs, &order, stacked_paths);
+    let ordered: Vec<&Input> = inputs.iter().collect();
+    let urls: Vec<&str> = ordered.iter().map(|i| i.url.as_str()).collect();
+    let first = &ordered[0].ds;
     let once_paths: Vec<String> = once.iter().cloned().collect();
     let pre = prefetch::gather(&inputs, &|_| Vec::new(), &|_| once_paths.clone(), reader);
     let mut out = base_dataset(&ordered, skipped);
@@ -177,16 +189,20 @@ pub(crate) fn stack_new(
         let mut dims = vec![DimGrid::fixed(1, nf)?];
         dims.extend(a0.grid.dims().iter().cloned());
         let grid = ChunkGrid::new(dims);
-        let per = a0.manifest.len();
-        let stored = arrays.iter().map(|a| a.manifest.stored()).sum();
+        // (Taken above unless some file lacks the variable, which `same_path` reports.)
+        let manifests = taken
+            .remove(path)
+            .unwrap_or_else(|| arrays.iter().map(|a| a.manifest.clone()).collect());
+        let per = manifests[0].len();
+        let stored = manifests.iter().map(ChunkManifest::stored).sum();
         let n = per
             .checked_mul(ordered.len())
             .ok_or_else(|| PlanError::TooManyChunks {
                 variable: path.clone(),
             })?;
         let mut manifest = ChunkManifest::new_missing_expecting(n, stored);
-        for (f, a) in arrays.iter().enumerate() {
-            for (c, r) in a.manifest.iter_stored() {
+        for (f, m) in manifests.into_iter().enumerate() {
+            for (c, r) in m.iter_stored() {
                 copy_ref(&mut manifest, f * per + c, r)?;
             }
         }
