@@ -313,3 +313,42 @@ def test_sharded_scans_of_object_storage_combine_to_one_build(moto_server, plan_
         assert [s["url"] for s in json.loads(stale.read_text())["vzarr"]["sources"]] == urls[:-1]
     finally:
         client.upload_file(str(paths[-1]), PLAN_BUCKET, key)
+
+
+def test_large_references_stream_to_object_storage(moto_server, tmp_path):
+    """References of 300,000 chunks (about 24 MB of JSON, more than one 16 MiB part) written to
+    s3:// go up as a multipart upload while they are rendered: the object is byte for byte what
+    the same build writes to a local file, and zarr-python reads values through it equal to
+    h5py's (at the start, middle and end); an output in a bucket that does not exist fails naming the URL and leaves
+    nothing."""
+    import h5py
+
+    client, env = moto_server
+    bucket = "vzarr-big-out"
+    client.create_bucket(Bucket=bucket)
+    src = tmp_path / "many.h5"
+    rng = np.random.default_rng(7)
+    values = rng.integers(-100, 100, size=300_000, dtype=np.int16)
+    with h5py.File(src, "w") as f:
+        f.create_dataset("v", data=values, chunks=(1,))
+    local = tmp_path / "local.json"
+    p = vzarr_env(env, "build", src, "-o", local)
+    assert p.returncode == 0, p.stderr
+    assert local.stat().st_size > 17 * 2**20
+    url = f"s3://{bucket}/refs/many.json"
+    p = vzarr_env(env, "build", src, "-o", url)
+    assert p.returncode == 0, p.stderr
+    body = client.get_object(Bucket=bucket, Key="refs/many.json")["Body"].read()
+    assert body == local.read_bytes()
+    v = xr.open_zarr(open_store(json.loads(body)), consolidated=False)["v"]
+    for part in (slice(0, 500), slice(149_800, 150_300), slice(299_500, 300_000)):
+        np.testing.assert_array_equal(v[part].values, values[part])
+    p = vzarr_env(env, "build", src, "-o", "s3://vzarr-no-such-bucket/refs/many.json")
+    assert p.returncode != 0
+    assert "s3://vzarr-no-such-bucket/refs/many.json" in p.stderr, p.stderr
+    with pytest.raises(client.exceptions.NoSuchBucket):
+        client.list_objects_v2(Bucket="vzarr-no-such-bucket")
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket=bucket)["Contents"]]
+    assert keys == ["refs/many.json"]
+    uploads = client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+    assert uploads == [], "no upload left open"

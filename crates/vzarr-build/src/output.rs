@@ -130,6 +130,24 @@ impl Output {
     }
 }
 
+/// An error of writing references to the object at `loc`: the object store's own when the
+/// upload failed.
+fn upload_error(loc: &vzarr_source::Location, e: vzarr_kerchunk::WriteError) -> BuildError {
+    match e {
+        vzarr_kerchunk::WriteError::Io { source, .. } => {
+            match source.downcast::<vzarr_source::SourceError>() {
+                Ok(e) => BuildError::Output(e),
+                Err(source) => vzarr_kerchunk::WriteError::Io {
+                    path: loc.url(),
+                    source,
+                }
+                .into(),
+            }
+        }
+        other => other.into(),
+    }
+}
+
 /// The sources and the combination of an append to `output`: the sources it records followed
 /// by those of `inputs` that are new (see [`crate::append::plan_append_recorded`]).
 pub fn plan_append(
@@ -177,10 +195,13 @@ pub fn write(
                 at: output.display(),
             })
         }
+        // Streamed: memory stays at a few parts of the upload whatever the output's size.
         Output::Kerchunk(loc) => {
-            let bytes = vzarr_kerchunk::to_bytes(ds)?;
-            vzarr_source::put_object(vzarr_source::Clients::global(), loc, bytes.into())
+            let w = vzarr_source::ObjectWriter::create(vzarr_source::Clients::global(), loc)
                 .map_err(BuildError::Output)?;
+            // On error the writer is dropped, which aborts the upload.
+            let w = vzarr_kerchunk::write_refs(ds, w).map_err(|e| upload_error(loc, e))?;
+            w.finish().map_err(BuildError::Output)?;
             Ok(Written::Kerchunk { at: loc.url() })
         }
         Output::Icechunk {

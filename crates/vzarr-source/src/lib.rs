@@ -60,7 +60,8 @@ pub use list::{list_prefix, list_prefix_with};
 pub use local::{LocalFile, absolute, file_url, local_record};
 pub use mem::{MemSource, MemStore};
 pub use object::{
-    Clients, DEFAULT_MAX_REQUESTS, DEFAULT_RANGE_CONCURRENCY, ObjectSource, object_path, put_object,
+    Clients, DEFAULT_MAX_REQUESTS, DEFAULT_RANGE_CONCURRENCY, ObjectSource, ObjectWriter, PUT_PART,
+    object_path,
 };
 pub use runtime::{block_on, runtime};
 pub use sniff::{Format, HDF5_SIGNATURE, SniffError, hdf5_signature_offsets, sniff};

@@ -330,42 +330,464 @@ impl ByteSource for ObjectSource {
     }
 }
 
-/// Most bytes written in one PUT request; a larger object is uploaded in parts of this size
-/// (a multipart upload, which the store makes visible only when it completes).
-const PUT_PART: usize = 16 << 20;
+/// Bytes of each part of a multipart upload by [`ObjectWriter`] (the last may be smaller); an
+/// object of at most this many bytes is written in one PUT.
+pub const PUT_PART: usize = 16 << 20;
 
-/// Writes `data` as the object at `loc` (an object-store URL) with `clients`, replacing any
-/// object there. Readers see the old object or the new one, never a part: one PUT, or for
-/// more than 16 MiB a multipart upload that the store publishes when it completes and that is
-/// aborted when a part fails.
-pub fn put_object(clients: &Clients, loc: &Location, data: Bytes) -> Result<(), SourceError> {
-    let url = loc.url();
-    let (store, path) = clients.resolve(loc)?;
-    block_on(async move {
-        if data.len() <= PUT_PART {
-            store
-                .put(&path, data.into())
-                .await
-                .map_err(|e| SourceError::remote(&url, e))?;
+/// Parts of one [`ObjectWriter`] being uploaded at once at most (so it holds at most this
+/// many parts, plus the one it is filling).
+const PARTS_IN_FLIGHT: usize = 4;
+
+/// One object written as a stream (an [`std::io::Write`]), replacing any object at its
+/// location. Readers see the old object or the new one, never a part: up to
+/// [`PUT_PART`] bytes are sent in one PUT by [`ObjectWriter::finish`]; more go as a
+/// multipart upload, in parts sent while writing goes on (a few at once), which the store
+/// publishes only when `finish` completes it. A failed part, a failed completion, or a writer
+/// dropped without `finish` aborts the upload, so nothing appears and no parts are left
+/// stored. Memory stays at a few parts whatever the object's size.
+pub struct ObjectWriter {
+    url: String,
+    store: Arc<dyn ObjectStore>,
+    path: ObjectPath,
+    part_size: usize,
+    /// The part being filled.
+    buf: Vec<u8>,
+    /// The multipart upload, once more than one part's bytes were written.
+    upload: Option<Box<dyn object_store::MultipartUpload>>,
+    /// Parts sent and not yet acknowledged, oldest first.
+    in_flight: std::collections::VecDeque<tokio::task::JoinHandle<object_store::Result<()>>>,
+    /// Whether writing failed (the upload is then aborted and every later call fails).
+    failed: bool,
+    finished: bool,
+}
+
+impl ObjectWriter {
+    /// A writer of the object at `loc` (an object-store URL), through `clients`. Sends
+    /// nothing yet.
+    pub fn create(clients: &Clients, loc: &Location) -> Result<Self, SourceError> {
+        let (store, path) = clients.resolve(loc)?;
+        Ok(Self::new_in(store, path, loc.url()))
+    }
+
+    /// A writer of the object at `path` in `store`, named `url` in errors.
+    pub fn new_in(store: Arc<dyn ObjectStore>, path: ObjectPath, url: String) -> Self {
+        ObjectWriter {
+            url,
+            store,
+            path,
+            part_size: PUT_PART,
+            buf: Vec::new(),
+            upload: None,
+            in_flight: Default::default(),
+            failed: false,
+            finished: false,
+        }
+    }
+
+    /// The same writer with parts of `bytes` (at least 1; S3 refuses parts but the last
+    /// below 5 MiB) instead of [`PUT_PART`].
+    pub fn with_part_size(mut self, bytes: usize) -> Self {
+        self.part_size = bytes.max(1);
+        self
+    }
+
+    /// The object's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Appends `data` to the object.
+    pub fn put(&mut self, data: Bytes) -> Result<(), SourceError> {
+        self.check()?;
+        self.buf.extend_from_slice(&data);
+        self.send_full_parts()
+    }
+
+    fn check(&self) -> Result<(), SourceError> {
+        let reason = if self.failed {
+            "an earlier write to it failed; nothing was written"
+        } else if self.finished {
+            "written to after it was finished"
+        } else {
             return Ok(());
-        }
-        let mut upload = store
-            .put_multipart(&path)
-            .await
-            .map_err(|e| SourceError::remote(&url, e))?;
-        let mut sent = 0;
-        while sent < data.len() {
-            let end = (sent + PUT_PART).min(data.len());
-            if let Err(e) = upload.put_part(data.slice(sent..end).into()).await {
-                let _ = upload.abort().await;
-                return Err(SourceError::remote(&url, e));
+        };
+        Err(SourceError::Io {
+            url: self.url.clone(),
+            source: std::io::Error::other(reason),
+        })
+    }
+
+    /// Marks the writer failed, aborts the upload and returns `e`.
+    fn fail(&mut self, e: SourceError) -> SourceError {
+        self.failed = true;
+        self.abort();
+        e
+    }
+
+    fn send_full_parts(&mut self) -> Result<(), SourceError> {
+        while self.buf.len() > self.part_size {
+            let rest = self.buf.split_off(self.part_size);
+            let part = std::mem::replace(&mut self.buf, rest);
+            if let Err(e) = self.send_part(part) {
+                return Err(self.fail(e));
             }
-            sent = end;
-        }
-        if let Err(e) = upload.complete().await {
-            let _ = upload.abort().await;
-            return Err(SourceError::remote(&url, e));
         }
         Ok(())
-    })
+    }
+
+    /// Sends one part (starting the upload first if needed), waiting for the oldest part in
+    /// flight when [`PARTS_IN_FLIGHT`] are.
+    fn send_part(&mut self, part: Vec<u8>) -> Result<(), SourceError> {
+        if self.upload.is_none() {
+            let (store, path, url) = (self.store.clone(), self.path.clone(), self.url.clone());
+            let upload = block_on(async move {
+                store
+                    .put_multipart(&path)
+                    .await
+                    .map_err(|e| SourceError::remote(&url, e))
+            })?;
+            self.upload = Some(upload);
+        }
+        while self.in_flight.len() >= PARTS_IN_FLIGHT {
+            self.wait_oldest()?;
+        }
+        let upload = self.upload.as_mut().expect("started above");
+        let sending = upload.put_part(Bytes::from(part).into());
+        self.in_flight.push_back(crate::runtime()?.spawn(sending));
+        Ok(())
+    }
+
+    fn wait_oldest(&mut self) -> Result<(), SourceError> {
+        let Some(h) = self.in_flight.pop_front() else {
+            return Ok(());
+        };
+        match futures::executor::block_on(h) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(SourceError::remote(&self.url, e)),
+            Err(e) => Err(SourceError::Runtime {
+                source: std::io::Error::other(e),
+            }),
+        }
+    }
+
+    /// Makes the object appear with everything written: one PUT, or the last part and the
+    /// completion of the upload. On error nothing appears (the upload is aborted).
+    pub fn finish(mut self) -> Result<(), SourceError> {
+        self.check()?;
+        let result = self.finish_inner();
+        self.finished = true;
+        result.map_err(|e| self.fail(e))
+    }
+
+    fn finish_inner(&mut self) -> Result<(), SourceError> {
+        let data = Bytes::from(std::mem::take(&mut self.buf));
+        if self.upload.is_none() {
+            let (store, path, url) = (self.store.clone(), self.path.clone(), self.url.clone());
+            return block_on(async move {
+                store
+                    .put(&path, data.into())
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| SourceError::remote(&url, e))
+            });
+        }
+        if !data.is_empty() {
+            self.send_part(data.into())?;
+        }
+        while !self.in_flight.is_empty() {
+            self.wait_oldest()?;
+        }
+        let mut upload = self.upload.take().expect("started");
+        let url = self.url.clone();
+        block_on(async move {
+            match upload.complete().await {
+                Ok(_) => Ok(()),
+                Err(e) => {
+                    let _ = upload.abort().await;
+                    Err(SourceError::remote(&url, e))
+                }
+            }
+        })
+    }
+
+    /// Waits for the parts in flight and aborts the upload, if one was started (best effort:
+    /// errors are ignored, the first failure is what the caller reports).
+    fn abort(&mut self) {
+        while let Some(h) = self.in_flight.pop_front() {
+            let _ = futures::executor::block_on(h);
+        }
+        if let Some(mut upload) = self.upload.take() {
+            let _ = block_on(async move {
+                let _ = upload.abort().await;
+                Ok(())
+            });
+        }
+    }
+}
+
+impl std::io::Write for ObjectWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.check().map_err(std::io::Error::other)?;
+        self.buf.extend_from_slice(data);
+        self.send_full_parts().map_err(std::io::Error::other)?;
+        Ok(data.len())
+    }
+
+    /// Nothing to do: parts are sent when full, the rest by [`ObjectWriter::finish`].
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for ObjectWriter {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use futures::stream::BoxStream;
+    use object_store::memory::InMemory;
+    use object_store::{
+        CopyOptions, GetResult, ListResult, MultipartUpload, PutMultipartOptions, PutOptions,
+        PutPayload, PutResult, UploadPart,
+    };
+
+    use super::*;
+
+    /// An in-memory store whose multipart uploads fail at part `fail_at` (never when 0) and
+    /// that records uploads started and aborted.
+    #[derive(Debug, Default)]
+    struct Flaky {
+        inner: InMemory,
+        fail_at: usize,
+        started: Arc<AtomicUsize>,
+        aborted: Arc<AtomicBool>,
+    }
+
+    impl std::fmt::Display for Flaky {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "Flaky")
+        }
+    }
+
+    #[derive(Debug)]
+    struct FlakyUpload {
+        inner: Box<dyn MultipartUpload>,
+        part: usize,
+        fail_at: usize,
+        aborted: Arc<AtomicBool>,
+    }
+
+    #[async_trait::async_trait]
+    impl MultipartUpload for FlakyUpload {
+        fn put_part(&mut self, data: PutPayload) -> UploadPart {
+            self.part += 1;
+            if self.part == self.fail_at {
+                return Box::pin(async {
+                    Err(object_store::Error::Generic {
+                        store: "Flaky",
+                        source: "part refused".into(),
+                    })
+                });
+            }
+            self.inner.put_part(data)
+        }
+
+        async fn complete(&mut self) -> object_store::Result<PutResult> {
+            self.inner.complete().await
+        }
+
+        async fn abort(&mut self) -> object_store::Result<()> {
+            self.aborted.store(true, Ordering::SeqCst);
+            self.inner.abort().await
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl ObjectStore for Flaky {
+        async fn put_opts(
+            &self,
+            location: &ObjectPath,
+            payload: PutPayload,
+            opts: PutOptions,
+        ) -> object_store::Result<PutResult> {
+            self.inner.put_opts(location, payload, opts).await
+        }
+
+        async fn put_multipart_opts(
+            &self,
+            location: &ObjectPath,
+            opts: PutMultipartOptions,
+        ) -> object_store::Result<Box<dyn MultipartUpload>> {
+            self.started.fetch_add(1, Ordering::SeqCst);
+            Ok(Box::new(FlakyUpload {
+                inner: self.inner.put_multipart_opts(location, opts).await?,
+                part: 0,
+                fail_at: self.fail_at,
+                aborted: self.aborted.clone(),
+            }))
+        }
+
+        async fn get_opts(
+            &self,
+            location: &ObjectPath,
+            options: GetOptions,
+        ) -> object_store::Result<GetResult> {
+            self.inner.get_opts(location, options).await
+        }
+
+        fn delete_stream(
+            &self,
+            locations: BoxStream<'static, object_store::Result<ObjectPath>>,
+        ) -> BoxStream<'static, object_store::Result<ObjectPath>> {
+            self.inner.delete_stream(locations)
+        }
+
+        fn list(
+            &self,
+            prefix: Option<&ObjectPath>,
+        ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+            self.inner.list(prefix)
+        }
+
+        async fn list_with_delimiter(
+            &self,
+            prefix: Option<&ObjectPath>,
+        ) -> object_store::Result<ListResult> {
+            self.inner.list_with_delimiter(prefix).await
+        }
+
+        async fn copy_opts(
+            &self,
+            from: &ObjectPath,
+            to: &ObjectPath,
+            options: CopyOptions,
+        ) -> object_store::Result<()> {
+            self.inner.copy_opts(from, to, options).await
+        }
+    }
+
+    fn content(store: &Flaky, path: &ObjectPath) -> Option<Vec<u8>> {
+        let (inner, path) = (store.inner.clone(), path.clone());
+        block_on(async move {
+            match inner.get(&path).await {
+                Ok(r) => Ok(Some(r.bytes().await.expect("body").to_vec())),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => panic!("{e}"),
+            }
+        })
+        .unwrap()
+    }
+
+    fn data(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 7 % 251) as u8).collect()
+    }
+
+    /// Writes `bytes` in writes of 1 to 97 bytes.
+    fn write_all_unevenly(w: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+        let mut at = 0;
+        let mut step = 1;
+        while at < bytes.len() {
+            let end = (at + step).min(bytes.len());
+            w.write_all(&bytes[at..end])?;
+            at = end;
+            step = step % 97 + 13;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn small_objects_are_one_put() {
+        let store = Arc::new(Flaky::default());
+        let path = ObjectPath::from("out/refs.json");
+        let mut w = ObjectWriter::new_in(store.clone(), path.clone(), "mem://out/refs.json".into())
+            .with_part_size(1000);
+        write_all_unevenly(&mut w, &data(1000)).unwrap();
+        assert_eq!(
+            content(&store, &path),
+            None,
+            "nothing visible before finish"
+        );
+        w.finish().unwrap();
+        assert_eq!(content(&store, &path), Some(data(1000)));
+        assert_eq!(
+            store.started.load(Ordering::SeqCst),
+            0,
+            "no multipart upload"
+        );
+    }
+
+    #[test]
+    fn large_objects_stream_in_parts_and_appear_whole_at_finish() {
+        let store = Arc::new(Flaky::default());
+        let path = ObjectPath::from("out/refs.json");
+        // Replaces an object already there.
+        let old = Bytes::from_static(b"old");
+        let (inner, p) = (store.inner.clone(), path.clone());
+        block_on(async move {
+            inner.put(&p, old.into()).await.unwrap();
+            Ok(())
+        })
+        .unwrap();
+        // 10,000 bytes in parts of 64: 157 parts, more than are ever in flight.
+        let mut w = ObjectWriter::new_in(store.clone(), path.clone(), "mem://out/refs.json".into())
+            .with_part_size(64);
+        write_all_unevenly(&mut w, &data(10_000)).unwrap();
+        assert_eq!(
+            content(&store, &path),
+            Some(b"old".to_vec()),
+            "old until finish"
+        );
+        w.finish().unwrap();
+        assert_eq!(content(&store, &path), Some(data(10_000)));
+        assert_eq!(store.started.load(Ordering::SeqCst), 1);
+        assert!(!store.aborted.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn a_failed_part_aborts_the_upload_and_names_the_object() {
+        let store = Arc::new(Flaky {
+            fail_at: 5,
+            ..Default::default()
+        });
+        let path = ObjectPath::from("out/refs.json");
+        let mut w = ObjectWriter::new_in(store.clone(), path.clone(), "mem://out/refs.json".into())
+            .with_part_size(64);
+        // The failure shows at a later write or at finish (parts are sent in the background).
+        let failed = write_all_unevenly(&mut w, &data(10_000)).err();
+        let e = match failed {
+            Some(e) => e.to_string(),
+            None => w.finish().unwrap_err().to_string(),
+        };
+        assert!(
+            e.contains("mem://out/refs.json") && e.contains("part refused"),
+            "{e}"
+        );
+        assert!(store.aborted.load(Ordering::SeqCst), "upload aborted");
+        assert_eq!(content(&store, &path), None, "nothing written");
+    }
+
+    #[test]
+    fn a_writer_dropped_unfinished_aborts_and_writes_nothing() {
+        let store = Arc::new(Flaky::default());
+        let path = ObjectPath::from("out/refs.json");
+        let mut w = ObjectWriter::new_in(store.clone(), path.clone(), "mem://out/refs.json".into())
+            .with_part_size(64);
+        write_all_unevenly(&mut w, &data(1_000)).unwrap();
+        drop(w);
+        assert!(store.aborted.load(Ordering::SeqCst));
+        assert_eq!(content(&store, &path), None);
+        // Unfinished and never past one part: nothing was sent at all.
+        let mut w = ObjectWriter::new_in(store.clone(), path.clone(), "mem://out/refs.json".into());
+        w.write_all(b"abc").unwrap();
+        drop(w);
+        assert_eq!(content(&store, &path), None);
+    }
 }
