@@ -125,8 +125,8 @@ def test_every_hdf5_fixture_scans_the_same_from_object_storage(moto_server, tmp_
 # --- the planner on object storage ------------------------------------------------------------
 
 PLAN_BUCKET = BUCKET + "-plan"
-# NetCDF3 months larger than the scan's 1 MiB head (2 record variables of 96x192 int16):
-# their late time records lie beyond it. February (28 records) ends up just above it too.
+# NetCDF3 months larger than the scan's 256 KiB head, most of them over 1 MiB (2 record
+# variables of 96x192 int16): their late time records lie beyond the head.
 PLAN_MONTHS = [(2001, m) for m in (1, 2, 3, 4, 5)]
 
 

@@ -137,18 +137,21 @@ impl ScanOptions {
         }
     }
 
-    /// For object storage (S3, GCS, Azure, HTTP): a 1 MiB head and 256 KiB blocks, at most
-    /// 64 MiB cached. A request costs 20-100 ms of latency whatever its size, while 1 MiB
-    /// more at 100 MB/s costs about 10 ms: the head of a netCDF-4 file (superblock, root
-    /// group, the variables' object headers and attributes, usually their chunk indexes)
-    /// then arrives in one request (every fixture of the project: one request in all), and
-    /// what lies beyond it in few (3 to 5 batches for the million-chunk files of the
-    /// `bench_scan` example). 64 MiB holds the reader's largest prefetch window of such
-    /// blocks, and bounds the memory of a scan when many run at once.
+    /// For object storage (S3, GCS, Azure, HTTP): a 256 KiB head and 256 KiB blocks, at most
+    /// 64 MiB cached. The head of a netCDF-4 file (superblock, root group, the variables'
+    /// object headers and attributes, often their chunk indexes and coordinates) arrives in
+    /// one request (every fixture of the project: one request in all; the benchmark
+    /// archives' metadata lies in their first 40 KB), and what lies beyond it in few (3 to 5
+    /// batches for the million-chunk files of the `bench_scan` example). A request costs
+    /// 20-100 ms of latency, but a catalog scans many files at once and is then limited by
+    /// bandwidth, where every head's size counts: a 1 MiB head made the object-storage
+    /// benchmark fetch 3-4 times the bytes for the same requests, and take longer
+    /// (BENCHMARKS.md). 64 MiB holds the reader's largest prefetch window of such blocks,
+    /// and bounds the memory of a scan when many run at once.
     pub fn object_storage() -> Self {
         ScanOptions {
             split_contiguous_bytes: None,
-            head_bytes: 1 << 20,
+            head_bytes: 256 << 10,
             block_size: 256 << 10,
             cache_capacity: 64 << 20,
             cache_beyond_head: true,

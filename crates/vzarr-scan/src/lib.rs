@@ -217,8 +217,8 @@ impl ScanError {
 
 /// Bytes read from the start of an object on object storage by the request that opens it:
 /// the size, modification time and ETag come with them, and the metadata of most NetCDF and
-/// HDF5 files lies within them.
-pub const REMOTE_HEAD_BYTES: u64 = 1 << 20;
+/// HDF5 files lies within them (as `vzarr_hdf5::ScanOptions::object_storage` says).
+pub const REMOTE_HEAD_BYTES: u64 = 256 << 10;
 
 /// A source opened for scanning, with the bytes of its head already fetched.
 pub(crate) struct Opened {

@@ -199,7 +199,7 @@ impl vzarr_source::ByteSource for Calls {
 }
 
 /// With the object-storage options a fixture costs one round trip (its metadata is inside
-/// the 1 MiB head), and a source read through a tiny cache still gives the same dataset.
+/// the 256 KiB head), and a source read through a tiny cache still gives the same dataset.
 #[test]
 fn object_storage_options_take_one_round_trip_per_fixture() {
     let mut report = Vec::new();
