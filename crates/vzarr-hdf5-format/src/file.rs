@@ -283,6 +283,14 @@ impl File {
     pub fn object_header(&self, addr: u64) -> Result<ObjectHeader> {
         crate::object_header::read(self, addr)
     }
+
+    /// The object header at `addr` as far as its bytes can be read now: continuation blocks
+    /// whose read fails are left out, with their messages. For looking ahead over storage
+    /// that serves only what it already holds (to find what to fetch next), never for
+    /// decoding an object: [`File::object_header`] reads it whole or fails.
+    pub fn object_header_available(&self, addr: u64) -> Result<ObjectHeader> {
+        crate::object_header::read_with(self, addr, true)
+    }
 }
 
 /// Refuses files written with the multi or family drivers: their addresses reach into other

@@ -103,7 +103,13 @@ const WHAT_CONT: &str = "object header continuation block";
 
 /// Reads the object header at absolute offset `addr`.
 pub(crate) fn read(file: &File, addr: u64) -> Result<ObjectHeader> {
-    read_inner(file, addr).map_err(|e| match e {
+    read_with(file, addr, false)
+}
+
+/// [`read`], or with `available` the header without the continuation blocks that cannot be
+/// read (see [`File::object_header_available`]).
+pub(crate) fn read_with(file: &File, addr: u64, available: bool) -> Result<ObjectHeader> {
+    read_inner(file, addr, available).map_err(|e| match e {
         // Errors that already name this header need no extra layer.
         e @ (Error::Signature { .. }
         | Error::Checksum { .. }
@@ -127,7 +133,7 @@ fn error_address(e: &Error) -> Option<u64> {
     }
 }
 
-fn read_inner(file: &File, addr: u64) -> Result<ObjectHeader> {
+fn read_inner(file: &File, addr: u64, available: bool) -> Result<ObjectHeader> {
     let first = file.read_upto(WHAT, addr, FIRST_READ)?;
     let sizes = file.sizes();
     let mut oh = ObjectHeader {
@@ -240,7 +246,11 @@ fn read_inner(file: &File, addr: u64) -> Result<ObjectHeader> {
                 from: addr,
             });
         }
-        let block = file.read(WHAT_CONT, caddr, clen)?;
+        let block = match file.read(WHAT_CONT, caddr, clen) {
+            Ok(b) => b,
+            Err(_) if available => continue,
+            Err(e) => return Err(e),
+        };
         let range = if oh.version == 1 {
             0..block.len()
         } else {

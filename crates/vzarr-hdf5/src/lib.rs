@@ -64,6 +64,7 @@
 
 #![forbid(unsafe_code)]
 
+mod ahead;
 mod attributes;
 mod dims;
 mod error;

@@ -273,3 +273,66 @@ fn a_chunk_past_the_end_of_the_file_is_an_error_naming_the_dataset() {
         "{oracle}"
     );
 }
+
+/// A netCDF-4 file laid out as netCDF-C lays out a month of daily fields: each variable's
+/// chunk index among its data, beyond the head, and a global attribute added after the data
+/// (in a continuation block of the root group's header at the end of the file). The walk
+/// needs the continuation before it looks at the variables; the look-ahead finds both from
+/// the head, so the scan takes two round trips (the head, then one batch), not three; the
+/// dataset is the one the local options give.
+#[test]
+fn object_storage_scans_fetch_what_lies_beyond_the_head_in_one_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("month.nc");
+    {
+        let mut f = netcdf::create(&p).unwrap();
+        f.add_unlimited_dimension("time").unwrap();
+        f.add_dimension("lat", 90).unwrap();
+        f.add_dimension("lon", 180).unwrap();
+        // Each variable defined and written before the next, as netCDF4-python scripts do.
+        for (k, name) in ["pr", "psl", "tas"].into_iter().enumerate() {
+            let mut v = f
+                .add_variable::<f32>(name, &["time", "lat", "lon"])
+                .unwrap();
+            v.set_chunking(&[1, 90, 180]).unwrap();
+            v.put_attribute("units", "1").unwrap();
+            let values: Vec<f32> = (0..31 * 90 * 180).map(|i| (i + k) as f32).collect();
+            v.put_values(&values, (0..31, .., ..)).unwrap();
+        }
+        for (name, value) in [
+            ("Conventions", "CF-1.7"),
+            ("frequency", "day"),
+            (
+                "source",
+                "vzarr's differential tests, written as netCDF-C writes months",
+            ),
+            ("title", "a month of synthetic daily fields"),
+        ] {
+            f.add_attribute(name, value).unwrap();
+        }
+        f.add_attribute("history", "written after the data")
+            .unwrap();
+    }
+    let data = std::fs::read(&p).unwrap();
+    assert!(data.len() > 4 << 20, "{} bytes", data.len());
+    let src = std::sync::Arc::new(Calls {
+        inner: vzarr_source::MemSource::new("s3://bucket/month.nc", data.clone()),
+        calls: Default::default(),
+    });
+    let remote = vzarr_hdf5::scan(src.clone(), &vzarr_hdf5::ScanOptions::object_storage())
+        .unwrap_or_else(|e| panic!("{}", e.report()));
+    assert_eq!(src.calls.load(std::sync::atomic::Ordering::Relaxed), 2);
+    let local = vzarr_hdf5::scan(
+        std::sync::Arc::new(vzarr_source::MemSource::new("s3://bucket/month.nc", data)),
+        &vzarr_hdf5::ScanOptions::local(),
+    )
+    .unwrap();
+    assert_eq!(
+        vzarr_kerchunk::to_bytes(&remote).unwrap(),
+        vzarr_kerchunk::to_bytes(&local).unwrap()
+    );
+    assert_eq!(
+        remote.groups[""].attributes["history"],
+        "written after the data"
+    );
+}
