@@ -409,7 +409,17 @@ fn concat_array(
             // Decode, keep the valid part along k, re-encode inline.
             let encoded = match reencoded.take(f, lin) {
                 Some(r) => r,
-                None => reencode_one(&first.codecs, src, lin, &nominal, k, chunk.edge, reader),
+                None => {
+                    let job = EdgeJob {
+                        file: f,
+                        array: src,
+                        lin,
+                        nominal: nominal.clone(),
+                        keep: chunk.edge,
+                        len: 0,
+                    };
+                    reencode_one(&first.codecs, &job, k, reader)
+                }
             }
             .map_err(refused)?;
             report.materialised_chunks += 1;

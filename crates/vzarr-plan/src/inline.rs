@@ -212,18 +212,23 @@ impl Reencoded {
     }
 }
 
-/// [`valid_prefix`] of one chunk that was not among an [`EdgeReencoder`]'s jobs.
+/// [`valid_prefix`] of the chunk of a job that was not among an [`EdgeReencoder`]'s jobs.
 pub(crate) fn reencode_one(
     codecs: &[Codec],
-    src: &VirtualArray,
-    lin: usize,
-    nominal: &[u64],
+    job: &EdgeJob<'_>,
     axis: usize,
-    keep: u64,
     reader: &dyn SourceStore,
 ) -> Result<Vec<u8>, EdgeChunkError> {
     let chain = ByteCodecs::new(codecs).map_err(EdgeChunkError::Encode)?;
-    valid_prefix(&chain, src, lin, nominal, axis, keep, reader)
+    valid_prefix(
+        &chain,
+        job.array,
+        job.lin,
+        &job.nominal,
+        axis,
+        job.keep,
+        reader,
+    )
 }
 
 /// Decodes chunk `lin` of `src` (nominal shape `nominal`), keeps the first `keep` indices
