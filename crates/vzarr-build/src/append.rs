@@ -4,66 +4,78 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
 use vzarr_core::Provenance;
 use vzarr_plan::Concat;
 use vzarr_scan::inputs::SourceRef;
 
 use crate::BuildError;
 
-/// The part of a reference file an append reads: vzarr's provenance block.
-#[derive(Deserialize)]
-struct Head {
-    #[serde(default)]
-    vzarr: Option<Provenance>,
-}
-
-/// The sources and provenance of the reference file `output`, parsed as `head` (its JSON).
+/// The provenance block of the reference file read from `reader` (named `output` in
+/// errors), with the sources it records. The JSON is read only as far as the block: vzarr
+/// writes it before the references, so a file of many gigabytes costs its first kilobytes.
 fn recorded(
     output: &str,
-    head: Result<Head, serde_json::Error>,
+    reader: impl std::io::Read,
 ) -> Result<(Vec<SourceRef>, Provenance), BuildError> {
     let append_error = |reason: String| BuildError::Append {
         output: output.to_string(),
         reason,
     };
-    let head = head.map_err(|e| append_error(format!("not a vzarr reference file: {e}")))?;
-    let prov = head.vzarr.ok_or_else(|| {
-        append_error("has no vzarr provenance block; rebuild it instead of appending".into())
-    })?;
+    let mut found = None;
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let parsed = serde::Deserializer::deserialize_map(&mut de, ProvenanceOnly(&mut found));
+    let prov = match (found, parsed) {
+        // Found: whatever the parser says of the rest, which was not read.
+        (Some(p), _) => p,
+        (None, Err(e)) if e.is_io() => return Err(append_error(format!("cannot be read: {e}"))),
+        (None, Err(e)) => return Err(append_error(format!("not a vzarr reference file: {e}"))),
+        (None, Ok(())) => {
+            return Err(append_error(
+                "has no vzarr provenance block; rebuild it instead of appending".into(),
+            ));
+        }
+    };
     Ok((sources_of(&prov)?, prov))
+}
+
+/// Visits a reference file's top-level object up to its `vzarr` member, which it puts in
+/// the slot, and stops there (the deserializer then reports the rest unread, an error the
+/// caller ignores once the slot is filled); members before it are skipped unparsed.
+struct ProvenanceOnly<'a>(&'a mut Option<Provenance>);
+
+impl<'de> serde::de::Visitor<'de> for ProvenanceOnly<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "vzarr" {
+                *self.0 = Some(map.next_value()?);
+                return Ok(());
+            }
+            map.next_value::<serde::de::IgnoredAny>()?;
+        }
+        Ok(())
+    }
 }
 
 /// The sources of an existing output, in its concatenation order, and how it was combined.
 pub fn recorded_sources(output: &Path) -> Result<(Vec<SourceRef>, Provenance), BuildError> {
     let file = std::fs::File::open(output).map_err(|e| BuildError::io(output, e))?;
-    recorded(
-        &output.display().to_string(),
-        serde_json::from_reader(std::io::BufReader::new(file)),
-    )
+    recorded(&output.display().to_string(), std::io::BufReader::new(file))
 }
 
-/// Most bytes of a reference file on object storage read to append to it.
-pub const MAX_REMOTE_REFERENCES_BYTES: u64 = 4 << 30;
-
-/// [`recorded_sources`] of a reference file on object storage (read whole, at most
-/// [`MAX_REMOTE_REFERENCES_BYTES`]).
+/// [`recorded_sources`] of a reference file on object storage (read from its start only as
+/// far as the provenance block).
 pub fn recorded_sources_at(
     output: &vzarr_source::Location,
 ) -> Result<(Vec<SourceRef>, Provenance), BuildError> {
     let url = output.url();
     let src = vzarr_source::open_source(&url).map_err(BuildError::Output)?;
-    if src.size() > MAX_REMOTE_REFERENCES_BYTES {
-        return Err(BuildError::Append {
-            output: url,
-            reason: format!(
-                "{} bytes, more than the {MAX_REMOTE_REFERENCES_BYTES} read to append to it",
-                src.size()
-            ),
-        });
-    }
-    let bytes = src.read(0..src.size()).map_err(BuildError::Output)?;
-    recorded(&url, serde_json::from_slice(&bytes))
+    recorded(&url, vzarr_source::SourceReader::new(src))
 }
 
 /// The sources a provenance records, in concatenation order.
@@ -134,4 +146,73 @@ pub fn plan_append_recorded(
         ));
     }
     Ok((old.into_iter().chain(new).collect(), concat))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn provenance_json() -> String {
+        r#"{"sources":[{"url":"s3://b/a.nc","size":10},{"url":"s3://b/b.nc","size":20}],"allowed_prefixes":["s3://b/"]}"#.into()
+    }
+
+    fn err(r: Result<(Vec<SourceRef>, Provenance), BuildError>) -> String {
+        r.err().map(|e| e.to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn the_provenance_block_is_read_and_nothing_after_it() {
+        // What follows the block is not even JSON: it is not read.
+        let text = format!(
+            r#"{{"version":1,"vzarr":{},"refs":{{"zarr.json": not json at all"#,
+            provenance_json()
+        );
+        let (sources, prov) = recorded("refs.json", text.as_bytes()).unwrap();
+        assert_eq!(sources.len(), 2);
+        assert_eq!(prov.sources[1].url, "s3://b/b.nc");
+        // A block after the references is found too.
+        let text = format!(r#"{{"refs":{{"a":[1,2]}},"vzarr":{}}}"#, provenance_json());
+        assert_eq!(recorded("refs.json", text.as_bytes()).unwrap().0.len(), 2);
+    }
+
+    #[test]
+    fn other_files_are_refused_by_name() {
+        let e = err(recorded("x.json", &b"[1, 2]"[..]));
+        assert!(
+            e.contains("x.json") && e.contains("not a vzarr reference file"),
+            "{e}"
+        );
+        let e = err(recorded("x.json", &b"{\"version\":1,\"refs\":{}}"[..]));
+        assert!(
+            e.contains("x.json") && e.contains("no vzarr provenance block"),
+            "{e}"
+        );
+        let e = err(recorded(
+            "x.json",
+            &b"{\"version\":1,\"vzarr\":{\"sources\":7}}"[..],
+        ));
+        assert!(e.contains("not a vzarr reference file"), "{e}");
+    }
+
+    #[test]
+    fn a_large_remote_file_costs_one_read() {
+        let mut text = format!(r#"{{"version":1,"vzarr":{},"refs":{{"#, provenance_json());
+        while text.len() < 20 << 20 {
+            text.push_str(r#""v/0.0":["s3://b/a.nc",123456,7890],"#);
+        }
+        text.push_str(r#""v/zarr.json":"{}"}}"#);
+        let mem = Arc::new(vzarr_source::MemSource::new(
+            "s3://b/refs.json",
+            text.into_bytes(),
+        ));
+        let (sources, _) = recorded(
+            "s3://b/refs.json",
+            vzarr_source::SourceReader::new(mem.clone()),
+        )
+        .unwrap();
+        assert_eq!(sources.len(), 2);
+        assert_eq!(mem.reads(), 1);
+    }
 }

@@ -37,6 +37,7 @@ mod list;
 mod local;
 mod mem;
 mod object;
+mod reader;
 mod runtime;
 mod sniff;
 mod stats;
@@ -63,6 +64,7 @@ pub use object::{
     Clients, DEFAULT_MAX_REQUESTS, DEFAULT_RANGE_CONCURRENCY, ObjectSource, ObjectWriter, PUT_PART,
     object_path,
 };
+pub use reader::SourceReader;
 pub use runtime::{block_on, runtime};
 pub use sniff::{Format, HDF5_SIGNATURE, SniffError, hdf5_signature_offsets, sniff};
 pub use stats::{Counted, IoCounts, IoStats};
