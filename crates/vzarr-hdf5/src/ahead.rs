@@ -35,8 +35,8 @@ const INDEX_BYTES: u64 = 4096;
 /// batch only leaves the rest to the walk.
 const MAX_RANGES: usize = 64;
 
-/// A [`Storage`] serving only the bytes `cache` already holds, noting every range it could
-/// not serve.
+/// A [`Storage`] serving only the bytes the scan's cache (`storage`) already holds, noting
+/// every range it could not serve.
 struct CachedOnly {
     storage: SourceStorage,
     misses: Mutex<Vec<Range<u64>>>,

@@ -391,18 +391,6 @@ impl ObjectWriter {
         self
     }
 
-    /// The object's URL.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
-    /// Appends `data` to the object.
-    pub fn put(&mut self, data: Bytes) -> Result<(), SourceError> {
-        self.check()?;
-        self.buf.extend_from_slice(&data);
-        self.send_full_parts()
-    }
-
     fn check(&self) -> Result<(), SourceError> {
         let reason = if self.failed {
             "an earlier write to it failed; nothing was written"
