@@ -1,6 +1,6 @@
-//! Real files no one here wrote: every `*.h5 *.hdf5 *.he5 *.nc *.nc4 *.h5py` file below
-//! `VZARR_REAL_HDF5_DIR` (for instance the test data shipped in the sdists of h5py, netCDF4,
-//! pyfive and PyTables) is scanned by both scanners. Files neither can open are listed and
+//! Real files no one here wrote: every file below `VZARR_REAL_HDF5_DIR` (the HDF5 and NetCDF
+//! files shipped in the sdists that `scripts/real-files` pins, chosen there by signature) is
+//! scanned by both scanners. Files neither can open are listed and
 //! must fail in both; every file the libhdf5 scanner scans must be scanned natively with an
 //! identical result (and identical kerchunk bytes), apart from the documented libhdf5
 //! divergences (see `crate::libhdf5_misnumbered` and `crate::libhdf5_cannot_open`).
@@ -8,8 +8,6 @@
 use std::path::{Path, PathBuf};
 
 use crate::compare::{Bytes, Stats, compare};
-
-const EXTENSIONS: [&str; 6] = ["h5", "hdf5", "he5", "nc", "nc4", "h5py"];
 
 fn files_below(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -20,10 +18,10 @@ fn files_below(dir: &Path, out: &mut Vec<PathBuf>) {
     for p in entries {
         if p.is_dir() {
             files_below(&p, out);
-        } else if p
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| EXTENSIONS.contains(&e))
+        } else if !p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with('.'))
         {
             out.push(p);
         }
