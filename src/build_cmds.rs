@@ -25,10 +25,7 @@ pub(crate) fn build(
     report: &ReportArgs,
 ) -> Result<ExitCode> {
     let sources = if append {
-        let (all, concat) =
-            vzarr_build::output::plan_append(output, sources, opts.concat.as_ref())?;
-        opts.concat = concat;
-        all
+        vzarr_build::output::plan_append(output, sources, &mut opts)?
     } else {
         sources
     };

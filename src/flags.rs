@@ -131,6 +131,11 @@ pub(crate) struct CombineArgs {
     /// Re-encode the CF time coordinate into these units (default: the first file's).
     #[arg(long, value_name = "UNITS")]
     pub(crate) time_units: Option<String>,
+    /// Order and check the files by this variable (1-D along --concat-dim, e.g. time_centered
+    /// or XTIME) instead of the dimension's coordinate variable; a CF time variable is
+    /// re-encoded like a coordinate, the coordinate itself is kept as stored.
+    #[arg(long, value_name = "VAR", requires = "concat_dim")]
+    pub(crate) order_by: Option<String>,
 }
 
 impl CombineArgs {
@@ -142,6 +147,7 @@ impl CombineArgs {
             new_dim_values: self.new_dim_values.clone(),
             allow_gaps: self.allow_gaps,
             time_units: self.time_units.clone(),
+            order_by: self.order_by.clone(),
             ..base
         }
     }

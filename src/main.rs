@@ -123,8 +123,24 @@ fn hint(e: &anyhow::Error) -> Option<String> {
                 _ => {}
             }
         }
-        if let Some(vzarr_plan::PlanError::Gap(_)) = cause.downcast_ref::<vzarr_plan::PlanError>() {
-            return Some("pass --allow-gaps to accept gaps".into());
+        // A planner error reaches here inside `BuildError::Plan`, which is transparent: the
+        // chain goes on from the planner error's own cause, so look inside.
+        let plan = cause.downcast_ref::<vzarr_plan::PlanError>().or_else(|| {
+            match cause.downcast_ref::<BuildError>() {
+                Some(BuildError::Plan(p)) => Some(&**p),
+                _ => None,
+            }
+        });
+        match plan {
+            Some(vzarr_plan::PlanError::Gap(_)) => {
+                return Some("pass --allow-gaps to accept gaps".into());
+            }
+            Some(vzarr_plan::PlanError::Overlap(_)) => {
+                return Some(
+                    "leave out a file given twice; if the dimension's coordinate does not tell the files apart (the same values in each), order them by another variable along the dimension with --order-by VAR".into(),
+                );
+            }
+            _ => {}
         }
         if let Some(vzarr_read::ReadError::Prefix(_)) =
             cause.downcast_ref::<vzarr_read::ReadError>()

@@ -45,6 +45,9 @@ pub(crate) fn plan_report(r: &vzarr_plan::PlanReport) {
         r.rectilinear.len(),
         r.kept_once.len()
     );
+    if let Some(v) = &r.ordered_by {
+        println!("files ordered by {v}");
+    }
     if let Some(u) = &r.time_units {
         println!("time re-encoded as {u:?}");
     }

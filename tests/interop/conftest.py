@@ -70,6 +70,18 @@ def inspect_json(src: Path, *extra) -> dict:
     return json.loads(run_vzarr("inspect", src, "--json", *extra).stdout)
 
 
+def real_files_dir() -> Path:
+    """The directory of real files no one here wrote: VZARR_REAL_HDF5_DIR (scripts/test sets
+    it), else what scripts/real-files downloads and prints."""
+    d = os.environ.get("VZARR_REAL_HDF5_DIR")
+    if not d:
+        p = subprocess.run([str(ROOT / "scripts" / "real-files")], capture_output=True, text=True)
+        if p.returncode != 0:
+            pytest.fail(f"scripts/real-files failed (the real-file tests need it):\n{p.stderr}")
+        d = p.stdout.strip()
+    return Path(d)
+
+
 def fixture_index() -> list[dict]:
     with open(FIXTURES / "fixtures.json") as f:
         return json.load(f)["files"]

@@ -13,7 +13,7 @@ import pytest
 import xarray as xr
 import zarr
 
-from conftest import open_store, run_vzarr
+from conftest import open_store, real_files_dir, run_vzarr, verify_refs
 
 NLAT, NLON = 6, 8
 
@@ -284,6 +284,7 @@ def test_gap_is_an_error_unless_allowed(tmp_path):
     p, out = build(tmp_path, paths, "--concat-dim", "time", check=False)
     assert p.returncode != 0
     assert "gap" in p.stderr and "tas_202302.nc" in p.stderr and "tas_202304.nc" in p.stderr, p.stderr
+    assert "hint: pass --allow-gaps" in p.stderr, p.stderr
     assert not out.exists()
     p, out = build(tmp_path, paths, "--concat-dim", "time", "--allow-gaps")
     assert "gap" in p.stderr
@@ -298,6 +299,7 @@ def test_overlap_is_an_error(tmp_path):
     write_month(b, 2023, 1, day0=0)
     p, out = build(tmp_path, [a, b], "--concat-dim", "time", "--allow-gaps", check=False)
     assert p.returncode != 0 and "overlap" in p.stderr, p.stderr
+    assert "hint:" in p.stderr and "--order-by" in p.stderr, p.stderr
     assert not out.exists()
 
 
@@ -392,3 +394,92 @@ def test_cat_across_rectilinear_chunk_boundaries(tmp_path, selection, var, index
     got = np.array(json.loads(p.stdout), dtype=want.dtype)
     assert got.shape == want.shape
     assert np.array_equal(got.view("u4"), want.view("u4"))
+
+
+# Ordering by a variable other than the dimension's coordinate (--order-by).
+
+NEMO = "iris_sample_data-2.5.2/iris_sample_data-2.5.2/iris_sample_data/sample_data/NEMO"
+
+
+def test_real_nemo_months_are_ordered_by_time_centered(tmp_path):
+    """Three monthly NEMO ocean files (Iris sample data, written by XIOS) whose dimension
+    coordinate time_counter is 0 in every file: refused as overlapping, with a hint; ordered
+    by time_centered they equal xarray's concatenation of the sources (values, decoded
+    360-day time and its bounds, attributes), whatever order they are given in."""
+    paths = sorted((real_files_dir() / NEMO).glob("nemo_1m_*.nc"))
+    assert len(paths) == 3, paths
+    p, out = build(tmp_path, paths, "--concat-dim", "time_counter", check=False)
+    assert p.returncode != 0 and "overlap" in p.stderr, p.stderr
+    assert "--order-by" in p.stderr, p.stderr
+    assert not out.exists()
+
+    p, out = build(tmp_path, paths[::-1], "--concat-dim", "time_counter", "--order-by", "time_centered")
+    assert "files ordered by time_centered" in p.stdout, p.stdout
+    refs, _, virt = open_virtual(out)
+    want = expected_concat(paths, dim="time_counter")
+    assert_matches_concat(virt, want)
+    assert [str(t)[:10] for t in virt.time_centered.values] == ["2015-01-16", "2015-02-16", "2015-03-16"]
+    assert list(virt.time_counter.values) == [0.0, 0.0, 0.0]
+    assert refs["vzarr"]["concat"]["order_by"] == "time_centered"
+    verify_refs(out)
+
+    # Append: the first two months, then the third, equal the whole build byte for byte; the
+    # ordering variable is taken from the output, and another one is refused.
+    _, part = build(tmp_path, paths[:2], "--concat-dim", "time_counter", "--order-by", "time_centered",
+                    name="part.json")
+    run_vzarr("build", paths[2], "--append", "-o", part)
+    assert part.read_bytes() == out.read_bytes()
+    e = run_vzarr("build", paths[2], "--append", "-o", part, "--concat-dim", "time_counter",
+                  "--order-by", "time_counter", check=False)
+    assert e.returncode != 0 and "ordered by variable \"time_centered\"" in e.stderr, e.stderr
+
+
+def write_wrf_like(path, day, *, minutes_since):
+    """A file as WRF writes one: dimension Time without a coordinate variable, XTIME (minutes
+    since `minutes_since`) and a field along it; 4 six-hourly steps from `day`."""
+    ds = netCDF4.Dataset(path, "w", format="NETCDF4")
+    ds.createDimension("Time", None)
+    ds.createDimension("south_north", 3)
+    ds.createDimension("west_east", 4)
+    x = ds.createVariable("XTIME", "f4", ("Time",))
+    x.units = f"minutes since {minutes_since}"
+    x.calendar = "standard"
+    x.description = "minutes since simulation start"
+    start = (np.datetime64(f"2020-01-{day:02d}") - np.datetime64(minutes_since[:10])).astype(int) * 1440
+    x[:] = start + np.arange(4) * 360.0
+    t2 = ds.createVariable("T2", "f4", ("Time", "south_north", "west_east"), chunksizes=(1, 3, 4))
+    t2.units = "K"
+    t2[:] = 273.0 + day + np.arange(48, dtype="f4").reshape(4, 3, 4) / 10
+    ds.close()
+
+
+def test_files_without_a_coordinate_are_ordered_by_a_time_variable(tmp_path):
+    """WRF-like files (no Time coordinate; XTIME in units that differ per file) given in
+    reverse order: without --order-by they are concatenated in the order given; with
+    --order-by XTIME in time order, XTIME re-encoded into one units string; values equal
+    xarray's concatenation of the sources in time order."""
+    paths = []
+    for day in (1, 2, 3):
+        pth = tmp_path / f"wrfout_d01_2020-01-{day:02d}.nc"
+        write_wrf_like(pth, day, minutes_since=f"2020-01-{day:02d} 00:00:00")
+        paths.append(pth)
+    _, out = build(tmp_path, paths[::-1], "--concat-dim", "Time", "--order-by", "XTIME")
+    refs, _, virt = open_virtual(out)
+    assert refs["vzarr"]["concat"]["order_by"] == "XTIME"
+    want = expected_concat(paths, dim="Time")
+    assert_matches_concat(virt, want)
+    steps = virt.XTIME.values
+    assert (np.diff(steps) == np.timedelta64(6, "h")).all(), steps
+    verify_refs(out)
+    # Without it XTIME is a variable like any other, and its units must agree.
+    p, _ = build(tmp_path, paths[::-1], "--concat-dim", "Time", name="refused.json", check=False)
+    assert p.returncode != 0 and "variable XTIME: attribute units differs" in p.stderr, p.stderr
+    # With one simulation start (as WRF writes it) the order given is kept: days run backwards.
+    for day, pth in zip((1, 2, 3), paths):
+        write_wrf_like(pth, day, minutes_since="2020-01-01 00:00:00")
+    _, out2 = build(tmp_path, paths[::-1], "--concat-dim", "Time", name="given.json")
+    _, _, given = open_virtual(out2)
+    assert [float(given.T2[k, 0, 0]) for k in (0, 4, 8)] == [276.0, 275.0, 274.0]
+    _, out3 = build(tmp_path, paths[::-1], "--concat-dim", "Time", "--order-by", "XTIME", name="ordered.json")
+    _, _, ordered = open_virtual(out3)
+    assert_matches_concat(ordered, expected_concat(paths, dim="Time"))

@@ -57,8 +57,11 @@ MONTHS = sorted((FIXTURES / "archive").glob("tas_2023*.nc"))
         # left (allowed).
         (None, None, {"concat_dim": "time", "allow_gaps": True}, ["--concat-dim", "time",
                                                                     "--allow-gaps"]),
+        # Ordered by a variable named (here the coordinate itself; recorded in the output).
+        (FIXTURES / "archive", [FIXTURES / "archive"], {"concat_dim": "time", "order_by": "time"},
+         ["--concat-dim", "time", "--order-by", "time"]),
     ],
-    ids=["archive", "glob-time-units", "catalog-gaps"],
+    ids=["archive", "glob-time-units", "catalog-gaps", "order-by"],
 )
 def test_combined_build_equals_the_cli(tmp_path, py_inputs, cli_inputs, options, cli):
     if py_inputs is None:
@@ -397,6 +400,8 @@ def test_options_are_validated_as_the_cli_validates_them(tmp_path):
     p = run_vzarr("build", month, "--time-units", "days since 2000-01-01", "-o",
                   tmp_path / "o.json", check=False)
     assert p.returncode != 0 and "not combined along a dimension" in p.stderr
+    with pytest.raises(ValueError, match="no existing dimension to concatenate"):
+        vzarr.build(FIXTURES / "archive", new_dim="member", order_by="time")
     with pytest.raises(ValueError, match="empty dimension"):
         vzarr.build(FIXTURES / "archive", concat_dim=" ")
     with pytest.raises(ValueError, match="without a new dimension"):

@@ -8,7 +8,6 @@ libhdf5/netCDF-C by `vzarr verify`, with Zarr-valid node names; and the manifest
 object-storage copy equals the local one."""
 
 import json
-import os
 import subprocess
 import warnings
 from pathlib import Path
@@ -16,15 +15,14 @@ from pathlib import Path
 import h5py
 import hdf5plugin  # noqa: F401  (registers the filters some of these files use)
 import netCDF4
-import pytest
 import zarr
 
 from conftest import (
-    ROOT,
     assert_values_equal,
     inspect_json,
     is_text,
     open_store,
+    real_files_dir,
     run_vzarr,
     vzarr_bin,
 )
@@ -32,16 +30,6 @@ from conftest import (
 # netCDF-4 writes a dimension without a coordinate variable as a dataset with this NAME; it is a
 # dimension, not a variable, and is not an array of the virtual dataset (as in xarray).
 NC_DIM_ONLY = b"This is a netCDF dimension but not a netCDF variable"
-
-
-def real_files_dir() -> Path:
-    d = os.environ.get("VZARR_REAL_HDF5_DIR")
-    if not d:
-        p = subprocess.run([str(ROOT / "scripts" / "real-files")], capture_output=True, text=True)
-        if p.returncode != 0:
-            pytest.fail(f"scripts/real-files failed (the real-file tests need it):\n{p.stderr}")
-        d = p.stdout.strip()
-    return Path(d)
 
 
 REAL_DIR = real_files_dir()

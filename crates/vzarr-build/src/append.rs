@@ -8,7 +8,7 @@ use vzarr_core::Provenance;
 use vzarr_plan::Concat;
 use vzarr_scan::inputs::SourceRef;
 
-use crate::BuildError;
+use crate::{BuildError, BuildOptions};
 
 /// The provenance block of the reference file read from `reader` (named `output` in
 /// errors), with the sources it records. The JSON is read only as far as the block: vzarr
@@ -90,39 +90,29 @@ fn sources_of(prov: &Provenance) -> Result<Vec<SourceRef>, BuildError> {
         .collect::<Result<_, _>>()?)
 }
 
-/// The sources and the combination of an append to `output`: its recorded sources followed
-/// by those of `inputs` that are new, concatenated along the dimension it was built with
-/// (`concat`, if given, must be that one).
-pub fn plan_append(
-    output: &Path,
-    inputs: Vec<SourceRef>,
-    concat: Option<&Concat>,
-) -> Result<(Vec<SourceRef>, Option<Concat>), BuildError> {
-    let (_, prov) = recorded_sources(output)?;
-    plan_append_recorded(&output.display().to_string(), &prov, inputs, concat)
-}
-
-/// [`plan_append`] for an output stored elsewhere (an Icechunk repository), given the
-/// provenance it records; `output` names it in errors.
+/// The sources of an append to the output named `output` (an Icechunk repository or a
+/// reference file), given the provenance it records: its recorded sources followed by those
+/// of `inputs` that are new. `opts` gets how the output was combined: the dimension it was
+/// concatenated along and the variable that ordered its files (when given, each must be that
+/// one).
 pub fn plan_append_recorded(
     output: &str,
     prov: &Provenance,
     inputs: Vec<SourceRef>,
-    concat: Option<&Concat>,
-) -> Result<(Vec<SourceRef>, Option<Concat>), BuildError> {
+    opts: &mut BuildOptions,
+) -> Result<Vec<SourceRef>, BuildError> {
     let append_error = |reason: String| BuildError::Append {
         output: output.to_string(),
         reason,
     };
     let old = sources_of(prov)?;
-    let mut concat = concat.cloned();
     if let Some(c) = &prov.concat {
         if c.new_dim {
             return Err(append_error(
                 "appending to a stack along a new dimension is not supported; rebuild it".into(),
             ));
         }
-        match &concat {
+        match &opts.concat {
             Some(Concat::Existing(d)) if *d != c.dim => {
                 return Err(append_error(format!(
                     "it was concatenated along {:?}, not {d:?}",
@@ -136,7 +126,19 @@ pub fn plan_append_recorded(
                     c.dim
                 )));
             }
-            None => concat = Some(Concat::Existing(c.dim.clone())),
+            None => opts.concat = Some(Concat::Existing(c.dim.clone())),
+        }
+        match (&c.order_by, &opts.order_by) {
+            (recorded, Some(given)) if recorded.as_ref() != Some(given) => {
+                let was = match recorded {
+                    Some(v) => format!("variable {v:?}"),
+                    None => format!("its coordinate {:?}", c.dim),
+                };
+                return Err(append_error(format!(
+                    "its files were ordered by {was}, not by {given:?}"
+                )));
+            }
+            _ => opts.order_by.clone_from(&c.order_by),
         }
     }
     let new: Vec<SourceRef> = inputs.into_iter().filter(|s| !old.contains(s)).collect();
@@ -145,7 +147,7 @@ pub fn plan_append_recorded(
             "nothing to append: every input is already in it".into(),
         ));
     }
-    Ok((old.into_iter().chain(new).collect(), concat))
+    Ok(old.into_iter().chain(new).collect())
 }
 
 #[cfg(test)]

@@ -114,7 +114,8 @@ pub fn combine(
     };
     let plan_opts = PlanOptions::new(concat)
         .with_allow_gaps(opts.allow_gaps)
-        .with_time_units(opts.time_units.clone());
+        .with_time_units(opts.time_units.clone())
+        .with_order_by(opts.order_by.clone());
     let sources = Memo::new(Stores::default());
     let mut failures = Vec::new();
     loop {

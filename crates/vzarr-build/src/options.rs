@@ -36,6 +36,9 @@ pub struct BuildOptions {
     pub allow_gaps: bool,
     /// Units to re-encode CF time into.
     pub time_units: Option<String>,
+    /// Concatenating along an existing dimension: the variable that orders the files (see
+    /// [`vzarr_plan::PlanOptions::order_by`]); `None`: the dimension's coordinate.
+    pub order_by: Option<String>,
     /// A source whose scan runs longer is left out as a failure (`None`: no limit).
     pub time_limit: Option<std::time::Duration>,
 }
@@ -95,6 +98,8 @@ pub struct Settings {
     pub allow_gaps: bool,
     /// Units to re-encode CF time into.
     pub time_units: Option<String>,
+    /// Order the files concatenated along an existing dimension by this variable.
+    pub order_by: Option<String>,
     /// Scans in flight, and threads that plan and write (0: every core).
     pub jobs: usize,
     /// Bad sources: stop or skip.
@@ -150,10 +155,18 @@ impl Settings {
                 "time units given, but the sources are not combined along a dimension".into(),
             ));
         }
+        if self.order_by.is_some() && self.concat_dim.is_none() {
+            return Err(crate::BuildError::Options(
+                "a variable to order the files by given, but no existing dimension to \
+                 concatenate them along"
+                    .into(),
+            ));
+        }
         for (what, name) in [
             ("dimension", &self.concat_dim),
             ("new dimension", &self.new_dim),
             ("time units", &self.time_units),
+            ("variable to order by", &self.order_by),
         ] {
             if name.as_deref().is_some_and(|n| n.trim().is_empty()) {
                 return Err(crate::BuildError::Options(format!("an empty {what}")));
@@ -172,6 +185,7 @@ impl Settings {
             concat,
             allow_gaps: self.allow_gaps,
             time_units: self.time_units.clone(),
+            order_by: self.order_by.clone(),
             time_limit: (self.file_timeout_secs > 0)
                 .then(|| std::time::Duration::from_secs(self.file_timeout_secs)),
         })
@@ -214,6 +228,31 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("not combined")
+        );
+        for s in [
+            Settings {
+                order_by: Some("time_centered".into()),
+                ..Settings::new()
+            },
+            Settings {
+                new_dim: Some("member".into()),
+                order_by: Some("time_centered".into()),
+                ..Settings::new()
+            },
+        ] {
+            let e = s.options().unwrap_err().to_string();
+            assert!(e.contains("no existing dimension to concatenate"), "{e}");
+        }
+        let s = Settings {
+            concat_dim: Some("time".into()),
+            order_by: Some("".into()),
+            ..Settings::new()
+        };
+        assert!(
+            s.options()
+                .unwrap_err()
+                .to_string()
+                .contains("empty variable to order by")
         );
         let s = Settings {
             concat_dim: Some(" ".into()),

@@ -3,11 +3,10 @@
 //! there. The command line and the Python package both go through here.
 
 use vzarr_core::VirtualDataset;
-use vzarr_plan::Concat;
 use vzarr_scan::inputs::SourceRef;
 use vzarr_source::{Location, Scheme};
 
-use crate::BuildError;
+use crate::{BuildError, BuildOptions};
 
 /// The format of a build's output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -148,13 +147,14 @@ fn upload_error(loc: &vzarr_source::Location, e: vzarr_kerchunk::WriteError) -> 
     }
 }
 
-/// The sources and the combination of an append to `output`: the sources it records followed
-/// by those of `inputs` that are new (see [`crate::append::plan_append_recorded`]).
+/// The sources of an append to `output`: the sources it records followed by those of
+/// `inputs` that are new; `opts` gets how it was combined (see
+/// [`crate::append::plan_append_recorded`]).
 pub fn plan_append(
     output: &Output,
     inputs: Vec<SourceRef>,
-    concat: Option<&Concat>,
-) -> Result<(Vec<SourceRef>, Option<Concat>), BuildError> {
+    opts: &mut BuildOptions,
+) -> Result<Vec<SourceRef>, BuildError> {
     let at = output.display();
     let prov = match output {
         Output::Kerchunk(loc) if loc.scheme == Scheme::File => {
@@ -171,7 +171,7 @@ pub fn plan_append(
             ),
         })?,
     };
-    crate::append::plan_append_recorded(&at, &prov, inputs, concat)
+    crate::append::plan_append_recorded(&at, &prov, inputs, opts)
 }
 
 /// Writes `ds` to `output` (atomically: a reference file appears whole or not at all; an

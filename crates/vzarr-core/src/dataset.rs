@@ -264,6 +264,9 @@ pub struct ConcatPiece {
 pub struct ConcatInfo {
     /// The concatenation dimension.
     pub dim: String,
+    /// The variable the files were ordered by, when not `dim`'s coordinate variable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_by: Option<String>,
     /// Whether `dim` is a new leading dimension (stacking) rather than an existing one.
     pub new_dim: bool,
     /// The files in order along `dim`.

@@ -64,10 +64,15 @@ pub(crate) fn concat_existing(
         .iter()
         .map(|i| order::dim_len(i, dim))
         .collect::<Result<_, _>>()?;
-    let pre = gather_existing(&inputs, dim, reader);
-    let cv = order::coordinate_values(&inputs, dim, reader, &pre)?;
+    // The variable that orders the files: the dimension's coordinate unless one was given.
+    let by = opts.order_by.as_deref().unwrap_or(dim);
+    let pre = gather_existing(&inputs, dim, by, reader);
+    let cv = order::coordinate_values(&inputs, dim, by, opts.order_by.is_some(), reader, &pre)?;
     let mut order: Vec<usize> = (0..inputs.len()).collect();
-    let mut report = PlanReport::default();
+    let mut report = PlanReport {
+        ordered_by: opts.order_by.clone(),
+        ..PlanReport::default()
+    };
     if let Some(cv) = &cv {
         order = order::by_first_value(cv);
         report.gaps = order::check_spacing(&order, &inputs, cv, opts.allow_gaps)?
@@ -78,14 +83,14 @@ pub(crate) fn concat_existing(
     let ordered: Vec<&Input> = order.iter().map(|&k| &inputs[k]).collect();
     let skipped = check_same_variables(&ordered)?;
 
-    // CF time: the coordinate and its bounds are re-encoded into one units string.
+    // CF time: the ordering coordinate and its bounds are re-encoded into one units string.
     let cf = match &cv {
         Some(Coordinate {
             time: Some(time), ..
         }) => {
             let units = opts.time_units.clone().unwrap_or_else(|| {
                 // The first file in time order defines the units.
-                attr_str(&ordered[0].ds.arrays[dim], "units")
+                attr_str(&ordered[0].ds.arrays[by], "units")
                     .unwrap_or(&time.units)
                     .to_string()
             });
@@ -99,15 +104,15 @@ pub(crate) fn concat_existing(
         _ => None,
     };
     if cf.is_none() && opts.time_units.is_some() {
-        return Err(PlanError::TimeUnitsWithoutCfTime { dim: dim.into() });
+        return Err(PlanError::TimeUnitsWithoutCfTime { dim: by.into() });
     }
     let bounds = cf
         .as_ref()
-        .and_then(|_| attr_str(&ordered[0].ds.arrays[dim], "bounds").map(|b| join(parent(dim), b)));
+        .and_then(|_| attr_str(&ordered[0].ds.arrays[by], "bounds").map(|b| join(parent(by), b)));
 
     // The references of the variables concatenated chunk by chunk leave the inputs here and
     // each file's are dropped once copied (see `take_manifests`).
-    let is_time = |path: &str| cf.is_some() && (path == dim || Some(path) == bounds.as_deref());
+    let is_time = |path: &str| cf.is_some() && (path == by || Some(path) == bounds.as_deref());
     let concatenated_paths: Vec<String> = ordered[0]
         .ds
         .arrays
@@ -133,15 +138,14 @@ pub(crate) fn concat_existing(
             let path = path.as_str();
             let arrays = same_path(&ordered, path)?;
             let mut sub = PlanReport::default();
-            let time = cf
-                .as_ref()
-                .filter(|_| path == dim || Some(path) == bounds.as_deref());
+            let time = cf.as_ref().filter(|_| is_time(path));
             if let Some(target) = time {
                 let enc = TimeEncoding {
                     target,
+                    coord: by,
                     coord_units: ordered
                         .iter()
-                        .map(|i| attr_str(&i.ds.arrays[dim], "units").unwrap_or_default())
+                        .map(|i| attr_str(&i.ds.arrays[by], "units").unwrap_or_default())
                         .collect(),
                 };
                 let r = Retimed {
@@ -205,6 +209,7 @@ pub(crate) fn concat_existing(
         &ordered,
         ConcatInfo {
             dim: dim.into(),
+            order_by: opts.order_by.clone(),
             new_dim: false,
             pieces,
             arrays: concatenated,
@@ -214,18 +219,19 @@ pub(crate) fn concat_existing(
     Ok((out, report))
 }
 
-/// Reads up front, from every file, the coordinate of `dim` (and its bounds, when it is a
-/// CF time coordinate) and the variables without `dim` ([`crate::prefetch`]).
-fn gather_existing(inputs: &[Input], dim: &str, reader: &dyn SourceStore) -> Prefetched {
+/// Reads up front, from every file, the variable that orders the files along `dim` (at path
+/// `by`; and its bounds, when it is a CF time coordinate) and the variables without `dim`
+/// ([`crate::prefetch`]).
+fn gather_existing(inputs: &[Input], dim: &str, by: &str, reader: &dyn SourceStore) -> Prefetched {
     let numbers = |input: &Input| {
-        let Some(c) = order::coordinate(&input.ds, dim) else {
+        let Some(c) = order::coordinate(&input.ds, dim, by) else {
             return Vec::new();
         };
-        let mut paths = vec![dim.to_string()];
+        let mut paths = vec![by.to_string()];
         if attr_str(c, "units").is_some_and(is_cf_time_units)
             && let Some(b) = attr_str(c, "bounds")
         {
-            paths.push(join(parent(dim), b));
+            paths.push(join(parent(by), b));
         }
         paths
     };

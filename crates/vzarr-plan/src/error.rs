@@ -161,6 +161,35 @@ pub enum PlanError {
         /// The concatenation dimension.
         dim: String,
     },
+    /// The variable to order the files by is in no file.
+    #[error("no file has a variable {variable:?} to order the files along {dim} by")]
+    OrderByMissing {
+        /// The ordering variable's path.
+        variable: String,
+        /// The concatenation dimension.
+        dim: String,
+    },
+    /// The variable to order the files by is not one-dimensional along the dimension.
+    #[error(
+        "{file}: variable {variable} cannot order the files along {dim}: its dimensions are \
+         {dims:?}, not [{dim:?}]"
+    )]
+    OrderByNotAlongDim {
+        /// File URL.
+        file: String,
+        /// The ordering variable's path.
+        variable: String,
+        /// The concatenation dimension.
+        dim: String,
+        /// The variable's dimensions in that file.
+        dims: Vec<String>,
+    },
+    /// An ordering variable was given for files stacked along a new dimension.
+    #[error("files stacked along a new dimension ({dim:?}) are not ordered by a variable")]
+    OrderByWithNewDim {
+        /// The new dimension.
+        dim: String,
+    },
     /// The number of labels for a new dimension is not the number of files.
     #[error("{labels} values for the new dimension {dim:?}, but {files} files")]
     LabelCount {
@@ -220,7 +249,8 @@ impl PlanError {
             | PlanError::Read { file, .. }
             | PlanError::Time { file, .. }
             | PlanError::Refused { file, .. }
-            | PlanError::NewDimExists { file, .. } => Some(file),
+            | PlanError::NewDimExists { file, .. }
+            | PlanError::OrderByNotAlongDim { file, .. } => Some(file),
             PlanError::MissingVariable { odd, .. } => Some(odd),
             PlanError::Mismatch { files, .. } => Some(&files.second),
             PlanError::Overlap(b) => Some(&b.files.second),

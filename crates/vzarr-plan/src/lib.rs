@@ -96,6 +96,12 @@ pub struct PlanOptions {
     pub allow_gaps: bool,
     /// Units to re-encode CF time coordinates into (default: the first file's).
     pub time_units: Option<String>,
+    /// Concatenating along an existing dimension: order and check the files by this variable
+    /// (a path; 1-D along the dimension) instead of the dimension's coordinate variable, for
+    /// files whose coordinate is absent or useless (NEMO's `time_counter` of zeros beside
+    /// `time_centered`, WRF's `Time` beside `XTIME`). The dimension's own coordinate, if any,
+    /// is then concatenated as it is, like any variable along the dimension.
+    pub order_by: Option<String>,
 }
 
 impl PlanOptions {
@@ -106,6 +112,7 @@ impl PlanOptions {
             concat,
             allow_gaps: false,
             time_units: None,
+            order_by: None,
         }
     }
 
@@ -119,6 +126,13 @@ impl PlanOptions {
     /// Re-encodes CF time coordinates into `units` (`None`: the first file's units).
     pub fn with_time_units(mut self, units: Option<String>) -> Self {
         self.time_units = units;
+        self
+    }
+
+    /// Orders the files by the variable at path `var` (`None`: by the dimension's coordinate
+    /// variable); see [`PlanOptions::order_by`].
+    pub fn with_order_by(mut self, var: Option<String>) -> Self {
+        self.order_by = var;
         self
     }
 }
@@ -146,6 +160,8 @@ pub struct PlanReport {
     pub gaps: Vec<String>,
     /// Units the CF time coordinate was re-encoded into.
     pub time_units: Option<String>,
+    /// The variable the files were ordered by, when not the dimension's coordinate.
+    pub ordered_by: Option<String>,
 }
 
 /// The file name of a URL, for labels.
@@ -172,6 +188,9 @@ pub fn plan(
     let reader: &dyn SourceStore = &recorded;
     let (ds, report) = match &opts.concat {
         Concat::Existing(dim) => concat::concat_existing(inputs, dim, opts, reader)?,
+        Concat::New { dim, .. } if opts.order_by.is_some() => {
+            return Err(PlanError::OrderByWithNewDim { dim: dim.clone() });
+        }
         Concat::New { dim, labels } => stack::stack_new(inputs, dim, labels.as_deref(), reader)?,
     };
     ds.validate()?;

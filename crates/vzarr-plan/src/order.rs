@@ -37,9 +37,14 @@ pub(crate) fn dim_len(input: &Input, dim: &str) -> Result<u64, PlanError> {
     })
 }
 
-/// The coordinate variable of `dim` at the root: 1-D with `dim` as its only dimension.
-pub(crate) fn coordinate<'a>(ds: &'a VirtualDataset, dim: &str) -> Option<&'a VirtualArray> {
-    ds.arrays.get(dim).filter(|a| a.dimension_names == [dim])
+/// The variable that orders files along `dim`: the array at path `by` when 1-D with `dim` as
+/// its only dimension (`by` is `dim` itself unless an ordering variable was given).
+pub(crate) fn coordinate<'a>(
+    ds: &'a VirtualDataset,
+    dim: &str,
+    by: &str,
+) -> Option<&'a VirtualArray> {
+    ds.arrays.get(by).filter(|a| a.dimension_names == [dim])
 }
 
 /// The concatenation coordinate's values of every file, in one encoding.
@@ -60,23 +65,48 @@ impl Coordinate {
     }
 }
 
-/// Reads the coordinate of `dim` of every file; `None` when no file has one. CF time values
-/// are decoded with each file's units and re-encoded into the first file's.
+/// Reads the variable that orders files along `dim` (the array at path `by`: `dim`'s
+/// coordinate variable unless an ordering variable was given, `ordering`) of every file;
+/// `None` when no file has a coordinate variable and none was given. CF time values are
+/// decoded with each file's units and re-encoded into the first file's.
 pub(crate) fn coordinate_values(
     inputs: &[Input],
     dim: &str,
+    by: &str,
+    ordering: bool,
     reader: &dyn SourceStore,
     pre: &Prefetched,
 ) -> Result<Option<Coordinate>, PlanError> {
+    if ordering {
+        // A variable the user named must be what it has to be, in every file that has it.
+        for input in inputs {
+            if let Some(a) = input.ds.arrays.get(by)
+                && a.dimension_names != [dim]
+            {
+                return Err(PlanError::OrderByNotAlongDim {
+                    file: input.url.clone(),
+                    variable: by.into(),
+                    dim: dim.into(),
+                    dims: a.dimension_names.clone(),
+                });
+            }
+        }
+    }
     let coords: Vec<Option<&VirtualArray>> =
-        inputs.iter().map(|i| coordinate(&i.ds, dim)).collect();
+        inputs.iter().map(|i| coordinate(&i.ds, dim, by)).collect();
     if coords.iter().all(Option::is_none) {
+        if ordering {
+            return Err(PlanError::OrderByMissing {
+                variable: by.into(),
+                dim: dim.into(),
+            });
+        }
         return Ok(None);
     }
     if let Some(pos) = coords.iter().position(Option::is_none) {
         let present = coords.iter().position(Option::is_some).unwrap_or(0);
         return Err(PlanError::MissingVariable {
-            variable: dim.into(),
+            variable: by.into(),
             present: inputs[present].url.clone(),
             absent: inputs[pos].url.clone(),
             odd: inputs[pos].url.clone(),
@@ -86,7 +116,7 @@ pub(crate) fn coordinate_values(
     let is_time = |a: &VirtualArray| attr_str(a, "units").is_some_and(time::is_cf_time_units);
     let mut values = Vec::with_capacity(inputs.len());
     for (input, a) in inputs.iter().zip(&coords) {
-        values.push(read_numbers(input, dim, a, reader, pre)?);
+        values.push(read_numbers(input, by, a, reader, pre)?);
     }
     if !coords.iter().any(|a| is_time(a)) {
         return Ok(Some(Coordinate { values, time: None }));
@@ -98,12 +128,12 @@ pub(crate) fn coordinate_values(
         if !is_time(a) {
             return Err(PlanError::NotCfTime {
                 file: inputs[k].url.clone(),
-                variable: dim.into(),
+                variable: by.into(),
             });
         }
         if !time::same_calendar(&calendar(a), &cal0) {
             return Err(PlanError::Mismatch {
-                variable: dim.into(),
+                variable: by.into(),
                 field: "calendar".into(),
                 files: FilePair::new(&inputs[0].url, &inputs[k].url),
                 detail: format!("{cal0:?} vs {:?}", calendar(a)),
@@ -116,7 +146,7 @@ pub(crate) fn coordinate_values(
         values[k] =
             time::convert(&values[k], from, &target, &cal0).map_err(|source| PlanError::Time {
                 file: inputs[k].url.clone(),
-                variable: dim.into(),
+                variable: by.into(),
                 source,
             })?;
     }

@@ -240,6 +240,7 @@ pub(crate) fn stack_new(
         &ordered,
         ConcatInfo {
             dim: dim.into(),
+            order_by: None,
             new_dim: true,
             pieces,
             arrays: stacked,

@@ -70,6 +70,8 @@ impl CfTime {
 pub(crate) struct TimeEncoding<'a> {
     /// The common calendar and the units to encode into.
     pub(crate) target: &'a CfTime,
+    /// Path of the coordinate that ordered the files (its bounds are re-encoded too).
+    pub(crate) coord: &'a str,
     /// Each file's coordinate units (for bounds without units of their own).
     pub(crate) coord_units: Vec<&'a str>,
 }
@@ -137,7 +139,7 @@ pub(crate) fn time_array(
     };
     let raw = values::from_f64(&all, dt.clone()).expect("representable by construction");
     let mut out = inline_array(first, &shape, dt, raw)?;
-    if out.attributes.contains_key("units") || path == dim {
+    if out.attributes.contains_key("units") || path == enc.coord {
         out.attributes
             .insert("units".into(), json!(enc.target.units));
     }

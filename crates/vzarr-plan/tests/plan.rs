@@ -613,3 +613,111 @@ fn string_variables_concatenate_and_static_ones_are_kept_once() {
         .to_string();
     assert!(e.contains("station") && e.contains("identical"), "{e}");
 }
+
+/// A file of `archive` laid out as NEMO writes it: the CF time coordinate is the variable
+/// `time_centered` along `time`, and the coordinate variable `time` holds zeros.
+fn nemo_like(mut ds: vzarr_core::VirtualDataset) -> vzarr_core::VirtualDataset {
+    let t = ds.arrays.remove("time").unwrap();
+    let n = t.shape()[0] as usize;
+    let mut zeros = t.clone();
+    zeros.attributes.clear();
+    zeros.manifest = vzarr_core::ChunkManifest::new_missing(1);
+    zeros.manifest.set_inline(0, vec![0u8; 8 * n]).unwrap();
+    ds.arrays.insert("time_centered".into(), t);
+    ds.arrays.insert("time".into(), zeros);
+    ds
+}
+
+#[test]
+fn files_are_ordered_by_the_variable_given() {
+    let mut inputs: Vec<_> = archive(4, 1, 1, &[]).into_iter().map(nemo_like).collect();
+    inputs.reverse();
+    // The coordinate (zeros everywhere) cannot order them.
+    let e = plan(inputs.clone(), &opts(), &MemReader::default()).unwrap_err();
+    assert!(matches!(e, PlanError::Overlap(_)), "{e}");
+
+    let by = opts().with_order_by(Some("time_centered".into()));
+    let (ds, report) = plan(inputs.clone(), &by, &MemReader::default()).unwrap();
+    let names: Vec<&str> = report
+        .order
+        .iter()
+        .map(|u| vzarr_plan::file_name(u))
+        .collect();
+    assert_eq!(names, ["f00000.nc", "f00001.nc", "f00002.nc", "f00003.nc"]);
+    assert_eq!(report.ordered_by.as_deref(), Some("time_centered"));
+    // The ordering variable is CF time: re-encoded into the first file's units, continuous.
+    let t = time_values(&ds.arrays["time_centered"]);
+    assert_eq!(t.len(), 31 + 28 + 31 + 30);
+    assert!(
+        t.iter().enumerate().all(|(i, &v)| v == i as f64 + 0.5),
+        "{t:?}"
+    );
+    assert_eq!(
+        ds.arrays["time_centered"].attributes["units"],
+        "days since 2000-01-01"
+    );
+    // The dimension's own coordinate is concatenated as stored.
+    assert_eq!(ds.arrays["time"].shape(), vec![120]);
+    assert!(!ds.arrays["time"].attributes.contains_key("units"));
+    assert_eq!(ds.arrays["var0"].shape(), vec![120, 4, 5]);
+    let concat = ds.provenance.concat.as_ref().unwrap();
+    assert_eq!(concat.order_by.as_deref(), Some("time_centered"));
+    assert_eq!(concat.retimed.len(), 1);
+    assert_eq!(concat.retimed[0].array, "time_centered");
+
+    // Files without a coordinate at all are ordered by the variable too (WRF's XTIME).
+    let no_coord: Vec<_> = inputs
+        .iter()
+        .cloned()
+        .map(|mut d| {
+            d.arrays.remove("time");
+            d
+        })
+        .collect();
+    let (_, report) = plan(no_coord, &by, &MemReader::default()).unwrap();
+    assert_eq!(vzarr_plan::file_name(&report.order[0]), "f00000.nc");
+}
+
+#[test]
+fn an_ordering_variable_must_exist_and_run_along_the_dimension() {
+    let inputs: Vec<_> = archive(3, 1, 1, &[]).into_iter().map(nemo_like).collect();
+    let e = plan(
+        inputs.clone(),
+        &opts().with_order_by(Some("nope".into())),
+        &MemReader::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, PlanError::OrderByMissing { .. }), "{e}");
+    assert!(e.to_string().contains("\"nope\""), "{e}");
+
+    let e = plan(
+        inputs.clone(),
+        &opts().with_order_by(Some("var0".into())),
+        &MemReader::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, PlanError::OrderByNotAlongDim { .. }), "{e}");
+    assert!(
+        e.to_string().contains("f00000.nc") && e.to_string().contains("[\"time\", \"y\", \"x\"]"),
+        "{e}"
+    );
+
+    let mut one_lacks = inputs.clone();
+    one_lacks[1].arrays.remove("time_centered");
+    let e = plan(
+        one_lacks,
+        &opts().with_order_by(Some("time_centered".into())),
+        &MemReader::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, PlanError::MissingVariable { .. }), "{e}");
+    assert_eq!(e.file().map(vzarr_plan::file_name), Some("f00001.nc"));
+
+    let stack = PlanOptions::new(Concat::New {
+        dim: "member".into(),
+        labels: None,
+    })
+    .with_order_by(Some("time_centered".into()));
+    let e = plan(inputs, &stack, &MemReader::default()).unwrap_err();
+    assert!(matches!(e, PlanError::OrderByWithNewDim { .. }), "{e}");
+}

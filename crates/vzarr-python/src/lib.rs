@@ -110,7 +110,7 @@ fn value_error(name: &'static str) -> impl Fn(BuildError) -> PyErr {
 #[pyfunction]
 #[pyo3(signature = (
     inputs, *, catalog, include, exclude, concat_dim, new_dim, new_dim_values, allow_gaps,
-    time_units, jobs, on_error, cache_dir, strict, file_timeout, split_contiguous,
+    time_units, order_by, jobs, on_error, cache_dir, strict, file_timeout, split_contiguous,
     max_string_bytes, output, format, branch, piece_refs, commit_per_piece, append, progress
 ))]
 #[allow(clippy::too_many_arguments)]
@@ -125,6 +125,7 @@ fn build(
     new_dim_values: Option<Vec<String>>,
     allow_gaps: bool,
     time_units: Option<String>,
+    order_by: Option<String>,
     jobs: usize,
     on_error: &str,
     cache_dir: Option<PathBuf>,
@@ -164,6 +165,7 @@ fn build(
         new_dim_values,
         allow_gaps,
         time_units,
+        order_by,
         jobs,
         on_error: on_error.parse().map_err(value_error("on_error"))?,
         cache_dir,
@@ -181,12 +183,7 @@ fn build(
         let filters = Filters { include, exclude };
         let sources = vzarr_scan::inputs::collect(&inputs, &catalog, &filters)?;
         let sources = match (&output, append) {
-            (Some(out), true) => {
-                let (all, concat) =
-                    vzarr_build::output::plan_append(out, sources, opts.concat.as_ref())?;
-                opts.concat = concat;
-                all
-            }
+            (Some(out), true) => vzarr_build::output::plan_append(out, sources, &mut opts)?,
             _ => sources,
         };
         let bar = if progress {

@@ -102,6 +102,7 @@ def build(
     new_dim_values: Sequence[Any] | None = None,
     allow_gaps: bool = False,
     time_units: str | None = None,
+    order_by: str | None = None,
     output: PathLike | None = None,
     format: Literal["kerchunk", "icechunk"] = "kerchunk",
     branch: str = "main",
@@ -137,6 +138,10 @@ def build(
     allow_gaps: accept gaps along the concatenation coordinate (overlaps stay errors).
     time_units: re-encode the CF time coordinate into these units (default: the first
         file's).
+    order_by: with ``concat_dim``, order and check the files by this variable (1-D along
+        the dimension, e.g. "time_centered" or "XTIME") instead of the dimension's
+        coordinate variable; a CF time variable is re-encoded like a coordinate, the
+        coordinate itself is kept as stored.
     output: write the references here instead of returning them: a local path or an s3://,
         gs:// or az:// URL (kerchunk JSON, written atomically), or with
         ``format="icechunk"`` an Icechunk repository (a local directory, or
@@ -187,6 +192,7 @@ def build(
         new_dim_values=None if new_dim_values is None else [str(v) for v in new_dim_values],
         allow_gaps=allow_gaps,
         time_units=time_units,
+        order_by=order_by,
         jobs=jobs,
         on_error=on_error,
         cache_dir=None if cache_dir is None else _os.fspath(cache_dir),

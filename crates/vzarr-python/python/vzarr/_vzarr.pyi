@@ -21,6 +21,7 @@ def build(
     new_dim_values: list[str] | None,
     allow_gaps: bool,
     time_units: str | None,
+    order_by: str | None,
     jobs: int,
     on_error: str,
     cache_dir: str | None,

@@ -96,6 +96,7 @@ fn rectilinear_concatenation_reads_through_zarrs() {
         sources,
         concat: Some(ConcatInfo {
             dim: "time".into(),
+            order_by: None,
             new_dim: false,
             pieces: vec![
                 ConcatPiece {
@@ -220,6 +221,7 @@ fn stacking_along_a_new_dimension_is_verified_per_member() {
         allowed_prefixes: prefixes_of(&sources),
         concat: Some(ConcatInfo {
             dim: "member".into(),
+            order_by: None,
             new_dim: true,
             pieces: sources
                 .iter()
