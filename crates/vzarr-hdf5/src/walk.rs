@@ -133,12 +133,8 @@ pub fn scan_with_head(
             })?;
     }
     if opts.cache_beyond_head {
-        // One batch for what lies beyond the head and will be needed first (a hint: a failed
-        // fetch shows again, with its cause, when the walk reads those bytes).
-        let ahead = crate::ahead::ranges(&storage);
-        if !ahead.is_empty() {
-            vzarr_hdf5_format::Storage::prefetch(&storage, &ahead);
-        }
+        // Batches for what lies beyond the head and will be needed first.
+        crate::ahead::plan(&storage);
     }
     let file = File::open(Arc::new(storage.clone())).map_err(|source| Hdf5Error::Open {
         url: url.clone(),

@@ -336,3 +336,51 @@ fn object_storage_scans_fetch_what_lies_beyond_the_head_in_one_batch() {
         "written after the data"
     );
 }
+
+/// Groups and multi-level chunk indexes beyond the head: a netCDF-4 file with its variables
+/// in a nested group, each of 730 small chunks (a v1 B-tree of a root and 12 leaves) written
+/// before the next is defined, so that the later variables' headers, index roots and leaves
+/// all lie beyond the 256 KiB head, among the data. The look-ahead follows the groups and goes
+/// down the indexes a level a round, so the scan takes a round trip per level of what lies
+/// beyond the head (3: the head, the headers and index roots, the leaves; nothing is left
+/// for the walk), not one more for leaves the walk meets (4 with one look-ahead batch of
+/// the root group's links only).
+#[test]
+fn object_storage_scans_follow_groups_and_index_levels_in_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("nested.nc");
+    {
+        let mut f = netcdf::create(&p).unwrap();
+        let mut g = f.add_group("model").unwrap();
+        let mut g = g.add_group("atmos").unwrap();
+        g.add_unlimited_dimension("time").unwrap();
+        g.add_dimension("y", 8).unwrap();
+        g.add_dimension("x", 8).unwrap();
+        for (k, name) in ["pr", "psl", "tas", "uas"].into_iter().enumerate() {
+            let mut v = g.add_variable::<f32>(name, &["time", "y", "x"]).unwrap();
+            v.set_chunking(&[1, 8, 8]).unwrap();
+            v.put_attribute("units", "1").unwrap();
+            let values: Vec<f32> = (0..730 * 64).map(|i| (i + k) as f32).collect();
+            v.put_values(&values, (0..730, .., ..)).unwrap();
+        }
+    }
+    let data = std::fs::read(&p).unwrap();
+    assert!(data.len() > 600 << 10, "{} bytes", data.len());
+    let src = std::sync::Arc::new(Calls {
+        inner: vzarr_source::MemSource::new("s3://bucket/nested.nc", data.clone()),
+        calls: Default::default(),
+    });
+    let remote = vzarr_hdf5::scan(src.clone(), &vzarr_hdf5::ScanOptions::object_storage())
+        .unwrap_or_else(|e| panic!("{}", e.report()));
+    let local = vzarr_hdf5::scan(
+        std::sync::Arc::new(vzarr_source::MemSource::new("s3://bucket/nested.nc", data)),
+        &vzarr_hdf5::ScanOptions::local(),
+    )
+    .unwrap();
+    assert_eq!(
+        vzarr_kerchunk::to_bytes(&remote).unwrap(),
+        vzarr_kerchunk::to_bytes(&local).unwrap()
+    );
+    assert_eq!(remote.arrays["model/atmos/uas"].manifest.len(), 730);
+    assert_eq!(src.calls.load(std::sync::atomic::Ordering::Relaxed), 3);
+}
