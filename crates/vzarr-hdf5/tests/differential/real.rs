@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::compare::{Bytes, Stats, compare};
 
-fn files_below(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn files_below(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };

@@ -1,5 +1,5 @@
-//! Seeded mutation test of the whole native scanner: corrupted copies of the fixtures and of
-//! generated files are scanned (attributes, dimension scales, layouts, masked chunks: the
+//! Seeded mutation test of the whole native scanner: corrupted copies of the fixtures, of
+//! generated files and of the real files below `VZARR_REAL_HDF5_DIR` (when set) are scanned (attributes, dimension scales, layouts, masked chunks: the
 //! mapping, beyond the format crate's own mutation test of its reader), each under
 //! `catch_unwind` in a thread with a wall-clock guard. No mutant may panic or hang.
 //!
@@ -177,11 +177,29 @@ fn inputs() -> Vec<(String, Vec<u8>)> {
         })
         .collect();
     paths.extend(crate::gen_files::all(dir.path()));
-    paths
+    let mut out: Vec<(String, Vec<u8>)> = paths
         .iter()
         .map(|p| (p.display().to_string(), std::fs::read(p).unwrap()))
-        .collect()
+        .collect();
+    // The real HDF5 files no one here wrote (NWB, MATLAB, model output, third-party filters),
+    // those of at most REAL_MAX_BYTES, when the corpus is there.
+    if let Some(dir) = std::env::var_os("VZARR_REAL_HDF5_DIR") {
+        let mut real = Vec::new();
+        crate::real::files_below(std::path::Path::new(&dir), &mut real);
+        for p in real {
+            let data = std::fs::read(&p).unwrap();
+            let hdf5 = vzarr_source::hdf5_signature_offsets(data.len() as u64)
+                .any(|o| data[o as usize..].starts_with(&vzarr_source::HDF5_SIGNATURE));
+            if hdf5 && data.len() <= REAL_MAX_BYTES {
+                out.push((p.display().to_string(), data));
+            }
+        }
+    }
+    out
 }
+
+/// Largest real file mutated (bigger ones cost time per mutant, not coverage).
+const REAL_MAX_BYTES: usize = 1 << 20;
 
 #[test]
 fn mutants_never_panic_or_hang() {
