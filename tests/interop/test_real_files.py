@@ -2,12 +2,14 @@
 scripts/real-files pins by hash: test data of h5py, netCDF4, pyfive, PyTables, hdf5plugin, model
 output, radar, satellite, NWB and NeXus files from the tools of those fields):
 every dataset h5py (or netCDF4-python, for NetCDF3) reads equals what zarr-python reads through
-the manifest vzarr builds (variable-length strings included, compared as text), or is reported
-as skipped by `vzarr inspect`; every manifest is accepted by zarrs and verified against
+the manifest vzarr builds (variable-length strings included, compared as text), and what
+icechunk-python reads from the Icechunk repository vzarr builds, or is reported as skipped by
+`vzarr inspect`; every manifest is accepted by zarrs and verified against
 libhdf5/netCDF-C by `vzarr verify`, with Zarr-valid node names; and the manifest built from an
 object-storage copy equals the local one."""
 
 import json
+import shutil
 import subprocess
 import warnings
 from pathlib import Path
@@ -69,17 +71,17 @@ def test_the_corpus_is_there():
     assert len(REAL_FILES) >= 240, f"{len(REAL_FILES)} real files below {REAL_DIR}"
 
 
-def test_every_array_matches_an_independent_reader(tmp_path):
-    equal = skipped = unreadable = strings = 0
-    problems = []
-    for p in REAL_FILES:
+class Tally:
+    """What comparing the arrays vzarr built from the corpus with the sources found."""
+
+    def __init__(self):
+        self.equal = self.skipped = self.unreadable = self.strings = 0
+        self.problems = []
+
+    def check(self, p: Path, group):
+        """Every array an independent reader finds in `p` equals the array at its path in
+        `group` (what vzarr built from `p`), or is reported skipped by `vzarr inspect`."""
         name = str(p.relative_to(REAL_DIR))
-        out = tmp_path / (p.name + ".json")
-        b = run_vzarr("build", p, "-o", out, check=False)
-        if b.returncode != 0:
-            problems.append(f"{name}: build failed: {b.stderr.strip()[-300:]}")
-            continue
-        group = zarr.open_group(open_store(json.loads(out.read_text())), mode="r")
         reported = {s["path"] for s in inspect_json(p)["skipped"]}
         for path, read in source_arrays(p):
             try:
@@ -87,28 +89,60 @@ def test_every_array_matches_an_independent_reader(tmp_path):
                     warnings.simplefilter("ignore")
                     expected = read()
             except Exception:  # noqa: BLE001  (types the reference reader cannot read either)
-                unreadable += 1
+                self.unreadable += 1
                 continue
             if path in group:
                 try:
                     assert_values_equal(expected, group[path][...], f"{name}:{path}")
-                    equal += 1
-                    strings += is_text(expected) or getattr(group[path].dtype, "kind", "") == "T"
+                    self.equal += 1
+                    self.strings += is_text(expected) or getattr(group[path].dtype, "kind", "") == "T"
                 except AssertionError as e:
-                    problems.append(str(e))
+                    self.problems.append(str(e))
             elif path in reported:
-                skipped += 1
+                self.skipped += 1
             else:
-                problems.append(f"{name}:{path} is neither in the manifest nor reported skipped")
-    print(f"real files: {len(REAL_FILES)}, arrays equal {equal} (of which variable-length "
-          f"strings {strings}), reported skipped {skipped}, unreadable by the reference reader "
-          f"{unreadable}")
-    assert not problems, "\n".join(problems)
-    # 3,865 since the corpus grew from 6 sdists to 18 (382 before; 255 before issue 16's
-    # strings, complex, struct, enum, bitfield and array types).
-    assert equal >= 3860, equal
-    # Mostly the NWB files (pynwb, hdmf): 614 variable-length string datasets.
-    assert strings >= 600, strings
+                self.problems.append(f"{name}:{path} is neither in the output nor reported skipped")
+
+    def assert_complete(self, what: str):
+        print(f"real files ({what}): {len(REAL_FILES)}, arrays equal {self.equal} (of which "
+              f"variable-length strings {self.strings}), reported skipped {self.skipped}, "
+              f"unreadable by the reference reader {self.unreadable}")
+        assert not self.problems, "\n".join(self.problems)
+        # 3,865 since the corpus grew from 6 sdists to 18 (382 before; 255 before issue 16's
+        # strings, complex, struct, enum, bitfield and array types).
+        assert self.equal >= 3860, self.equal
+        # Mostly the NWB files (pynwb, hdmf): 614 variable-length string datasets.
+        assert self.strings >= 600, self.strings
+
+
+def test_every_array_matches_an_independent_reader(tmp_path):
+    t = Tally()
+    for p in REAL_FILES:
+        out = tmp_path / (p.name + ".json")
+        b = run_vzarr("build", p, "-o", out, check=False)
+        if b.returncode != 0:
+            t.problems.append(f"{p.relative_to(REAL_DIR)}: build failed: {b.stderr.strip()[-300:]}")
+            continue
+        t.check(p, zarr.open_group(open_store(json.loads(out.read_text())), mode="r"))
+    t.assert_complete("kerchunk JSON, zarr-python")
+
+
+def test_every_array_of_an_icechunk_repository_matches_an_independent_reader(tmp_path):
+    """The same through Icechunk: each file built into a repository, read by icechunk-python
+    (authorising the containers it lists) and zarr-python."""
+    from test_icechunk import build_repo, open_local, zarr_group
+
+    t = Tally()
+    for i, p in enumerate(REAL_FILES):
+        repo_path = tmp_path / f"repo{i}"
+        b = build_repo(repo_path, p, check=False)
+        if b.returncode != 0:
+            t.problems.append(f"{p.relative_to(REAL_DIR)}: build failed: {b.stderr.strip()[-300:]}")
+            continue
+        repo, _ = open_local(repo_path)
+        t.check(p, zarr_group(repo))
+        shutil.rmtree(repo_path)
+    t.assert_complete("Icechunk, icechunk-python")
 
 
 ZARR_RESERVED = ("__",)
