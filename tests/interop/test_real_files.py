@@ -129,7 +129,8 @@ def test_every_array_matches_an_independent_reader(tmp_path):
 
 def test_every_array_of_an_icechunk_repository_matches_an_independent_reader(tmp_path):
     """The same through Icechunk: each file built into a repository, read by icechunk-python
-    (authorising the containers it lists) and zarr-python."""
+    (authorising the containers it lists) and zarr-python, and verified by `vzarr verify`
+    (vzarr's own reader of repositories against libhdf5/netCDF-C)."""
     from test_icechunk import build_repo, open_local, zarr_group
 
     t = Tally()
@@ -141,6 +142,9 @@ def test_every_array_of_an_icechunk_repository_matches_an_independent_reader(tmp
             continue
         repo, _ = open_local(repo_path)
         t.check(p, zarr_group(repo))
+        v = run_vzarr("verify", repo_path, "--trust-references", check=False)
+        if v.returncode != 0:
+            t.problems.append(f"{p.relative_to(REAL_DIR)}: vzarr verify failed:\n{v.stdout[-1500:]}{v.stderr[-500:]}")
         shutil.rmtree(repo_path)
     t.assert_complete("Icechunk, icechunk-python")
 
