@@ -99,6 +99,17 @@ fn message(e: &anyhow::Error) -> String {
     out
 }
 
+/// The flag that changes the outcome of the planner error `e`, in words, where one does.
+fn plan_hint(e: &vzarr_plan::PlanError) -> Option<String> {
+    match e {
+        vzarr_plan::PlanError::Gap(_) => Some("pass --allow-gaps to accept gaps".into()),
+        vzarr_plan::PlanError::Overlap(_) => Some(
+            "leave out a file given twice; if the dimension's coordinate does not tell the files apart (the same values in each), order them by another variable along the dimension with --order-by VAR".into(),
+        ),
+        _ => None,
+    }
+}
+
 /// The flag that changes the outcome of `e`, in words, where one does.
 fn hint(e: &anyhow::Error) -> Option<String> {
     use vzarr_build::BuildError;
@@ -108,6 +119,13 @@ fn hint(e: &anyhow::Error) -> Option<String> {
             match b {
                 BuildError::Strict { .. } => {
                     return Some("--strict is set: leave it out to build without them".into());
+                }
+                // `BuildError::Plan` is transparent: the chain goes on from the planner
+                // error's own cause, so the planner error is only found in here.
+                BuildError::Plan(p) => {
+                    if let Some(h) = plan_hint(p) {
+                        return Some(h);
+                    }
                 }
                 BuildError::HowToCombine { suggestion, .. } => {
                     return Some(match suggestion {
@@ -123,24 +141,11 @@ fn hint(e: &anyhow::Error) -> Option<String> {
                 _ => {}
             }
         }
-        // A planner error reaches here inside `BuildError::Plan`, which is transparent: the
-        // chain goes on from the planner error's own cause, so look inside.
-        let plan = cause.downcast_ref::<vzarr_plan::PlanError>().or_else(|| {
-            match cause.downcast_ref::<BuildError>() {
-                Some(BuildError::Plan(p)) => Some(&**p),
-                _ => None,
-            }
-        });
-        match plan {
-            Some(vzarr_plan::PlanError::Gap(_)) => {
-                return Some("pass --allow-gaps to accept gaps".into());
-            }
-            Some(vzarr_plan::PlanError::Overlap(_)) => {
-                return Some(
-                    "leave out a file given twice; if the dimension's coordinate does not tell the files apart (the same values in each), order them by another variable along the dimension with --order-by VAR".into(),
-                );
-            }
-            _ => {}
+        if let Some(h) = cause
+            .downcast_ref::<vzarr_plan::PlanError>()
+            .and_then(plan_hint)
+        {
+            return Some(h);
         }
         if let Some(vzarr_read::ReadError::Prefix(_)) =
             cause.downcast_ref::<vzarr_read::ReadError>()
