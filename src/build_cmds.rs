@@ -38,6 +38,7 @@ pub(crate) fn build(
         if let Some(r) = &out.plan {
             print::plan_report(r);
         }
+        print::small_chunks(&out.small_chunks);
         let action = if append { "append" } else { "build" };
         print::finish(
             &out.dataset,
@@ -102,18 +103,26 @@ fn combine_in_pool(
     let (datasets, mut failures, warnings) = vzarr_build::shard::read_partials(partials)?;
     print::warnings(&warnings);
     let files = datasets.len() + failures.len();
-    let (ds, plan, left_out) = vzarr_build::combine(datasets, opts)?;
-    failures.extend(left_out);
-    if let Some(r) = &plan {
+    let combined = vzarr_build::combine(datasets, opts)?;
+    failures.extend(combined.failures.iter().cloned());
+    if let Some(r) = &combined.plan {
         print::plan_report(r);
     }
+    print::small_chunks(&combined.small_chunks);
     let mut summary = BatchSummary {
         files,
         failed: failures.len(),
         ..Default::default()
     };
-    vzarr_build::fill_totals(&mut summary, &ds, started);
-    print::finish(&ds, output, "combine", &failures, &summary, report)
+    vzarr_build::fill_totals(&mut summary, &combined, started);
+    print::finish(
+        &combined.dataset,
+        output,
+        "combine",
+        &failures,
+        &summary,
+        report,
+    )
 }
 
 /// Runs `vzarr inspect` on an Icechunk repository: what a branch's tip holds, and its history.
@@ -148,18 +157,24 @@ pub(crate) fn inspect_repo(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs `vzarr inspect`: what the scanner sees in one file.
+/// Runs `vzarr inspect`: what the scanner sees in one file, and what a build would merge and
+/// keep inline.
 pub(crate) fn inspect(
     source: &SourceRef,
     scan: &vzarr_scan::ScanOptions,
+    small: &vzarr_core::SmallChunkPolicy,
     json: bool,
 ) -> Result<ExitCode> {
     let ds = vzarr_scan::scan_source(source, scan)?;
     let s = summarize(&ds);
+    let survey = vzarr_plan::survey(&ds, small, vzarr_plan::Grids::Any);
     if json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        let mut v = serde_json::to_value(&s)?;
+        v["small_chunks"] = serde_json::to_value(&survey)?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print!("{}", s.to_table());
+        print!("{}", print::survey_table(&survey));
     }
     Ok(ExitCode::SUCCESS)
 }

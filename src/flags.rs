@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use vzarr_build::shard::Shard;
 use vzarr_build::{BuildOptions, DEFAULT_FILE_TIMEOUT_SECS, Format, OnError, Output, Settings};
+use vzarr_core::{SmallChunkPolicy, SmallChunks};
 use vzarr_scan::inputs::{Filters, SourceRef};
 
 #[derive(Parser)]
@@ -22,7 +23,8 @@ pub(crate) struct Cli {
 #[derive(clap::Args, Clone)]
 pub(crate) struct ScanArgs {
     /// Split uncompressed contiguous variables larger than SIZE into virtual chunks along the
-    /// first axis (e.g. 4MiB, 512KiB, 1000000).
+    /// first axis (e.g. 4MiB, 512KiB, 1000000); merged small chunks then stay within SIZE
+    /// too, unless --chunk-target says otherwise.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) split_contiguous: Option<u64>,
     /// The HDF5/NetCDF4 scanner: native (pure Rust, local files and object storage) or
@@ -153,6 +155,54 @@ impl CombineArgs {
     }
 }
 
+/// What a build does with small chunks.
+#[derive(clap::Args, Clone)]
+pub(crate) struct SmallChunkArgs {
+    /// What to do with small chunks: inline (the default: merge adjacent uncompressed chunks
+    /// under 64 KiB into larger virtual chunks, then keep inline the arrays whose references
+    /// would still average under 1 KiB, and copy other chunks under 1 KiB inline), merge
+    /// (merge only; copy no data), keep (reference every chunk as it is stored).
+    #[arg(long, value_name = "POLICY")]
+    pub(crate) small_chunks: Option<SmallChunksArg>,
+    /// Merged chunks, and the chunks of arrays kept inline, hold up to SIZE (default 4MiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) chunk_target: Option<u64>,
+    /// Keep an array inline only if it decodes to at most SIZE (default 16MiB); a larger one
+    /// stays referenced, with a warning.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) inline_max: Option<u64>,
+    /// Keep at most SIZE (decoded) inline in all, the smallest arrays first (default 256MiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) inline_total: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SmallChunksArg {
+    /// Merge, then keep inline what would still be referenced in small pieces.
+    Inline,
+    /// Merge adjacent uncompressed chunks into larger virtual chunks; copy no data.
+    Merge,
+    /// Reference every chunk as it is stored.
+    Keep,
+}
+
+impl SmallChunkArgs {
+    /// `base` with the small-chunk policy these flags ask for.
+    pub(crate) fn settings(&self, base: Settings) -> Settings {
+        Settings {
+            small_chunks: self.small_chunks.map(|m| match m {
+                SmallChunksArg::Inline => SmallChunks::Inline,
+                SmallChunksArg::Merge => SmallChunks::Merge,
+                SmallChunksArg::Keep => SmallChunks::Keep,
+            }),
+            chunk_target: self.chunk_target,
+            inline_max: self.inline_max,
+            inline_total: self.inline_total,
+            ..base
+        }
+    }
+}
+
 /// Where a build or a combine writes, and how.
 #[derive(clap::Args, Clone)]
 pub(crate) struct OutputArgs {
@@ -223,6 +273,8 @@ pub(crate) enum Command {
         #[command(flatten)]
         combine: CombineArgs,
         #[command(flatten)]
+        small: SmallChunkArgs,
+        #[command(flatten)]
         report: ReportArgs,
     },
     /// Scan one shard of the sources (every N-th, starting at K) into a partial file, for
@@ -248,9 +300,12 @@ pub(crate) enum Command {
         #[command(flatten)]
         combine: CombineArgs,
         #[command(flatten)]
+        small: SmallChunkArgs,
+        #[command(flatten)]
         report: ReportArgs,
     },
-    /// Print what the scanner sees in a file: arrays, shapes, types, chunking, codecs.
+    /// Print what the scanner sees in a file: arrays, shapes, types, chunking, codecs; and
+    /// which small chunks a build would merge or keep inline.
     Inspect {
         /// HDF5, NetCDF4 or NetCDF3 file (or object-store URL), or an Icechunk repository
         /// (a local directory, or s3://, gs:// or az://bucket/prefix) written by vzarr.
@@ -263,6 +318,8 @@ pub(crate) enum Command {
         json: bool,
         #[command(flatten)]
         scan: ScanArgs,
+        #[command(flatten)]
+        small: SmallChunkArgs,
     },
     /// Check references: read every chunk (or a --sample) through the manifest and compare
     /// every value with the source read directly; exit status 1 if any value differs.
@@ -311,6 +368,7 @@ pub(crate) enum Run {
     Inspect {
         source: SourceRef,
         scan: vzarr_scan::ScanOptions,
+        small: SmallChunkPolicy,
         json: bool,
     },
     /// `vzarr inspect` of an Icechunk repository.
@@ -342,9 +400,10 @@ pub(crate) fn parse() -> Result<Run> {
             output,
             append,
             combine,
+            small,
             report,
         } => Run::Build {
-            opts: build_options(&sources, Some(&combine))?,
+            opts: build_options(&sources, Some((&combine, &small)))?,
             sources: collect(&sources)?,
             output: output.output()?,
             append,
@@ -364,12 +423,15 @@ pub(crate) fn parse() -> Result<Run> {
             partials,
             output,
             combine,
+            small,
             report,
         } => Run::Combine {
             partials,
             opts: BuildOptions {
                 on_error: OnError::Skip,
-                ..combine.settings(Settings::new()).options()?
+                ..small
+                    .settings(combine.settings(Settings::new()))
+                    .options()?
             },
             output: output.output()?,
             report,
@@ -385,7 +447,11 @@ pub(crate) fn parse() -> Result<Run> {
             json,
         },
         Command::Inspect {
-            input, json, scan, ..
+            input,
+            json,
+            scan,
+            small,
+            ..
         } => {
             let found = vzarr_scan::inputs::collect(
                 std::slice::from_ref(&input),
@@ -397,6 +463,10 @@ pub(crate) fn parse() -> Result<Run> {
             Run::Inspect {
                 source,
                 scan: scan_options(&scan, DEFAULT_FILE_TIMEOUT)?,
+                small: small
+                    .settings(Settings::new())
+                    .small_chunk_policy()?
+                    .unwrap_or_default(),
                 json,
             }
         }
@@ -556,7 +626,10 @@ fn scan_options(a: &ScanArgs, timeout_secs: u64) -> Result<vzarr_scan::ScanOptio
 }
 
 /// The build options these flags ask for (validated by the library's [`Settings`]).
-fn build_options(s: &SourceArgs, c: Option<&CombineArgs>) -> Result<BuildOptions> {
+fn build_options(
+    s: &SourceArgs,
+    c: Option<(&CombineArgs, &SmallChunkArgs)>,
+) -> Result<BuildOptions> {
     let base = Settings {
         jobs: s.jobs,
         on_error: match s.on_error {
@@ -570,7 +643,7 @@ fn build_options(s: &SourceArgs, c: Option<&CombineArgs>) -> Result<BuildOptions
         ..Settings::new()
     };
     let settings = match c {
-        Some(c) => c.settings(base),
+        Some((c, small)) => small.settings(c.settings(base)),
         None => base,
     };
     Ok(settings.options()?)

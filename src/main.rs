@@ -62,7 +62,12 @@ fn run(command: Run) -> Result<ExitCode> {
             output,
             report,
         } => build_cmds::combine(&partials, &opts, &output, &report),
-        Run::Inspect { source, scan, json } => build_cmds::inspect(&source, &scan, json),
+        Run::Inspect {
+            source,
+            scan,
+            small,
+            json,
+        } => build_cmds::inspect(&source, &scan, &small, json),
         Run::InspectRepo {
             location,
             branch,

@@ -62,6 +62,68 @@ pub(crate) fn plan_report(r: &vzarr_plan::PlanReport) {
     }
 }
 
+/// What was merged and inlined, and the arrays left referenced in small pieces (each a
+/// warning, with the options that would inline them).
+pub(crate) fn small_chunks(r: &vzarr_plan::CompactReport) {
+    if r.references_before != r.references_after {
+        println!(
+            "small chunks: {} references -> {} ({} merged away, {} replaced by {} inline)",
+            r.references_before,
+            r.references_after,
+            r.references_merged,
+            r.references_inlined,
+            human_bytes(r.inline_bytes)
+        );
+    }
+    for left in &r.left_referenced {
+        eprintln!("vzarr: warning: {left}");
+    }
+    if r.left_referenced
+        .iter()
+        .any(|l| !matches!(l.reason, vzarr_plan::LeftReason::Failed { .. }))
+    {
+        eprintln!(
+            "vzarr: hint: --inline-max SIZE (per array) and --inline-total SIZE (per build) raise the limits"
+        );
+    }
+}
+
+/// What a build would merge and keep inline, for `vzarr inspect`.
+pub(crate) fn survey_table(r: &vzarr_plan::CompactReport) -> String {
+    use vzarr_plan::ArrayAction;
+    let mut out = String::new();
+    if r.arrays.is_empty() && r.left_referenced.is_empty() {
+        return out;
+    }
+    out.push_str(&format!(
+        "\nsmall chunks (what a build does with them): {} references -> {}\n",
+        r.references_before, r.references_after
+    ));
+    for (path, actions) in &r.arrays {
+        for a in actions {
+            let what = match a {
+                ArrayAction::Merged { from, to } => {
+                    format!("{from} chunks merged into {to} larger virtual chunks")
+                }
+                ArrayAction::Inlined { references, bytes } => format!(
+                    "kept inline ({} decoded) instead of {references} references",
+                    human_bytes(*bytes)
+                ),
+                ArrayAction::SmallChunksInlined { chunks, bytes } => format!(
+                    "{chunks} chunks under 1 KiB copied inline ({})",
+                    human_bytes(*bytes)
+                ),
+                _ => continue,
+            };
+            out.push_str(&format!("  {path}: {what}\n"));
+        }
+    }
+    for left in &r.left_referenced {
+        out.push_str(&format!("  {left}\n"));
+    }
+    out
+}
+
 /// Writes the output, the failure report and the summary; returns the exit status.
 pub(crate) fn finish(
     ds: &vzarr_core::VirtualDataset,

@@ -125,7 +125,14 @@ fn files_the_planner_cannot_combine_are_skipped_and_reported() {
     std::fs::copy(&m[3], &odd).unwrap();
     let refs_of = |p: &Path| {
         let r = dir.path().join("one.json");
-        ok(&vzarr(&["build", s(p), "-o", s(&r)]));
+        ok(&vzarr(&[
+            "build",
+            s(p),
+            "-o",
+            s(&r),
+            "--small-chunks",
+            "keep",
+        ]));
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&r).unwrap()).unwrap();
         v
     };

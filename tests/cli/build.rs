@@ -59,11 +59,10 @@ fn normalised_build(name: &str, dir: &Path, extra: &[&str]) -> String {
     normalise(&std::fs::read_to_string(&out).unwrap(), &prefix)
 }
 
-#[test]
-fn golden_manifests() {
-    // The manifests of the fixtures, with the fixture directory written as {FIXTURES}.
-    // Regenerate after an intended change with VZARR_BLESS=1 cargo test --test cli.
-    let dir = tempfile::tempdir().unwrap();
+/// Compares (or with `VZARR_BLESS` set, writes) the manifest of every good fixture built
+/// with `extra` flags against `manifests/<dir>/<fixture>.json`.
+fn check_goldens(dir: &str, extra: &[&str]) {
+    let tmp = tempfile::tempdir().unwrap();
     let bless = std::env::var_os("VZARR_BLESS").is_some();
     let mut good = names("hdf5");
     good.extend(names("netcdf4"));
@@ -71,9 +70,13 @@ fn golden_manifests() {
     assert!(good.len() >= 9, "fixture index lists too few files");
     let mut failures = Vec::new();
     for name in good {
-        let text = normalised_build(&name, dir.path(), &[]);
-        let golden = root().join("manifests").join(format!("{name}.json"));
+        let text = normalised_build(&name, tmp.path(), extra);
+        let golden = root()
+            .join("manifests")
+            .join(dir)
+            .join(format!("{name}.json"));
         if bless {
+            std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
             std::fs::write(&golden, &text).unwrap();
             continue;
         }
@@ -87,6 +90,21 @@ fn golden_manifests() {
         failures.is_empty(),
         "{failures:#?}\n(run VZARR_BLESS=1 cargo test --test cli after an intended change)"
     );
+}
+
+#[test]
+fn golden_manifests() {
+    // What the scanners find in the fixtures, every chunk referenced as it is stored, with
+    // the fixture directory written as {FIXTURES}. Regenerate after an intended change with
+    // VZARR_BLESS=1 cargo test --test cli.
+    check_goldens("", &["--small-chunks", "keep"]);
+}
+
+#[test]
+fn golden_small_chunk_manifests() {
+    // The same fixtures built with the defaults: their small chunks merged and kept inline
+    // (manifests/small/).
+    check_goldens("small", &[]);
 }
 
 /// A manifest without its string arrays (their `zarr.json` and chunks), and the paths of
@@ -128,7 +146,11 @@ fn libhdf5_scanner_writes_the_golden_manifests() {
         .iter()
         .filter(|name| !BEYOND_ORACLE.contains(&name.as_str()))
         .filter(|name| {
-            let text = normalised_build(name, dir.path(), &["--hdf5-scanner", "libhdf5"]);
+            let text = normalised_build(
+                name,
+                dir.path(),
+                &["--hdf5-scanner", "libhdf5", "--small-chunks", "keep"],
+            );
             let golden = root().join("manifests").join(format!("{name}.json"));
             let (golden, strings) =
                 without_string_arrays(&std::fs::read_to_string(golden).unwrap());
@@ -270,7 +292,11 @@ fn bad_files_fail_clearly_and_write_nothing() {
 fn unsupported_variables_are_named_and_the_rest_is_built() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("dtypes.json");
-    let o = build(&fixtures().join("dtypes.h5"), &out, &[]);
+    let o = build(
+        &fixtures().join("dtypes.h5"),
+        &out,
+        &["--small-chunks", "keep"],
+    );
     assert!(o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

@@ -183,8 +183,10 @@ def test_values_equal_h5py(types_file):
     assert checked >= 26
 
 
-def test_metadata(types_file):
-    _, _, refs, _ = types_file
+def test_metadata(types_file, tmp_path):
+    # What the scanner maps each type to, its chunks as stored (small ones not merged or
+    # inlined).
+    refs = build_refs(types_file[0], tmp_path / "keep.json", "--small-chunks", "keep")
     meta = {k[: -len("/zarr.json")]: json.loads(v) if isinstance(v, str) else v
             for k, v in refs["refs"].items() if k.endswith("/zarr.json")}
     assert meta["c64_le_chunked"]["data_type"] == "complex64"

@@ -171,12 +171,19 @@ MONTHS_24 = [(2023, m) for m in range(1, 13)] + [(2024, m) for m in range(1, 13)
 
 def test_time_chunk_one_gives_a_regular_grid(tmp_path):
     paths = write_archive(tmp_path, MONTHS_2023, chunk_t=1)
-    p, out = build(tmp_path, paths, "--concat-dim", "time")
+    # The planner's grid, chunks as stored (these are small: by default they are kept inline,
+    # in a regular grid too, below).
+    p, out = build(tmp_path, paths, "--concat-dim", "time", "--small-chunks", "keep")
     refs, store, virt = open_virtual(out)
     assert grid_of(refs, "tas") == {"name": "regular", "configuration": {"chunk_shape": [1, NLAT, NLON]}}
     assert virt.sizes["time"] == 365
     assert_matches_concat(virt, expected_concat(paths))
     assert "0 re-encoded inline" in p.stdout
+    p, out = build(tmp_path, paths, "--concat-dim", "time", name="small.json")
+    refs, store, virt = open_virtual(out)
+    assert grid_of(refs, "tas") == {"name": "regular", "configuration": {"chunk_shape": [365, NLAT, NLON]}}
+    assert_matches_concat(virt, expected_concat(paths))
+    assert "references -> 0" in p.stdout, p.stdout
 
 
 def test_whole_month_chunks_over_two_years_with_a_leap_year(tmp_path):
@@ -198,7 +205,8 @@ def test_whole_month_chunks_over_two_years_with_a_leap_year(tmp_path):
 
 def test_ten_day_chunks_compressed_are_reencoded(tmp_path):
     paths = write_archive(tmp_path, MONTHS_2023, chunk_t=10, zlib=True)
-    p, out = build(tmp_path, paths, "--concat-dim", "time")
+    # Chunks as stored (these few-hundred-byte chunks would be kept inline by default).
+    p, out = build(tmp_path, paths, "--concat-dim", "time", "--small-chunks", "keep")
     refs, store, virt = open_virtual(out)
     assert_matches_concat(virt, expected_concat(paths))
     # 11 of 12 months end in a padded chunk (not 30-day months... all but the last file):

@@ -32,8 +32,13 @@ from test_hdf5_values import h5_datasets
 zarr.config.set({"array.rectilinear_chunks": True})
 
 
-def build_repo(repo, *inputs_and_flags, check=True):
-    return run_vzarr("build", *inputs_and_flags, "--format", "icechunk", "-o", repo, check=check)
+def build_repo(repo, *inputs_and_flags, check=True, keep=True):
+    """`vzarr build --format icechunk`; with `keep`, every chunk is a virtual reference as
+    stored (the small chunks of these small archives would otherwise be kept inline, as
+    native chunks: test_small_chunks.py and the fixture and real-file tests cover that)."""
+    small = ["--small-chunks", "keep"] if keep else []
+    return run_vzarr("build", *inputs_and_flags, *small, "--format", "icechunk", "-o", repo,
+                     check=check)
 
 
 def containers(repo_obj) -> list[str]:
@@ -205,12 +210,13 @@ def test_reading_needs_the_containers_authorised(tmp_path):
         zarr_group(repo)["tas"][...]
 
 
+@pytest.mark.parametrize("keep", [True, False], ids=["references", "small-inline"])
 @pytest.mark.parametrize("name", [f["name"] for f in good_fixtures()])
-def test_hdf5_fixture_equals_h5py(tmp_path, name):
+def test_hdf5_fixture_equals_h5py(tmp_path, name, keep):
     entry = next(f for f in good_fixtures() if f["name"] == name)
     src = FIXTURES / name
     repo_path = tmp_path / "repo"
-    build_repo(repo_path, src)
+    build_repo(repo_path, src, keep=keep)
     repo, conts = open_local(repo_path)
     assert conts == [f"file://{FIXTURES}/"]
     group = zarr_group(repo)
@@ -248,7 +254,7 @@ def test_paths_with_spaces_and_percent_signs(tmp_path):
 @pytest.mark.parametrize("name", [f["name"] for f in good_fixtures(formats=("netcdf3",))])
 def test_netcdf3_fixture_equals_netcdf4_python(tmp_path, name):
     repo_path = tmp_path / "repo"
-    build_repo(repo_path, FIXTURES / name)
+    build_repo(repo_path, FIXTURES / name, keep=False)
     repo, _ = open_local(repo_path)
     group = zarr_group(repo)
     with netCDF4.Dataset(FIXTURES / name) as ds:

@@ -541,6 +541,7 @@ def test_parser_reads_through_the_registrys_store(moto_server, monkeypatch):
                     client_options={"allow_http": True})
     registry = ObjectStoreRegistry({"s3://pyvz-reg": store})
     parser = vzarr.virtualizarr.Parser(file_timeout=60)
+    keep = vzarr.virtualizarr.Parser(file_timeout=60, small_chunks="keep")
     for f in MONTHS[:2]:
         url = f"s3://pyvz-reg/deep/archive/{f.name}"
         ms = parser(url, registry)
@@ -549,7 +550,11 @@ def test_parser_reads_through_the_registrys_store(moto_server, monkeypatch):
             nc.set_auto_mask(False)
             for v in ("tas", "pr", "time", "lat"):
                 np.testing.assert_array_equal(group[v][...], nc[v][...], err_msg=v)
+        # (Small arrays are kept inline: read through the registry's store too.)
+        assert set(np.unique(ms._group.arrays["lat"].manifest._paths).tolist()) == {
+            "__inlined__"}
         # The references name the source's URL, not the store's path.
+        ms = keep(url, registry)
         manifest = ms._group.arrays["tas"].manifest
         assert set(np.unique(manifest._paths).tolist()) == {url}
     assert len(parser._stores) == 1  # recreated once, reused for the second file

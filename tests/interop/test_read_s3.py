@@ -34,8 +34,10 @@ def vzarr_env(env, *args):
 
 
 def s3_refs(name, tmp_path, keep_mtime=False):
-    """References of a fixture with its URLs on S3; returns (path, refs)."""
-    refs = build_refs(FIXTURES / name, tmp_path / f"{name}.local.json")
+    """References of a fixture with its URLs on S3 (every chunk referenced: the fixtures'
+    small chunks would otherwise be kept inline, nothing left to read from S3); returns
+    (path, refs)."""
+    refs = build_refs(FIXTURES / name, tmp_path / f"{name}.local.json", "--small-chunks", "keep")
     text = json.dumps(refs).replace(f"file://{FIXTURES}/", f"s3://{BUCKET}/fixtures/")
     refs = json.loads(text)
     if not keep_mtime:

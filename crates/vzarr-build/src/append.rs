@@ -94,7 +94,7 @@ fn sources_of(prov: &Provenance) -> Result<Vec<SourceRef>, BuildError> {
 /// reference file), given the provenance it records: its recorded sources followed by those
 /// of `inputs` that are new. `opts` gets how the output was combined: the dimension it was
 /// concatenated along and the variable that ordered its files (when given, each must be that
-/// one).
+/// one), and the small-chunk policy it was built with (unless `opts` has one).
 pub fn plan_append_recorded(
     output: &str,
     prov: &Provenance,
@@ -140,6 +140,10 @@ pub fn plan_append_recorded(
             }
             _ => opts.order_by.clone_from(&c.order_by),
         }
+    }
+    // Small chunks as the output was built, unless the append says otherwise.
+    if opts.small_chunks.is_none() {
+        opts.small_chunks = prov.small_chunks;
     }
     let new: Vec<SourceRef> = inputs.into_iter().filter(|s| !old.contains(s)).collect();
     if new.is_empty() {

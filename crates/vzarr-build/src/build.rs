@@ -3,10 +3,10 @@
 use std::time::Instant;
 
 use vzarr_core::VirtualDataset;
-use vzarr_plan::{PlanOptions, PlanReport};
+use vzarr_plan::{CompactReport, PlanOptions, PlanReport};
 use vzarr_scan::batch::{BatchOptions, BatchSummary, Outcome, scan_all};
 use vzarr_scan::inputs::SourceRef;
-use vzarr_source::{Memo, Stores};
+use vzarr_source::{Memo, Recorded, Stores};
 
 use crate::{BuildError, BuildOptions, Failure, OnError};
 
@@ -17,6 +17,8 @@ pub struct BuildOutcome {
     pub dataset: VirtualDataset,
     /// What the planner did, when several sources were combined.
     pub plan: Option<PlanReport>,
+    /// What was merged and inlined.
+    pub small_chunks: CompactReport,
     /// Counts and times.
     pub summary: BatchSummary,
     /// Sources left out (with [`OnError::Skip`]).
@@ -87,15 +89,47 @@ pub fn scan_sources(
     })
 }
 
-/// Combines scanned datasets (in input order) into one: a single dataset as it is, several
-/// with the planner, which reads what it needs (coordinates, static variables, edge chunks)
-/// through the byte layer. Several without a way to combine them is an error that suggests
-/// one. With [`OnError::Skip`], a file the planner cannot combine with the others (a variable
-/// that differs, a coordinate that overlaps, a chunk it cannot read) is left out, reported in
-/// the returned failures, and the rest is planned again.
-pub fn combine(
+/// The combined dataset of [`combine`], and what was done to make it.
+#[derive(Debug)]
+pub struct Combined {
+    /// The dataset.
+    pub dataset: VirtualDataset,
+    /// What the planner did, when several sources were combined.
+    pub plan: Option<PlanReport>,
+    /// What was merged and inlined.
+    pub small_chunks: CompactReport,
+    /// Sources the planner left out (with [`OnError::Skip`]).
+    pub failures: Vec<Failure>,
+}
+
+/// Combines scanned datasets (in input order) into one, then merges and inlines its small
+/// chunks as [`BuildOptions::small_chunks`] says ([`vzarr_plan::compact`]). A single dataset
+/// is taken as it is, several are planned, which reads what it needs (coordinates, static
+/// variables, edge chunks) through the byte layer. Several without a way to combine them is
+/// an error that suggests one. With [`OnError::Skip`], a file the planner cannot combine with
+/// the others (a variable that differs, a coordinate that overlaps, a chunk it cannot read)
+/// is left out, reported in the returned failures, and the rest is planned again.
+pub fn combine(datasets: Vec<VirtualDataset>, opts: &BuildOptions) -> Result<Combined, BuildError> {
+    let sources = Memo::new(Stores::default());
+    let (mut dataset, plan, failures) = plan_all(datasets, opts, &sources)?;
+    // Sources are opened from the records of their scans: no request to open an object.
+    let recorded = Recorded::new(&sources, dataset.provenance.sources.clone());
+    let policy = opts.small_chunks.unwrap_or_default();
+    let small_chunks =
+        vzarr_plan::compact(&mut dataset, &policy, vzarr_plan::Grids::Any, &recorded)?;
+    Ok(Combined {
+        dataset,
+        plan,
+        small_chunks,
+        failures,
+    })
+}
+
+/// The planning part of [`combine`].
+fn plan_all(
     mut datasets: Vec<VirtualDataset>,
     opts: &BuildOptions,
+    sources: &Memo<Stores>,
 ) -> Result<(VirtualDataset, Option<PlanReport>, Vec<Failure>), BuildError> {
     let Some(concat) = opts.concat.clone() else {
         let n = datasets.len();
@@ -116,7 +150,6 @@ pub fn combine(
         .with_allow_gaps(opts.allow_gaps)
         .with_time_units(opts.time_units.clone())
         .with_order_by(opts.order_by.clone());
-    let sources = Memo::new(Stores::default());
     let mut failures = Vec::new();
     loop {
         if datasets.is_empty() {
@@ -124,9 +157,9 @@ pub fn combine(
         }
         let skip = opts.on_error == OnError::Skip && datasets.len() > 1;
         let attempt = if skip {
-            vzarr_plan::plan(datasets.clone(), &plan_opts, &sources)
+            vzarr_plan::plan(datasets.clone(), &plan_opts, sources)
         } else {
-            vzarr_plan::plan(std::mem::take(&mut datasets), &plan_opts, &sources)
+            vzarr_plan::plan(std::mem::take(&mut datasets), &plan_opts, sources)
         };
         let e = match attempt {
             Ok((ds, report)) => return Ok((ds, Some(report), failures)),
@@ -199,15 +232,15 @@ pub fn build(
     }
     let scanned = scan_sources(sources, opts, progress)?;
     let mut summary = scanned.summary;
-    let (dataset, plan, left_out) =
-        combine(scanned.datasets.into_iter().map(|(_, d)| d).collect(), opts)?;
-    fill_totals(&mut summary, &dataset, started);
+    let combined = combine(scanned.datasets.into_iter().map(|(_, d)| d).collect(), opts)?;
+    fill_totals(&mut summary, &combined, started);
     let mut failures: Vec<Failure> = scanned.failures.into_iter().map(|(_, f)| f).collect();
-    summary.failed += left_out.len();
-    failures.extend(left_out);
+    summary.failed += combined.failures.len();
+    failures.extend(combined.failures);
     Ok(BuildOutcome {
-        dataset,
-        plan,
+        dataset: combined.dataset,
+        plan: combined.plan,
+        small_chunks: combined.small_chunks,
         summary,
         failures,
         warnings: scanned.warnings,
@@ -233,8 +266,12 @@ pub fn with_jobs<T: Send>(jobs: usize, f: impl FnOnce() -> T + Send) -> T {
 }
 
 /// Adds the output's totals to a summary.
-pub fn fill_totals(summary: &mut BatchSummary, ds: &VirtualDataset, started: Instant) {
-    let s = vzarr_core::summary::summarize(ds);
+pub fn fill_totals(summary: &mut BatchSummary, combined: &Combined, started: Instant) {
+    let s = vzarr_core::summary::summarize(&combined.dataset);
+    let small = &combined.small_chunks;
+    summary.references_merged = small.references_merged;
+    summary.references_inlined = small.references_inlined;
+    summary.bytes_inlined = small.inline_bytes;
     summary.arrays = s.arrays.len();
     summary.chunks = s.total.referenced;
     summary.inline_chunks = s.total.inline;

@@ -33,8 +33,8 @@ mod report;
 pub mod shard;
 
 pub use build::{
-    BuildOutcome, Scanned, build, combine, error_chain, fill_totals, left_out, scan_sources,
-    with_jobs,
+    BuildOutcome, Combined, Scanned, build, combine, error_chain, fill_totals, left_out,
+    scan_sources, with_jobs,
 };
 pub use error::BuildError;
 pub use options::{BuildOptions, DEFAULT_FILE_TIMEOUT_SECS, OnError, Settings, parse_size};

@@ -1,5 +1,6 @@
 //! Options of a build.
 
+use vzarr_core::{SmallChunkPolicy, SmallChunks};
 use vzarr_plan::Concat;
 use vzarr_scan::ScanOptions;
 use vzarr_scan::cache::ScanCache;
@@ -41,6 +42,9 @@ pub struct BuildOptions {
     pub order_by: Option<String>,
     /// A source whose scan runs longer is left out as a failure (`None`: no limit).
     pub time_limit: Option<std::time::Duration>,
+    /// What to do with small chunks (`None`: the default policy, or on an append the one the
+    /// output records).
+    pub small_chunks: Option<SmallChunkPolicy>,
 }
 
 /// Parses a byte size with an optional unit (B, KB, KiB, MB, MiB, GB, GiB), e.g. `4MiB`;
@@ -112,6 +116,14 @@ pub struct Settings {
     pub file_timeout_secs: u64,
     /// Options of each scan.
     pub scan: ScanOptions,
+    /// What to do with small chunks (default: merge, then inline).
+    pub small_chunks: Option<SmallChunks>,
+    /// Size merged and inline chunks aim at.
+    pub chunk_target: Option<u64>,
+    /// Most decoded bytes one array may be inlined with.
+    pub inline_max: Option<u64>,
+    /// Most decoded bytes a build inlines in all.
+    pub inline_total: Option<u64>,
 }
 
 /// Seconds a source's scan may take unless a user says otherwise.
@@ -147,6 +159,48 @@ impl Settings {
         }
     }
 
+    /// The small-chunk policy these settings ask for: `None` when they say nothing of it (the
+    /// default, or what an output appended to records); sizes without merging or inlining
+    /// are refused. Contiguous data split into chunks of a given size caps merged chunks at
+    /// that size (unless the chunk target is given): merging must not undo the split asked for.
+    pub fn small_chunk_policy(&self) -> Result<Option<SmallChunkPolicy>, crate::BuildError> {
+        // A split's cap, where it is below the default and chunks are merged at all.
+        let cap = self
+            .scan
+            .split_contiguous_bytes
+            .filter(|&s| s < vzarr_core::small::DEFAULT_TARGET_CHUNK_BYTES)
+            .filter(|_| self.small_chunks != Some(SmallChunks::Keep));
+        let target = self.chunk_target.or(cap);
+        let sized = [target, self.inline_max, self.inline_total];
+        if self.small_chunks.is_none() && sized.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        let mut p = SmallChunkPolicy::default();
+        if let Some(m) = self.small_chunks {
+            p = p.with_mode(m);
+        }
+        let bad = |m: &str| Err(crate::BuildError::Options(m.to_string()));
+        match p.mode {
+            SmallChunks::Keep if sized.iter().any(Option::is_some) => {
+                return bad("chunk sizes given, but small chunks are kept as they are");
+            }
+            SmallChunks::Merge if self.inline_max.is_some() || self.inline_total.is_some() => {
+                return bad("inline limits given, but small chunks are only merged");
+            }
+            _ => {}
+        }
+        if let Some(v) = target {
+            p = p.with_target_chunk_bytes(v);
+        }
+        if let Some(v) = self.inline_max {
+            p = p.with_inline_array_bytes(v);
+        }
+        if let Some(v) = self.inline_total {
+            p = p.with_inline_total_bytes(v);
+        }
+        Ok(Some(p))
+    }
+
     /// The build options these settings ask for (opening the scan cache, if any).
     pub fn options(&self) -> Result<BuildOptions, crate::BuildError> {
         let concat = self.concat()?;
@@ -172,6 +226,7 @@ impl Settings {
                 return Err(crate::BuildError::Options(format!("an empty {what}")));
             }
         }
+        let small_chunks = self.small_chunk_policy()?;
         let cache = match &self.cache_dir {
             Some(dir) => Some(ScanCache::open(dir)?),
             None => None,
@@ -188,6 +243,7 @@ impl Settings {
             order_by: self.order_by.clone(),
             time_limit: (self.file_timeout_secs > 0)
                 .then(|| std::time::Duration::from_secs(self.file_timeout_secs)),
+            small_chunks,
         })
     }
 }

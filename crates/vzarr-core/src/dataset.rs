@@ -303,6 +303,9 @@ pub struct Provenance {
     /// How files were concatenated, for combined datasets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concat: Option<ConcatInfo>,
+    /// How small chunks were treated, when not the default policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub small_chunks: Option<crate::SmallChunkPolicy>,
 }
 
 impl Provenance {

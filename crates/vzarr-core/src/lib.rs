@@ -15,6 +15,7 @@ pub mod limits;
 mod manifest;
 pub mod names;
 pub mod record;
+pub mod small;
 pub mod summary;
 
 pub use codec::{BloscShuffle, Codec, bytes_codec_json, hdf5_filter_name, vlen_utf8_codec_json};
@@ -30,6 +31,7 @@ pub use limits::{
     MAX_RANK, MAX_REFERENCES,
 };
 pub use manifest::{ChunkManifest, ChunkRef, DENSE_CHUNKS, ManifestStats};
+pub use small::{SmallChunkPolicy, SmallChunks};
 
 /// Errors of the core model: invalid grids, manifests or metadata.
 #[derive(Debug, thiserror::Error)]

@@ -69,6 +69,7 @@ fn dataset(dir: &str) -> VirtualDataset {
         }],
         allowed_prefixes: vec![format!("file://{dir}/")],
         concat: None,
+        small_chunks: None,
     };
     ds
 }

@@ -37,28 +37,10 @@ pub(crate) fn inline_array(
     dt: DataType,
     raw_le: Vec<u8>,
 ) -> Result<VirtualArray, PlanError> {
-    let esize = dt.size() as u64;
-    let row: u64 = shape.iter().skip(1).product::<u64>() * esize;
-    let mut chunk: Vec<u64> = shape.iter().map(|&d| d.max(1)).collect();
-    if let Some(first) = chunk.first_mut() {
-        *first = (INLINE_CHUNK_BYTES / row.max(1)).clamp(1, (*first).max(1));
-    }
-    let grid = ChunkGrid::regular(shape, &chunk)?;
-    let n = grid.n_chunks()? as usize;
-    let mut manifest = ChunkManifest::new_missing(n);
     let pad = fill_value_as(template, dt.clone());
-    for i in 0..n {
-        let idx = grid.chunk_index(i as u64);
-        let start = grid.chunk_origin(&idx).first().copied().unwrap_or(0);
-        let rows = grid.dims().first().map_or(1, |d| d.chunk_valid_len(idx[0]));
-        let nominal = grid.chunk_shape(&idx).first().copied().unwrap_or(1);
-        let mut bytes = raw_le[(start * row) as usize..((start + rows) * row) as usize].to_vec();
-        // The last chunk is padded to the nominal chunk shape, as Zarr expects.
-        for _ in rows..nominal {
-            for _ in 0..row / esize {
-                bytes.extend_from_slice(&pad);
-            }
-        }
+    let (grid, chunks) = chunks_along_axis0(shape, dt.size(), INLINE_CHUNK_BYTES, &raw_le, &pad)?;
+    let mut manifest = ChunkManifest::new_missing(chunks.len());
+    for (i, bytes) in chunks.into_iter().enumerate() {
         manifest.set_inline(i, bytes)?;
     }
     let fill_value = FillValue::from_le_bytes(dt.clone(), &fill_value_as(template, dt.clone()))?;
@@ -78,6 +60,42 @@ pub(crate) fn inline_array(
         grid,
         manifest,
     })
+}
+
+/// The raw C-order bytes `raw` of an array of `shape` (elements of `esize` bytes) cut along
+/// axis 0 into chunks of whole rows, as many rows as fit `chunk_bytes` (at least one); the
+/// last chunk padded with the element `pad` to the nominal chunk shape, as Zarr expects. A
+/// 0-d array is one chunk.
+pub(crate) fn chunks_along_axis0(
+    shape: &[u64],
+    esize: usize,
+    chunk_bytes: u64,
+    raw: &[u8],
+    pad: &[u8],
+) -> Result<(ChunkGrid, Vec<Vec<u8>>), PlanError> {
+    let esize = esize as u64;
+    let row: u64 = shape.iter().skip(1).product::<u64>() * esize;
+    let mut chunk: Vec<u64> = shape.iter().map(|&d| d.max(1)).collect();
+    if let Some(first) = chunk.first_mut() {
+        *first = (chunk_bytes / row.max(1)).clamp(1, (*first).max(1));
+    }
+    let grid = ChunkGrid::regular(shape, &chunk)?;
+    let n = grid.n_chunks()? as usize;
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let idx = grid.chunk_index(i as u64);
+        let start = grid.chunk_origin(&idx).first().copied().unwrap_or(0);
+        let rows = grid.dims().first().map_or(1, |d| d.chunk_valid_len(idx[0]));
+        let nominal = grid.chunk_shape(&idx).first().copied().unwrap_or(1);
+        let mut bytes = raw[(start * row) as usize..((start + rows) * row) as usize].to_vec();
+        for _ in rows..nominal {
+            for _ in 0..row / esize.max(1) {
+                bytes.extend_from_slice(pad);
+            }
+        }
+        out.push(bytes);
+    }
+    Ok((grid, out))
 }
 
 /// Encoded bytes of padded edge chunks read and re-encoded together at most (a batch's

@@ -50,11 +50,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod compact;
 mod compat;
 mod concat;
 mod error;
 mod inline;
 mod input;
+mod merge;
 mod order;
 mod output;
 mod prefetch;
@@ -67,6 +69,10 @@ use std::collections::BTreeSet;
 use vzarr_core::{SourceRecord, VirtualDataset};
 use vzarr_source::{Recorded, SourceStore};
 
+pub use compact::{
+    ArrayAction, CompactReport, Grids, LeftReason, LeftReferenced, READ_BATCH_BYTES, compact,
+    survey,
+};
 pub use error::{Boundary, EdgeChunkError, FilePair, Gap, PlanError, ReadError};
 
 /// How files are combined.

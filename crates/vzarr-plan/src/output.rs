@@ -34,6 +34,7 @@ pub(crate) fn combined_provenance(ordered: &[&Input], concat: ConcatInfo) -> Pro
         sources,
         allowed_prefixes,
         concat: Some(concat),
+        small_chunks: None,
     }
 }
 

@@ -111,7 +111,8 @@ fn value_error(name: &'static str) -> impl Fn(BuildError) -> PyErr {
 #[pyo3(signature = (
     inputs, *, catalog, include, exclude, concat_dim, new_dim, new_dim_values, allow_gaps,
     time_units, order_by, jobs, on_error, cache_dir, strict, file_timeout, split_contiguous,
-    max_string_bytes, output, format, branch, piece_refs, commit_per_piece, append, progress
+    max_string_bytes, small_chunks, chunk_target, inline_max, inline_total, output, format,
+    branch, piece_refs, commit_per_piece, append, progress
 ))]
 #[allow(clippy::too_many_arguments)]
 fn build(
@@ -133,6 +134,10 @@ fn build(
     file_timeout: u64,
     split_contiguous: Option<String>,
     max_string_bytes: Option<String>,
+    small_chunks: Option<String>,
+    chunk_target: Option<String>,
+    inline_max: Option<String>,
+    inline_total: Option<String>,
     output: Option<String>,
     format: &str,
     branch: &str,
@@ -172,7 +177,17 @@ fn build(
         strict,
         file_timeout_secs: file_timeout,
         scan: scan_options(split_contiguous, max_string_bytes)?,
+        small_chunks: small_chunks
+            .map(|m| m.parse())
+            .transpose()
+            .map_err(|e| PyValueError::new_err(format!("small_chunks: {e}")))?,
+        chunk_target: size_option("chunk_target", chunk_target)?,
+        inline_max: size_option("inline_max", inline_max)?,
+        inline_total: size_option("inline_total", inline_total)?,
     };
+    settings.small_chunk_policy().map_err(value_error(
+        "small_chunks, chunk_target, inline_max, inline_total",
+    ))?;
     // Options that do not go together are the caller's error (ValueError); a scan cache that
     // cannot be opened is a write error, raised with the build's others.
     settings
@@ -214,13 +229,23 @@ fn build(
     let (bytes, out, written) = result.map_err(|e| to_py(py, &e))?;
     let summary = serde_json::to_string(&out.summary)
         .map_err(|e| VzarrError::new_err(format!("summary: {e}")))?;
+    let mut warnings = out.warnings;
+    warnings.extend(
+        out.small_chunks
+            .left_referenced
+            .iter()
+            .map(|l| match l.reason {
+                vzarr_plan::LeftReason::Failed { .. } => l.to_string(),
+                _ => format!("{l} (inline_max= and inline_total= raise the limits)"),
+            }),
+    );
     Ok((
         bytes.map(|b| PyBytes::new(py, &b).unbind()),
         out.failures
             .into_iter()
             .map(|f| (f.source, f.reason))
             .collect(),
-        out.warnings,
+        warnings,
         summary,
         written,
     ))
@@ -258,19 +283,21 @@ fn written_json(w: &Written) -> String {
     v.to_string()
 }
 
+/// A size keyword argument (an integer or text like "4MiB", as the library parses it).
+fn size_option(name: &str, v: Option<String>) -> PyResult<Option<u64>> {
+    v.map(|t| vzarr_build::parse_size(&t))
+        .transpose()
+        .map_err(|e| PyValueError::new_err(format!("{name}: {e}")))
+}
+
 /// The scan options of the keyword arguments (sizes as the library parses them).
 fn scan_options(
     split_contiguous: Option<String>,
     max_string_bytes: Option<String>,
 ) -> PyResult<vzarr_scan::ScanOptions> {
-    let size = |name: &str, v: Option<String>| -> PyResult<Option<u64>> {
-        v.map(|t| vzarr_build::parse_size(&t))
-            .transpose()
-            .map_err(|e| PyValueError::new_err(format!("{name}: {e}")))
-    };
     Ok(vzarr_scan::ScanOptions::default()
-        .with_split_contiguous(size("split_contiguous", split_contiguous)?)
-        .with_max_string_bytes(size("max_string_bytes", max_string_bytes)?))
+        .with_split_contiguous(size_option("split_contiguous", split_contiguous)?)
+        .with_max_string_bytes(size_option("max_string_bytes", max_string_bytes)?))
 }
 
 /// An object store handed over from Python (an obstore store, recreated here from its
@@ -321,7 +348,10 @@ const MAX_PARSER_CHUNKS: u64 = 1 << 27;
 /// text) and its arrays' manifests as flat buffers (see `ArrayManifest`), for the
 /// VirtualiZarr parser `vzarr.virtualizarr.Parser`.
 #[pyfunction]
-#[pyo3(signature = (url, *, strict, file_timeout, split_contiguous, max_string_bytes, store=None, path=None))]
+#[pyo3(signature = (
+    url, *, strict, file_timeout, split_contiguous, max_string_bytes, small_chunks=None,
+    chunk_target=None, inline_max=None, inline_total=None, store=None, path=None
+))]
 #[allow(clippy::too_many_arguments)]
 fn scan_manifests(
     py: Python<'_>,
@@ -330,10 +360,29 @@ fn scan_manifests(
     file_timeout: u64,
     split_contiguous: Option<String>,
     max_string_bytes: Option<String>,
+    small_chunks: Option<String>,
+    chunk_target: Option<String>,
+    inline_max: Option<String>,
+    inline_total: Option<String>,
     store: Option<&Store>,
     path: Option<String>,
 ) -> PyResult<(String, Vec<ArrayManifest>, Vec<String>)> {
     let scan = scan_options(split_contiguous, max_string_bytes)?;
+    let policy = Settings {
+        small_chunks: small_chunks
+            .map(|m| m.parse())
+            .transpose()
+            .map_err(|e| PyValueError::new_err(format!("small_chunks: {e}")))?,
+        chunk_target: size_option("chunk_target", chunk_target)?,
+        inline_max: size_option("inline_max", inline_max)?,
+        inline_total: size_option("inline_total", inline_total)?,
+        ..Settings::new()
+    }
+    .small_chunk_policy()
+    .map_err(value_error(
+        "small_chunks, chunk_target, inline_max, inline_total",
+    ))?
+    .unwrap_or_default();
     let time_limit = (file_timeout > 0).then(|| std::time::Duration::from_secs(file_timeout));
     let through = match (store, path) {
         (Some(s), Some(p)) => Some((
@@ -350,11 +399,36 @@ fn scan_manifests(
         || -> Result<(vzarr_core::VirtualDataset, Vec<String>), BuildError> {
             let source = vzarr_scan::inputs::SourceRef::parse(&url)?;
             let s = source.clone();
-            let ds = vzarr_scan::batch::guard(&url, time_limit, move || match through {
+            let given = through.clone();
+            let mut ds = vzarr_scan::batch::guard(&url, time_limit, move || match given {
                 Some((store, path)) => vzarr_scan::scan_in_store(&s, store, path, &scan),
                 None => vzarr_scan::scan_source(&s, &scan),
             })?;
-            let warnings = vzarr_build::left_out(&source, &ds, strict)?;
+            let mut warnings = vzarr_build::left_out(&source, &ds, strict)?;
+            // Small chunks merged (regular grids only: VirtualiZarr's manifests are regular)
+            // and inlined, read through the store the file was scanned through.
+            let records = ds.provenance.sources.clone();
+            let reader: Box<dyn vzarr_source::SourceStore> = match (through, records.first()) {
+                (Some((store, path)), Some(record)) => {
+                    let src = vzarr_source::ObjectSource::from_record_in(
+                        store,
+                        path,
+                        source.location(),
+                        record,
+                    );
+                    Box::new(vzarr_source::Opened::new([Arc::new(src) as _]))
+                }
+                _ => Box::new(vzarr_source::Recorded::new(
+                    vzarr_source::Stores::default(),
+                    records,
+                )),
+            };
+            let small = vzarr_plan::compact(&mut ds, &policy, vzarr_plan::Grids::Regular, &*reader)
+                .map_err(BuildError::from)?;
+            warnings.extend(small.left_referenced.iter().map(|l| match l.reason {
+                vzarr_plan::LeftReason::Failed { .. } => l.to_string(),
+                _ => format!("{l} (inline_max= and inline_total= raise the limits)"),
+            }));
             Ok((ds, warnings))
         },
     );

@@ -216,6 +216,12 @@ pub struct BatchSummary {
     pub inline_chunks: u64,
     /// Bytes referenced in the sources.
     pub bytes_referenced: u64,
+    /// References merged away into larger virtual chunks.
+    pub references_merged: u64,
+    /// References replaced by chunks kept inline.
+    pub references_inlined: u64,
+    /// Encoded bytes of the chunks kept inline to replace small references.
+    pub bytes_inlined: u64,
     /// Seconds spent scanning.
     pub scan_seconds: f64,
     /// Seconds in all.

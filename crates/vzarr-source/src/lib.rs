@@ -69,9 +69,9 @@ pub use runtime::{block_on, runtime};
 pub use sniff::{Format, HDF5_SIGNATURE, SniffError, hdf5_signature_offsets, sniff};
 pub use stats::{Counted, IoCounts, IoStats};
 pub use store::{
-    AllowPrefixes, CheckRecords, FINGERPRINT_BYTES, Memo, ReadTuning, Recorded, SourceStore,
-    Stores, fingerprint, fingerprint_of, format_ns, locate, open_source, parallel_map, read_across,
-    record_changes,
+    AllowPrefixes, CheckRecords, FINGERPRINT_BYTES, Memo, Opened, ReadTuning, Recorded,
+    SourceStore, Stores, fingerprint, fingerprint_of, format_ns, locate, open_source, parallel_map,
+    read_across, record_changes,
 };
 pub use url::{Location, Prefix, PrefixPolicy, Scheme, UrlError, parse_url, percent_decode};
 

@@ -270,6 +270,26 @@ impl ObjectSource {
         })
     }
 
+    /// [`ObjectSource::from_record`] through a store the caller gives, where the object lies
+    /// at `path` (see [`ObjectSource::open_with_head_in`]).
+    pub fn from_record_in(
+        store: Arc<dyn ObjectStore>,
+        path: ObjectPath,
+        loc: &Location,
+        record: &SourceRecord,
+    ) -> Self {
+        ObjectSource {
+            location: loc.clone(),
+            store,
+            path,
+            record: SourceRecord {
+                url: loc.url(),
+                ..record.clone()
+            },
+            concurrency: DEFAULT_RANGE_CONCURRENCY,
+        }
+    }
+
     /// The same source fetching at most `n` ranges at once (at least 1).
     pub fn with_concurrency(mut self, n: usize) -> Self {
         self.concurrency = n.max(1);

@@ -438,6 +438,36 @@ impl<T: SourceStore> SourceStore for Recorded<T> {
     }
 }
 
+/// A [`SourceStore`] of sources opened already (e.g. through a store a user configured), by
+/// the URL they record; any other URL is not found.
+#[derive(Debug, Default)]
+pub struct Opened {
+    sources: HashMap<String, Arc<dyn ByteSource>>,
+}
+
+impl Opened {
+    /// A store of `sources`.
+    pub fn new(sources: impl IntoIterator<Item = Arc<dyn ByteSource>>) -> Self {
+        Opened {
+            sources: sources
+                .into_iter()
+                .map(|s| (s.record().url.clone(), s))
+                .collect(),
+        }
+    }
+}
+
+impl SourceStore for Opened {
+    fn open(&self, url: &str) -> Result<Arc<dyn ByteSource>, SourceError> {
+        self.sources
+            .get(url)
+            .cloned()
+            .ok_or_else(|| SourceError::NotFound {
+                url: url.to_string(),
+            })
+    }
+}
+
 /// Reads byte ranges of many sources: ranges are grouped by URL, each source is opened
 /// through `store` and read with one [`ByteSource::read_ranges`] call, up to `concurrency`
 /// sources at once. The result is in request order.

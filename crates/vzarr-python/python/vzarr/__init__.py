@@ -119,6 +119,10 @@ def build(
     file_timeout: int = 600,
     split_contiguous: int | str | None = None,
     max_string_bytes: int | str | None = None,
+    small_chunks: Literal["inline", "merge", "keep"] | None = None,
+    chunk_target: int | str | None = None,
+    inline_max: int | str | None = None,
+    inline_total: int | str | None = None,
     progress: bool = False,
 ) -> References | Report:
     """Virtualise files: scan them, combine them and return (or write) the references.
@@ -170,9 +174,21 @@ def build(
         out.
     file_timeout: a source whose scan takes longer than this many seconds fails (0: none).
     split_contiguous: split uncompressed contiguous variables larger than this (bytes, or
-        text like "4MiB") into virtual chunks along the first axis.
+        text like "4MiB") into virtual chunks along the first axis; merged small chunks then
+        stay within this size too, unless ``chunk_target`` says otherwise.
     max_string_bytes: most bytes of variable-length strings stored inline per array
         (default 64MiB); a larger string array is left out with a warning.
+    small_chunks: what to do with small chunks: "inline" (the default: adjacent
+        uncompressed chunks under 64 KiB are merged into larger virtual chunks, arrays whose references
+        would still average under 1 KiB are read and kept inline, other chunks under 1 KiB
+        are copied inline), "merge" (merge only; no data is copied) or "keep" (every chunk
+        referenced as it is stored).
+    chunk_target: merged chunks, and the chunks of arrays kept inline, hold up to this many
+        bytes (default "4MiB").
+    inline_max: an array is kept inline only if it decodes to at most this many bytes
+        (default "16MiB"); a larger one stays referenced, with a warning.
+    inline_total: at most this many bytes (decoded) are kept inline per build, the smallest
+        arrays first (default "256MiB").
     progress: show a progress bar on stderr (nothing is printed otherwise).
 
     Returns a :class:`References` dict (with ``.report``), or with ``output=`` the
@@ -200,6 +216,10 @@ def build(
         file_timeout=file_timeout,
         split_contiguous=_size(split_contiguous),
         max_string_bytes=_size(max_string_bytes),
+        small_chunks=small_chunks,
+        chunk_target=_size(chunk_target),
+        inline_max=_size(inline_max),
+        inline_total=_size(inline_total),
         output=None if output is None else _os.fspath(output),
         format=format,
         branch=branch,

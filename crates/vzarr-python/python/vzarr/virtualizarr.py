@@ -12,8 +12,16 @@
 One parser for HDF5, NetCDF4 and NetCDF3: the format is sniffed from the file, as vzarr's
 scanners do (``HDFParser`` and ``NetCDF3Parser`` are the same class). Chunk manifests cross
 from Rust as flat buffers turned into numpy arrays, never one Python object per chunk; chunks
-vzarr keeps inline (variable-length strings, compact datasets) become VirtualiZarr's inlined
-chunks.
+vzarr keeps inline (variable-length strings, compact datasets, small chunks) become
+VirtualiZarr's inlined chunks.
+
+Small chunks are treated as ``vzarr.build`` treats them (``small_chunks="inline"``): adjacent
+uncompressed chunks merged into larger virtual chunks (only where the grid stays regular, as
+VirtualiZarr's manifests must be), arrays whose references would stay tiny kept inline. The
+merged and inline chunk shapes follow each file's length, and VirtualiZarr concatenates only
+arrays of equal chunk shapes: to combine files of different lengths with
+``open_virtual_mfdataset``, pass ``small_chunks="keep"`` (or let ``vzarr.build`` combine them,
+which handles any lengths).
 
 The file is read through the store the ``registry`` resolves its URL to, when that is one of
 obstore's (S3Store, GCSStore, AzureStore, HTTPStore, LocalStore: recreated in vzarr from its
@@ -60,17 +68,27 @@ class Parser:
 
     Options are those of ``vzarr.build`` that apply to one file: ``strict`` (raise instead of
     leaving out variables the scanner cannot reference), ``file_timeout`` (seconds),
-    ``split_contiguous`` and ``max_string_bytes`` (bytes, or text like "4MiB"). Variables left
-    out are listed in ``self.warnings`` after a call.
+    ``split_contiguous`` and ``max_string_bytes`` (bytes, or text like "4MiB"),
+    ``small_chunks`` ("inline", "merge" or "keep"), ``chunk_target``, ``inline_max`` and
+    ``inline_total``. Variables left out, and arrays left referenced in small pieces, are
+    listed in ``self.warnings`` after a call.
     """
 
     def __init__(self, *, strict: bool = False, file_timeout: int = 600,
                  split_contiguous: int | str | None = None,
-                 max_string_bytes: int | str | None = None) -> None:
+                 max_string_bytes: int | str | None = None,
+                 small_chunks: str | None = None,
+                 chunk_target: int | str | None = None,
+                 inline_max: int | str | None = None,
+                 inline_total: int | str | None = None) -> None:
         self.strict = strict
         self.file_timeout = file_timeout
         self.split_contiguous = split_contiguous
         self.max_string_bytes = max_string_bytes
+        self.small_chunks = small_chunks
+        self.chunk_target = chunk_target
+        self.inline_max = inline_max
+        self.inline_total = inline_total
         self.warnings: list[str] = []
         # obstore stores recreated in vzarr, by the id of the user's store (kept alive here so
         # the id stays theirs).
@@ -105,6 +123,10 @@ class Parser:
             file_timeout=self.file_timeout,
             split_contiguous=None if self.split_contiguous is None else str(self.split_contiguous),
             max_string_bytes=None if self.max_string_bytes is None else str(self.max_string_bytes),
+            small_chunks=self.small_chunks,
+            chunk_target=None if self.chunk_target is None else str(self.chunk_target),
+            inline_max=None if self.inline_max is None else str(self.inline_max),
+            inline_total=None if self.inline_total is None else str(self.inline_total),
             **self._through(url, registry),
         )
         self.warnings = list(warnings)

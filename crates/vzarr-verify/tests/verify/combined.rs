@@ -113,6 +113,7 @@ fn rectilinear_concatenation_reads_through_zarrs() {
             arrays: vec!["tas".into()],
             retimed: Vec::new(),
         }),
+        small_chunks: None,
     };
     let out = dir.path().join("combined.json");
     vzarr_kerchunk::write_file(&ds, &out).unwrap();
@@ -236,6 +237,7 @@ fn stacking_along_a_new_dimension_is_verified_per_member() {
             retimed: Vec::new(),
         }),
         sources,
+        small_chunks: None,
     };
     let out = dir.path().join("stacked.json");
     vzarr_kerchunk::write_file(&ds, &out).unwrap();
