@@ -174,7 +174,8 @@ impl BytesToBytesCodecTraits for Fletcher32Codec {
 static REGISTER: Once = Once::new();
 
 /// Registers the fixed codecs with zarrs (once per process): `numcodecs.fletcher32` with
-/// HDF5's checksum and `numcodecs.zlib` with a bounded decoder ([`crate::BoundedZlibCodec`]). Affects every zarrs codec chain
+/// HDF5's checksum, `numcodecs.zlib` and `zstd` with bounded decoders
+/// ([`crate::BoundedZlibCodec`], [`crate::BoundedZstdCodec`]). Affects every zarrs codec chain
 /// built afterwards in this process; [`crate::ByteCodecs::new`] calls it.
 pub fn register_zarrs_fixes() {
     REGISTER.call_once(|| {
@@ -201,6 +202,18 @@ pub fn register_zarrs_fixes() {
                 let inner = zarrs::array::codec::ZlibCodec::new_with_configuration(&conf)?;
                 Ok(Codec::BytesToBytes(Arc::new(
                     crate::zlib::BoundedZlibCodec::new(inner),
+                )))
+            },
+        ));
+        codec_api::register_codec_v3(codec_api::CodecRuntimePluginV3::new(
+            |name| name == "zstd" || name == "numcodecs.zstd",
+            |metadata| {
+                let conf: zarrs::metadata_ext::codec::zstd::ZstdCodecConfiguration = metadata
+                    .to_typed_configuration()
+                    .map_err(|e| PluginCreateError::Other(e.to_string()))?;
+                let inner = zarrs::array::codec::ZstdCodec::new_with_configuration(&conf)?;
+                Ok(Codec::BytesToBytes(Arc::new(
+                    crate::zstd::BoundedZstdCodec::new(inner),
                 )))
             },
         ));

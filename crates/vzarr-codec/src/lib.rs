@@ -11,9 +11,11 @@
 mod fletcher32;
 pub mod vlen_utf8;
 mod zlib;
+mod zstd;
 
 pub use fletcher32::{Fletcher32Codec, h5_fletcher32, register_zarrs_fixes};
 pub use zlib::{BoundedZlibCodec, UNBOUNDED_DECODE_LIMIT, inflate_bounded};
+pub use zstd::{BoundedZstdCodec, zstd_decode_bounded};
 
 use std::borrow::Cow;
 use std::sync::Arc;
