@@ -297,7 +297,7 @@ fn merge_all(
         let old = &ds.arrays[&path];
         if policy.mode == SmallChunks::Inline
             && a.grid.is_regular() != old.grid.is_regular()
-            && fits_inline(old, policy)
+            && matches!(whole_inline(old, policy), Some(Ok(_)))
         {
             waiting.insert(path, a);
             continue;
@@ -332,16 +332,25 @@ fn apply_merge(ds: &mut VirtualDataset, path: String, a: VirtualArray, report: &
     ds.arrays.insert(path, a);
 }
 
-/// Whether `a` (not strings) would be kept inline as a whole: references that average
-/// under [`SMALL_REFERENCE_BYTES`], a decoded size and referenced bytes within the
-/// per-array bound.
-fn fits_inline(a: &VirtualArray, policy: &SmallChunkPolicy) -> bool {
+/// Whether `a` is one to keep inline as a whole, its references (not strings) averaging
+/// under [`SMALL_REFERENCE_BYTES`]: `Some(Ok(decoded bytes))` within the per-array bound (on
+/// its decoded size and on the bytes it references), `Some(Err(decoded bytes))` beyond it,
+/// `None` when it is not one.
+fn whole_inline(a: &VirtualArray, policy: &SmallChunkPolicy) -> Option<Result<u64, u64>> {
     let stats = a.manifest.stats();
-    !a.data_type.is_string()
-        && stats.referenced > 0
-        && stats.referenced_bytes / stats.referenced < SMALL_REFERENCE_BYTES
-        && stats.referenced_bytes <= policy.inline_array_bytes
-        && decoded_bytes(a).is_some_and(|n| n <= policy.inline_array_bytes)
+    if a.data_type.is_string()
+        || stats.referenced == 0
+        || stats.referenced_bytes / stats.referenced >= SMALL_REFERENCE_BYTES
+    {
+        return None;
+    }
+    let bytes = decoded_bytes(a).unwrap_or(u64::MAX);
+    let limit = policy.inline_array_bytes;
+    Some(if bytes <= limit && stats.referenced_bytes <= limit {
+        Ok(bytes)
+    } else {
+        Err(bytes)
+    })
 }
 
 /// `a` with its adjacent chunks merged, if any are.
@@ -387,33 +396,27 @@ fn candidates(
         limit: policy.inline_array_bytes,
     };
     for (path, a) in &ds.arrays {
-        if a.data_type.is_string() {
-            continue;
-        }
-        let stats = a.manifest.stats();
-        if stats.referenced == 0 {
-            continue;
-        }
-        if stats.referenced_bytes / stats.referenced < SMALL_REFERENCE_BYTES {
-            let bytes = decoded_bytes(a).unwrap_or(u64::MAX);
-            if bytes > policy.inline_array_bytes
-                || stats.referenced_bytes > policy.inline_array_bytes
-            {
+        match whole_inline(a, policy) {
+            Some(Ok(bytes)) => {
+                found.push(Candidate {
+                    path: path.clone(),
+                    cost: bytes,
+                    references: a.manifest.stats().referenced,
+                    chunks: None,
+                });
+                continue;
+            }
+            Some(Err(bytes)) => {
                 left.push(LeftReferenced {
                     array: path.clone(),
-                    references: stats.referenced,
+                    references: a.manifest.stats().referenced,
                     bytes,
                     reason: array_limit.clone(),
                 });
                 continue;
             }
-            found.push(Candidate {
-                path: path.clone(),
-                cost: bytes,
-                references: stats.referenced,
-                chunks: None,
-            });
-            continue;
+            None if a.data_type.is_string() => continue,
+            None => {}
         }
         let small: Vec<(usize, u64)> = a
             .manifest
