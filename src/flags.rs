@@ -447,39 +447,11 @@ pub(crate) struct ReadArgs {
     pub(crate) branch: String,
 }
 
-/// Prefixes from `$VZARR_ALLOW_PREFIXES` (comma-separated) and from the config file
-/// `$XDG_CONFIG_HOME/vzarr/allowed-prefixes` (or `~/.config/...`; one per line, `#` comments).
-fn configured_prefixes() -> Result<Vec<String>> {
-    let mut out: Vec<String> = std::env::var("VZARR_ALLOW_PREFIXES")
-        .unwrap_or_default()
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(str::to_string)
-        .collect();
-    let dir = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
-    if let Some(file) = dir.map(|d| d.join("vzarr/allowed-prefixes")) {
-        match std::fs::read_to_string(&file) {
-            Ok(text) => out.extend(
-                text.lines()
-                    .map(|l| l.split('#').next().unwrap_or("").trim())
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_string),
-            ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(anyhow::anyhow!("{}: {e}", file.display())),
-        }
-    }
-    Ok(out)
-}
-
 impl ReadArgs {
     /// The reader options these flags (and the environment and config file) ask for.
     pub(crate) fn options(&self) -> Result<vzarr_read::ReadOptions> {
         let mut allow_prefixes = self.allow_prefix.clone();
-        allow_prefixes.extend(configured_prefixes()?);
+        allow_prefixes.extend(vzarr_read::configured_prefixes()?);
         Ok(vzarr_read::ReadOptions {
             allow_prefixes,
             trust_recorded_prefixes: self.trust_references,
