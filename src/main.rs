@@ -9,6 +9,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 mod build_cmds;
+#[cfg(test)]
+mod doc_commands;
 mod flags;
 mod print;
 mod read_cmds;
