@@ -287,6 +287,14 @@ impl ValueReader {
             .zip(chunk)
             .map(|(&d, &c)| d.div_ceil(c))
             .collect();
+        // Positions in the grid below fit in 64 bits.
+        if counts
+            .iter()
+            .try_fold(1u64, |a, &n| a.checked_mul(n))
+            .is_none()
+        {
+            return Err(self.error(path, "chunk grid too large"));
+        }
         let size = self.file.size();
         let mut stored = Vec::new();
         let mut past_end: Option<String> = None;
@@ -299,7 +307,7 @@ impl ValueReader {
                     if i >= n {
                         return Ok(()); // Past the current extent: never read.
                     }
-                    lin = lin.saturating_mul(n).saturating_add(i);
+                    lin = lin * n + i;
                 }
                 if c.address.checked_add(c.size).is_none_or(|e| e > size) && past_end.is_none() {
                     past_end = Some(format!(
@@ -444,7 +452,11 @@ impl ValueReader {
         let region = Region { start, count };
         match &ds.place {
             Place::Compact(data) => {
-                let nbytes = ds.shape.iter().product::<u64>().saturating_mul(es as u64);
+                let nbytes = ds
+                    .shape
+                    .iter()
+                    .try_fold(es as u64, |a, &d| a.checked_mul(d))
+                    .unwrap_or(u64::MAX);
                 if data.len() as u64 != nbytes {
                     return Err(self.error(
                         path,
@@ -504,7 +516,10 @@ impl ValueReader {
                     .zip(chunk)
                     .map(|(&d, &c)| d.div_ceil(c))
                     .collect();
-                let nominal: u64 = chunk.iter().product();
+                let nominal = chunk
+                    .iter()
+                    .try_fold(1u64, |a, &c| a.checked_mul(c))
+                    .unwrap_or(u64::MAX);
                 let raw_len = usize::try_from(nominal.saturating_mul(es as u64))
                     .ok()
                     .filter(|&l| l as u64 <= MAX_REGION_BYTES)
@@ -518,7 +533,11 @@ impl ValueReader {
                     .collect();
                 let mut idx = lo.clone();
                 loop {
-                    let lin = idx.iter().zip(&counts).fold(0u64, |a, (&i, &n)| a * n + i);
+                    let lin = idx
+                        .iter()
+                        .zip(&counts)
+                        .try_fold(0u64, |a, (&i, &n)| a.checked_mul(n)?.checked_add(i))
+                        .ok_or_else(|| self.error(path, "chunk grid too large"))?;
                     if let Ok(k) = stored.binary_search_by_key(&lin, |s| s.0) {
                         let c = stored[k].1;
                         let decoded = self.chunk(c, codecs, raw_len, &idx, path)?;
