@@ -508,7 +508,7 @@ impl VerifyArgs {
         if !r.available() {
             anyhow::bail!(
                 "--readers c is not part of this build: it needs the cargo feature `c-oracle` \
-                 (e.g. `cargo install --path . --features c-oracle`, which builds HDF5 and \
+                 (e.g. `cargo install --locked --path . --features c-oracle`, which builds HDF5 and \
                  netCDF-C from source and needs cmake >= 3.26); --readers native needs no C \
                  library"
             );
@@ -548,7 +548,7 @@ fn scan_options(a: &ScanArgs, timeout_secs: u64) -> Result<vzarr_scan::ScanOptio
     if a.hdf5_scanner == Hdf5ScannerArg::Libhdf5 && !vzarr_scan::Hdf5Scanner::Libhdf5.available() {
         anyhow::bail!(
             "--hdf5-scanner libhdf5 is not part of this build: it needs the cargo feature \
-             `c-oracle` (e.g. `cargo install --path . --features c-oracle`, which builds HDF5 \
+             `c-oracle` (e.g. `cargo install --locked --path . --features c-oracle`, which builds HDF5 \
              and netCDF-C from source and needs cmake >= 3.26)"
         );
     }
