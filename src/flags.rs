@@ -28,7 +28,8 @@ pub(crate) struct ScanArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) split_contiguous: Option<u64>,
     /// The HDF5/NetCDF4 scanner: native (pure Rust, local files and object storage) or
-    /// libhdf5 (the former scanner, kept as an oracle; local files only).
+    /// libhdf5 (the former scanner, kept as an oracle; local files only; only in builds with
+    /// the cargo feature c-oracle).
     #[arg(long, value_name = "SCANNER", default_value = "native")]
     pub(crate) hdf5_scanner: Hdf5ScannerArg,
     /// Most bytes of variable-length strings stored inline per array (UTF-8 text plus 4 bytes
@@ -43,6 +44,16 @@ pub(crate) enum Hdf5ScannerArg {
     Native,
     /// The libhdf5 scanner.
     Libhdf5,
+}
+
+/// Which readers `vzarr verify` compares the manifest's values with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ReadersArg {
+    /// vzarr's own readers: HDF5's chunk index walked and decoded with vzarr's codecs,
+    /// NetCDF3 through its header (no C library).
+    Native,
+    /// libhdf5 and netCDF-C (builds with the cargo feature c-oracle).
+    C,
 }
 
 /// What `vzarr build` writes.
@@ -506,39 +517,11 @@ pub(crate) struct ReadArgs {
     pub(crate) branch: String,
 }
 
-/// Prefixes from `$VZARR_ALLOW_PREFIXES` (comma-separated) and from the config file
-/// `$XDG_CONFIG_HOME/vzarr/allowed-prefixes` (or `~/.config/...`; one per line, `#` comments).
-fn configured_prefixes() -> Result<Vec<String>> {
-    let mut out: Vec<String> = std::env::var("VZARR_ALLOW_PREFIXES")
-        .unwrap_or_default()
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(str::to_string)
-        .collect();
-    let dir = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
-    if let Some(file) = dir.map(|d| d.join("vzarr/allowed-prefixes")) {
-        match std::fs::read_to_string(&file) {
-            Ok(text) => out.extend(
-                text.lines()
-                    .map(|l| l.split('#').next().unwrap_or("").trim())
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_string),
-            ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(anyhow::anyhow!("{}: {e}", file.display())),
-        }
-    }
-    Ok(out)
-}
-
 impl ReadArgs {
     /// The reader options these flags (and the environment and config file) ask for.
     pub(crate) fn options(&self) -> Result<vzarr_read::ReadOptions> {
         let mut allow_prefixes = self.allow_prefix.clone();
-        allow_prefixes.extend(configured_prefixes()?);
+        allow_prefixes.extend(vzarr_read::configured_prefixes()?);
         Ok(vzarr_read::ReadOptions {
             allow_prefixes,
             trust_recorded_prefixes: self.trust_references,
@@ -571,12 +554,37 @@ pub(crate) struct VerifyArgs {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub(crate) json: bool,
-    /// Sources are read through libhdf5 and netCDF-C in a separate process; a read taking
-    /// longer than SECONDS stops it and counts as a failed chunk.
+    /// The readers of the sources: native (vzarr's own: HDF5's chunk index walked and
+    /// decoded with vzarr's codecs, NetCDF3 through its header) or c (libhdf5 and netCDF-C;
+    /// builds with the cargo feature c-oracle, where it is the default).
+    #[arg(long, value_name = "READERS")]
+    pub(crate) readers: Option<ReadersArg>,
+    /// With --readers c, sources are read through libhdf5 and netCDF-C in a separate
+    /// process; a read taking longer than SECONDS stops it and counts as a failed chunk.
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     pub(crate) read_timeout: u64,
     #[command(flatten)]
     pub(crate) read: ReadArgs,
+}
+
+impl VerifyArgs {
+    /// The readers asked for (default: the C libraries where built, else vzarr's own).
+    pub(crate) fn source_readers(&self) -> Result<vzarr_verify::SourceReaders> {
+        let r = match self.readers {
+            None => vzarr_verify::SourceReaders::default(),
+            Some(ReadersArg::Native) => vzarr_verify::SourceReaders::Native,
+            Some(ReadersArg::C) => vzarr_verify::SourceReaders::CLibraries,
+        };
+        if !r.available() {
+            anyhow::bail!(
+                "--readers c is not part of this build: it needs the cargo feature `c-oracle` \
+                 (e.g. `cargo install --locked --path . --features c-oracle`, which builds HDF5 and \
+                 netCDF-C from source and needs cmake >= 3.26); --readers native needs no C \
+                 library"
+            );
+        }
+        Ok(r)
+    }
 }
 
 /// Arguments of `vzarr cat`.
@@ -607,6 +615,13 @@ const DEFAULT_FILE_TIMEOUT: u64 = DEFAULT_FILE_TIMEOUT_SECS;
 /// The scan options these flags ask for; the libhdf5 scanner runs in worker processes
 /// (this binary's `__scan-worker`) stopped after `timeout_secs` (0: no limit).
 fn scan_options(a: &ScanArgs, timeout_secs: u64) -> Result<vzarr_scan::ScanOptions> {
+    if a.hdf5_scanner == Hdf5ScannerArg::Libhdf5 && !vzarr_scan::Hdf5Scanner::Libhdf5.available() {
+        anyhow::bail!(
+            "--hdf5-scanner libhdf5 is not part of this build: it needs the cargo feature \
+             `c-oracle` (e.g. `cargo install --locked --path . --features c-oracle`, which builds HDF5 \
+             and netCDF-C from source and needs cmake >= 3.26)"
+        );
+    }
     let worker = match a.hdf5_scanner {
         Hdf5ScannerArg::Native => None,
         Hdf5ScannerArg::Libhdf5 => Some(vzarr_scan::worker::Libhdf5Worker {

@@ -9,6 +9,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 mod build_cmds;
+#[cfg(test)]
+mod doc_commands;
 mod flags;
 mod print;
 mod read_cmds;
@@ -75,16 +77,36 @@ fn run(command: Run) -> Result<ExitCode> {
         } => build_cmds::inspect_repo(&location, &branch, json),
         Run::Verify(args) => read_cmds::verify(args),
         Run::Cat(args) => read_cmds::cat(args).map(|()| ExitCode::SUCCESS),
-        Run::VerifyWorker => vzarr_verify::worker::serve()
-            .map(|()| ExitCode::SUCCESS)
-            .map_err(Into::into),
+        Run::VerifyWorker => verify_worker(),
         Run::ScanWorker {
             path,
             split_contiguous,
-        } => vzarr_scan::worker::serve(&path, split_contiguous)
-            .map(|()| ExitCode::SUCCESS)
-            .map_err(Into::into),
+        } => scan_worker(&path, split_contiguous),
     }
+}
+
+/// The worker process of `vzarr verify --readers c`.
+#[cfg(feature = "c-oracle")]
+fn verify_worker() -> Result<ExitCode> {
+    vzarr_verify::worker::serve()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "c-oracle"))]
+fn verify_worker() -> Result<ExitCode> {
+    anyhow::bail!("the C readers of verify are not part of this build (cargo feature `c-oracle`)")
+}
+
+/// The worker process of `--hdf5-scanner libhdf5`.
+#[cfg(feature = "c-oracle")]
+fn scan_worker(path: &std::path::Path, split_contiguous: Option<u64>) -> Result<ExitCode> {
+    vzarr_scan::worker::serve(path, split_contiguous)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "c-oracle"))]
+fn scan_worker(_path: &std::path::Path, _split_contiguous: Option<u64>) -> Result<ExitCode> {
+    anyhow::bail!("the libhdf5 scanner is not part of this build (cargo feature `c-oracle`)")
 }
 
 /// The error and its causes on one line, each cause once (a library error may say its

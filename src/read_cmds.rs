@@ -28,6 +28,7 @@ pub(crate) fn open_reader(refs: &str, read: &ReadArgs) -> Result<vzarr_read::Rea
 
 /// Runs `vzarr verify`: success only if every compared value matches.
 pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode> {
+    let readers = args.source_readers()?;
     let reader = open_reader(&args.refs, &args.read)?;
     let bar = if std::io::stderr().is_terminal() && !args.json {
         let b = indicatif::ProgressBar::new(0);
@@ -55,6 +56,7 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode> {
         arrays: args.arrays.clone(),
         max_reported: args.max_reported,
         progress,
+        readers,
         worker: Some(vzarr_verify::WorkerCommand {
             program: std::env::current_exe().context("locating the vzarr binary")?,
             args: vec!["__verify-worker".into()],
@@ -89,6 +91,7 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode> {
             }
         }
         writeln!(out, "{}", report.summary())?;
+        writeln!(out, "{}", report.readers_line())?;
     }
     out.flush()?;
     Ok(if report.ok() {

@@ -109,6 +109,7 @@ fn golden_small_chunk_manifests() {
 
 /// A manifest without its string arrays (their `zarr.json` and chunks), and the paths of
 /// those arrays.
+#[cfg(feature = "c-oracle")]
 fn without_string_arrays(text: &str) -> (String, Vec<String>) {
     let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
     let refs = v["refs"].as_object_mut().unwrap();
@@ -129,6 +130,21 @@ fn without_string_arrays(text: &str) -> (String, Vec<String>) {
 }
 
 #[test]
+#[cfg(not(feature = "c-oracle"))]
+fn the_libhdf5_scanner_is_refused_by_name_without_the_feature() {
+    let f = fixtures().join("filters.h5");
+    let o = vzarr(&["inspect", f.to_str().unwrap(), "--hdf5-scanner", "libhdf5"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("--hdf5-scanner libhdf5 is not part of this build"),
+        "{e}"
+    );
+    assert!(e.contains("cargo feature `c-oracle`"), "{e}");
+}
+
+#[test]
+#[cfg(feature = "c-oracle")]
 fn libhdf5_scanner_writes_the_golden_manifests() {
     // The libhdf5 scanner, kept as an oracle behind --hdf5-scanner, gives the same manifests
     // as the native default on every HDF5 and NetCDF4 fixture but those holding types only

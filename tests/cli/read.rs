@@ -20,6 +20,15 @@ fn build_with(input: &Path, out: &Path, extra: &[&str]) {
     assert!(o.status.success(), "{}", text(&o.stderr));
 }
 
+/// The `--readers` of this build: native always, c with the `c-oracle` feature.
+fn readers() -> Vec<&'static str> {
+    if cfg!(feature = "c-oracle") {
+        vec!["native", "c"]
+    } else {
+        vec!["native"]
+    }
+}
+
 fn copy_fixture(name: &str, dir: &Path) -> PathBuf {
     let dst = dir.join(name);
     std::fs::copy(fixtures().join(name), &dst).unwrap();
@@ -42,6 +51,47 @@ fn verify_succeeds_on_good_references() {
         assert!(o.status.success(), "{name}: {stdout}{}", text(&o.stderr));
         assert!(stdout.contains("all values match"), "{stdout}");
         assert!(stdout.starts_with("verified "), "{stdout}");
+        // The output names the readers compared with: the C libraries where built.
+        let (hdf5, nc3) = if cfg!(feature = "c-oracle") {
+            ("libhdf5 ", "netCDF-C for NetCDF3")
+        } else {
+            ("vzarr's HDF5 reader", "vzarr's NetCDF3 reader")
+        };
+        let want = if name.starts_with("nc3") { nc3 } else { hdf5 };
+        assert!(
+            stdout.contains(&format!("compared with {want}")),
+            "{stdout}"
+        );
+        // vzarr's own readers, asked for by name, in every build.
+        let o = vzarr(&[
+            "verify",
+            out.to_str().unwrap(),
+            "--trust-references",
+            "--readers",
+            "native",
+        ]);
+        let stdout = text(&o.stdout);
+        assert!(o.status.success(), "{name}: {stdout}{}", text(&o.stderr));
+        assert!(stdout.contains("compared with vzarr's"), "{stdout}");
+    }
+    // The C readers are refused by name where they are not built.
+    let out = dir.path().join("nc3_classic.nc.json");
+    let o = vzarr(&[
+        "verify",
+        out.to_str().unwrap(),
+        "--trust-references",
+        "--readers",
+        "c",
+    ]);
+    if cfg!(feature = "c-oracle") {
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    } else {
+        assert_eq!(o.status.code(), Some(1));
+        assert!(
+            text(&o.stderr).contains("cargo feature `c-oracle`"),
+            "{}",
+            text(&o.stderr)
+        );
     }
     // A reproducible sample, and JSON output.
     let out = dir.path().join("filters.h5.json");
@@ -97,17 +147,21 @@ fn verify_names_the_variable_chunk_and_source_of_a_difference() {
         "{e}"
     );
     // Read anyway: the value comparison names the chunk.
-    let o = vzarr(&[
-        "verify",
-        out.to_str().unwrap(),
-        "--trust-references",
-        "--ignore-stale",
-    ]);
-    let stdout = text(&o.stdout);
-    assert_eq!(o.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("MISMATCH deflate chunk [1, 1]"), "{stdout}");
-    assert!(stdout.contains(&format!("{}", src.display())), "{stdout}");
-    assert!(stdout.contains("1 chunk(s) differ"), "{stdout}");
+    for readers in readers() {
+        let o = vzarr(&[
+            "verify",
+            out.to_str().unwrap(),
+            "--trust-references",
+            "--ignore-stale",
+            "--readers",
+            readers,
+        ]);
+        let stdout = text(&o.stdout);
+        assert_eq!(o.status.code(), Some(1), "{stdout}");
+        assert!(stdout.contains("MISMATCH deflate chunk [1, 1]"), "{stdout}");
+        assert!(stdout.contains(&format!("{}", src.display())), "{stdout}");
+        assert!(stdout.contains("1 chunk(s) differ"), "{stdout}");
+    }
 }
 
 #[test]
@@ -269,18 +323,22 @@ fn a_source_rewritten_with_a_corrupt_header_is_reported_not_fatal() {
         "{}",
         text(&o.stderr)
     );
-    let o = vzarr(&[
-        "verify",
-        out.to_str().unwrap(),
-        "--trust-references",
-        "--ignore-stale",
-    ]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
-    let stdout = text(&o.stdout);
-    assert!(
-        stdout.contains("reading the source directly failed"),
-        "{stdout}"
-    );
+    for readers in readers() {
+        let o = vzarr(&[
+            "verify",
+            out.to_str().unwrap(),
+            "--trust-references",
+            "--ignore-stale",
+            "--readers",
+            readers,
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+        let stdout = text(&o.stdout);
+        assert!(
+            stdout.contains("reading the source directly failed"),
+            "{readers}: {stdout}"
+        );
+    }
 }
 
 #[test]

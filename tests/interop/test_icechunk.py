@@ -19,7 +19,7 @@ import pytest
 import xarray as xr
 import zarr
 
-from conftest import FIXTURES, assert_values_equal, good_fixtures, run_vzarr
+from conftest import FIXTURES, VERIFY_READERS, assert_values_equal, good_fixtures, run_vzarr
 from test_concat import (
     MONTHS_2023,
     MONTHS_24,
@@ -301,9 +301,10 @@ def test_verify_cat_inspect_and_staleness(tmp_path):
     paths = write_archive(tmp_path, MONTHS_2023, chunk_t=10, zlib=True)
     repo_path = tmp_path / "repo"
     build_repo(repo_path, *paths, "--concat-dim", "time")
-    v = run_vzarr("verify", repo_path, "--trust-references", check=False)
-    assert v.returncode == 0, v.stdout + v.stderr
-    assert "all values match" in v.stdout
+    for readers in VERIFY_READERS:
+        v = run_vzarr("verify", repo_path, "--trust-references", "--readers", readers, check=False)
+        assert v.returncode == 0, v.stdout + v.stderr
+        assert "all values match" in v.stdout
     cat = json.loads(run_vzarr("cat", repo_path, "tas[29:33,1,2]", "--json", "--trust-references").stdout)
     want = xr.concat([xr.open_dataset(p, mask_and_scale=False) for p in paths], dim="time")["tas"][29:33, 1, 2]
     assert np.array_equal(np.array(cat, dtype="f4"), want.values)
@@ -402,8 +403,9 @@ def test_repository_and_sources_on_s3(tmp_path, moto_server):
     virt = open_xr(repo)
     assert_matches_concat(virt, expected_concat(paths))
     # vzarr verify reads the repository on S3 too, and sees an object replaced since.
-    v = run_vzarr_env(env, "verify", repo_url, "--trust-references", check=False)
-    assert v.returncode == 0, v.stdout + v.stderr
+    for readers in VERIFY_READERS:
+        v = run_vzarr_env(env, "verify", repo_url, "--trust-references", "--readers", readers, check=False)
+        assert v.returncode == 0, v.stdout + v.stderr
     # An object replaced by other bytes (a new ETag): vzarr verify reports it, and
     # icechunk-python refuses its chunks (the references' ETag checksum).
     client.upload_file(str(paths[1]), bucket, f"archive/{paths[0].name}")

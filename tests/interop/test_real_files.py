@@ -26,6 +26,7 @@ from conftest import (
     open_store,
     real_files_dir,
     run_vzarr,
+    VERIFY_READERS,
     vzarr_bin,
 )
 
@@ -130,7 +131,8 @@ def test_every_array_matches_an_independent_reader(tmp_path):
 def test_every_array_of_an_icechunk_repository_matches_an_independent_reader(tmp_path):
     """The same through Icechunk: each file built into a repository, read by icechunk-python
     (authorising the containers it lists) and zarr-python, and verified by `vzarr verify`
-    (vzarr's own reader of repositories against libhdf5/netCDF-C)."""
+    (vzarr's own reader of repositories against vzarr's readers of the sources, then against
+    libhdf5/netCDF-C)."""
     from test_icechunk import build_repo, open_local, zarr_group
 
     t = Tally()
@@ -142,9 +144,11 @@ def test_every_array_of_an_icechunk_repository_matches_an_independent_reader(tmp
             continue
         repo, _ = open_local(repo_path)
         t.check(p, zarr_group(repo))
-        v = run_vzarr("verify", repo_path, "--trust-references", check=False)
-        if v.returncode != 0:
-            t.problems.append(f"{p.relative_to(REAL_DIR)}: vzarr verify failed:\n{v.stdout[-1500:]}{v.stderr[-500:]}")
+        for readers in VERIFY_READERS:
+            v = run_vzarr("verify", repo_path, "--trust-references", "--readers", readers, check=False)
+            if v.returncode != 0:
+                t.problems.append(f"{p.relative_to(REAL_DIR)}: vzarr verify --readers {readers} failed:\n"
+                                  f"{v.stdout[-1500:]}{v.stderr[-500:]}")
         shutil.rmtree(repo_path)
     t.assert_complete("Icechunk, icechunk-python")
 
@@ -154,8 +158,8 @@ ZARR_RESERVED = ("__",)
 
 def test_vzarr_verify_and_zarrs_accept_every_real_file(tmp_path):
     """Every manifest of the corpus has node names Zarr v3 allows, and `vzarr verify` (zarrs
-    through the manifest, libhdf5 or netCDF-C on the source) accepts it: every value
-    matches."""
+    through the manifest; on the source vzarr's own readers, then libhdf5 or netCDF-C) accepts
+    it: every value matches."""
     failed = []
     for p in REAL_FILES:
         name = str(p.relative_to(REAL_DIR))
@@ -168,9 +172,10 @@ def test_vzarr_verify_and_zarrs_accept_every_real_file(tmp_path):
             bad = [c for c in parts if c == "" or set(c) == {"."} or c.startswith(ZARR_RESERVED)]
             if bad:
                 failed.append(f"{name}: key {key!r} has node names Zarr v3 forbids: {bad}")
-        v = run_vzarr("verify", out, "--trust-references", check=False)
-        if v.returncode != 0:
-            failed.append(f"{name}: vzarr verify failed:\n{v.stdout[-1500:]}{v.stderr[-500:]}")
+        for readers in VERIFY_READERS:
+            v = run_vzarr("verify", out, "--trust-references", "--readers", readers, check=False)
+            if v.returncode != 0:
+                failed.append(f"{name}: vzarr verify --readers {readers} failed:\n{v.stdout[-1500:]}{v.stderr[-500:]}")
     assert not failed, "\n".join(failed)
 
 

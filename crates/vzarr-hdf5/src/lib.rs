@@ -59,6 +59,7 @@
 //! | `fill`       | the dataset fill value (what unwritten chunks read as) |
 //! | `attributes` | attributes as JSON; bookkeeping dropped; `_FillValue` in xarray's encoding |
 //! | `dims`       | dimension names from dimension scales; phony dimensions |
+//! | `values`     | [`ValueReader`]: a region of a dataset's values read straight from the file (no manifest), for verification |
 //! | `storage`    | the byte-layer adapter: [`SourceStorage`], the reader's bytes from a block cache |
 //! | `error`      | [`Hdf5Error`] |
 
@@ -74,10 +75,12 @@ mod layout;
 mod storage;
 mod strings;
 mod types;
+mod values;
 mod walk;
 
 pub use error::Hdf5Error;
 pub use storage::SourceStorage;
+pub use values::{MAX_REGION_BYTES, RegionValues, ValueReader};
 pub use walk::{scan, scan_with_head};
 
 /// Options of a scan: what to virtualise and how to read the bytes.

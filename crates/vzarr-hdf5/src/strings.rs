@@ -67,7 +67,7 @@ impl Budget {
 }
 
 /// One string as the HDF5 library hands it out: the bytes up to the first NUL, as UTF-8.
-fn text_of(bytes: &[u8], what: impl FnOnce() -> String) -> Result<String, Refusal> {
+pub(crate) fn text_of(bytes: &[u8], what: impl FnOnce() -> String) -> Result<String, Refusal> {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     match std::str::from_utf8(&bytes[..end]) {
         Ok(s) => Ok(s.to_string()),

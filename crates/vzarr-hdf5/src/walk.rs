@@ -554,7 +554,7 @@ fn scan_dataset(
 /// The fill value message for one element of `mapped`: for an HDF5 array datatype, whose fill
 /// value is a whole array, one of its elements when they are all equal (Zarr has one fill
 /// value per element), or why not.
-fn element_fill(
+pub(crate) fn element_fill(
     fill: &vzarr_hdf5_format::FillValue,
     mapped: &Mapped,
 ) -> Result<vzarr_hdf5_format::FillValue, String> {

@@ -5,6 +5,8 @@
 //! netCDF-C. The GIL is released while files are scanned, planned and written; scans run in
 //! parallel as in `vzarr build`.
 
+mod open;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -29,6 +31,14 @@ create_exception!(
     SourceError,
     VzarrError,
     "A source could not be read (missing, no permission, truncated, unreachable)."
+);
+create_exception!(
+    _vzarr,
+    NotAllowedError,
+    SourceError,
+    "References point at a source outside the prefixes the caller allows (allow_prefixes=, \
+     VZARR_ALLOW_PREFIXES, the configuration file; or the references' own prefixes with \
+     trust_references=True)."
 );
 create_exception!(
     _vzarr,
@@ -503,9 +513,13 @@ fn _vzarr(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(scan_manifests, m)?)?;
+    m.add_function(wrap_pyfunction!(open::detect, m)?)?;
+    m.add_function(wrap_pyfunction!(open::checked_references, m)?)?;
+    m.add_function(wrap_pyfunction!(open::checked_repository, m)?)?;
     m.add_class::<Store>()?;
     m.add("VzarrError", py.get_type::<VzarrError>())?;
     m.add("SourceError", py.get_type::<SourceError>())?;
+    m.add("NotAllowedError", py.get_type::<NotAllowedError>())?;
     m.add("ScanError", py.get_type::<ScanError>())?;
     m.add("PlanError", py.get_type::<PlanError>())?;
     m.add("WriteError", py.get_type::<WriteError>())?;

@@ -23,6 +23,15 @@ pub enum ReadError {
     /// An allowed prefix that cannot be used.
     #[error("allowed prefix: {0}")]
     Prefix(#[source] SourceError),
+    /// The file of allowed prefixes could not be read.
+    #[error("{path}: cannot read the allowed prefixes: {source}")]
+    Config {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A source the manifest points at could not be read, is outside the allowed prefixes
     /// ([`SourceError::NotAllowed`]), or changed since the build ([`SourceError::Stale`]).
     #[error("{source}{}", array.as_ref().map(|a| format!(" (array {a})")).unwrap_or_default())]

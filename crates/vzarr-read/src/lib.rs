@@ -21,6 +21,7 @@
 //! # Ok::<(), vzarr_read::ReadError>(())
 //! ```
 
+mod config;
 mod dtype;
 mod error;
 mod reader;
@@ -29,6 +30,7 @@ mod store;
 mod struct_dtype;
 mod values;
 
+pub use config::{PREFIXES_ENV, configured_prefixes};
 pub use dtype::NullTerminatedBytesDataType;
 pub use error::ReadError;
 pub use reader::{

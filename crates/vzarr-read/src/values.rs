@@ -370,8 +370,8 @@ pub fn to_f64s(dt: DataType, bytes: &[u8]) -> Option<Vec<f64>> {
 }
 
 /// Compares every element: same data type bitwise (floats: NaN equals NaN, any payload);
-/// different numeric types by value (integers exactly, floats as f64); a byte string against
-/// a number never matches. `None` when all are equal.
+/// different numeric types by value (integers exactly, floats as f64); structs field by
+/// field; a byte string against a number never matches. `None` when all are equal.
 pub fn compare(
     ours_dt: DataType,
     ours: &[u8],
@@ -391,40 +391,65 @@ pub fn compare(
     if ours_dt == theirs_dt && ours == theirs {
         return None;
     }
-    let same = ours_dt == theirs_dt;
     let mut diff: Option<Difference> = None;
     for i in 0..n {
         let a = &ours[i * ea..(i + 1) * ea];
         let b = &theirs[i * eb..(i + 1) * eb];
-        let (sa, sb) = (scalar(&ours_dt, a), scalar(&theirs_dt, b));
-        let equal = if same {
-            a == b
-                || (ours_dt.is_float()
-                    && as_f64(sa).is_some_and(f64::is_nan)
-                    && as_f64(sb).is_some_and(f64::is_nan))
-                || complex_equal(sa, sb)
-        } else if let (Some(x), Some(y)) = (as_i128(sa), as_i128(sb)) {
-            x == y
-        } else if let (Some(x), Some(y)) = (as_f64(sa), as_f64(sb)) {
-            x == y || (x.is_nan() && y.is_nan())
-        } else {
-            matches!((sa, sb), (Scalar::Bytes(x), Scalar::Bytes(y)) if strip_nuls(x) == strip_nuls(y))
-        };
-        if !equal {
+        if !element_equal(&ours_dt, a, &theirs_dt, b) {
             match &mut diff {
                 Some(d) => d.count += 1,
                 None => {
                     diff = Some(Difference {
                         count: 1,
                         first: i,
-                        ours: sa.to_text(),
-                        theirs: sb.to_text(),
+                        ours: scalar(&ours_dt, a).to_text(),
+                        theirs: scalar(&theirs_dt, b).to_text(),
                     });
                 }
             }
         }
     }
     diff
+}
+
+/// Whether element `a` of type `ta` and element `b` of type `tb` hold the same value: of one
+/// type bitwise (floats: NaN equals NaN, any payload); of different numeric types by value
+/// (integers exactly, a boolean as 0 or 1, floats as f64); byte strings up to trailing NULs;
+/// structs field by field in order, whatever their types are called (an HDF5 enum bool
+/// member read as `int8` by one reader and `bool` by the other holds the same values).
+fn element_equal(ta: &DataType, a: &[u8], tb: &DataType, b: &[u8]) -> bool {
+    if let (DataType::Struct(fa), DataType::Struct(fb)) = (ta, tb) {
+        if fa.len() != fb.len() {
+            return false;
+        }
+        let (mut ia, mut ib) = (0, 0);
+        for (x, y) in fa.iter().zip(fb.iter()) {
+            let (na, nb) = (x.data_type.size(), y.data_type.size());
+            let (Some(fa), Some(fb)) = (a.get(ia..ia + na), b.get(ib..ib + nb)) else {
+                return false;
+            };
+            if !element_equal(&x.data_type, fa, &y.data_type, fb) {
+                return false;
+            }
+            ia += na;
+            ib += nb;
+        }
+        return true;
+    }
+    let (sa, sb) = (scalar(ta, a), scalar(tb, b));
+    if ta == tb {
+        a == b
+            || (ta.is_float()
+                && as_f64(sa).is_some_and(f64::is_nan)
+                && as_f64(sb).is_some_and(f64::is_nan))
+            || complex_equal(sa, sb)
+    } else if let (Some(x), Some(y)) = (as_i128(sa), as_i128(sb)) {
+        x == y
+    } else if let (Some(x), Some(y)) = (as_f64(sa), as_f64(sb)) {
+        x == y || (x.is_nan() && y.is_nan())
+    } else {
+        matches!((sa, sb), (Scalar::Bytes(x), Scalar::Bytes(y)) if strip_nuls(x) == strip_nuls(y))
+    }
 }
 
 /// Complex values equal part by part (NaN equal to NaN).
@@ -576,6 +601,55 @@ mod tests {
         let u: Vec<u8> = [1u8, 0].to_vec();
         assert_eq!(compare(DataType::Bool, &u, DataType::Int8, &u), None);
         assert!(compare(DataType::Int16, &[0, 0x80], DataType::UInt16, &[0, 0x80]).is_some());
+    }
+
+    #[test]
+    fn structs_compare_by_value_not_by_type_names() {
+        use vzarr_core::StructField;
+        let field = |name: &str, data_type| StructField {
+            name: name.into(),
+            data_type,
+        };
+        // h5py's table row: a 13-byte string, a float32 and an enum bool, which one reader
+        // calls bool and the other int8.
+        let ours = DataType::Struct(
+            vec![
+                field("gene", DataType::FixedBytes(13)),
+                field("mean", DataType::Float32),
+                field("highly_variable", DataType::Bool),
+            ]
+            .into(),
+        );
+        let theirs = DataType::Struct(
+            vec![
+                field("gene", DataType::FixedBytes(13)),
+                field("mean", DataType::Float32),
+                field("highly_variable", DataType::Int8),
+            ]
+            .into(),
+        );
+        let row = |name: &[u8], mean: f32, flag: u8| {
+            let mut b = name.to_vec();
+            b.resize(13, 0);
+            b.extend_from_slice(&mean.to_ne_bytes());
+            b.push(flag);
+            b
+        };
+        let a: Vec<u8> = [row(b"ENSG01", 1.5, 1), row(b"ENSG02", f32::NAN, 0)].concat();
+        assert_eq!(compare(ours.clone(), &a, theirs.clone(), &a), None);
+        // NaN payloads of one type still equal inside a struct.
+        let mut nan = a.clone();
+        nan[18 + 13..18 + 13 + 4].copy_from_slice(&f32::from_bits(0x7fc0_0001).to_ne_bytes());
+        assert_eq!(compare(ours.clone(), &a, ours.clone(), &nan), None);
+        // A changed member is a difference, in either direction.
+        let b: Vec<u8> = [row(b"ENSG01", 1.5, 0), row(b"ENSG02", f32::NAN, 0)].concat();
+        let d = compare(ours.clone(), &a, theirs.clone(), &b).unwrap();
+        assert_eq!((d.count, d.first), (1, 0));
+        let c: Vec<u8> = [row(b"ENSG01", 1.5, 1), row(b"ENSG03", f32::NAN, 0)].concat();
+        assert_eq!(compare(ours.clone(), &a, theirs, &c).unwrap().first, 1);
+        // Structs of other members never match.
+        let other = DataType::Struct(vec![field("x", DataType::Float64)].into());
+        assert!(compare(ours, &a[..18], other, &a[..8]).is_some());
     }
 
     #[test]

@@ -287,8 +287,20 @@ pub fn scan_source(source: &SourceRef, opts: &ScanOptions) -> Result<VirtualData
     scan_opened(source, open_for_scan(source)?, opts)
 }
 
+/// Why the libhdf5 scanner cannot run in a build without it.
+const NOT_BUILT: &str = "is not part of this build (cargo feature `libhdf5` of vzarr-scan, \
+     `c-oracle` of the vzarr binary)";
+
 /// Scans a local HDF5 file with the libhdf5 scanner, in a worker process when one is set.
 fn scan_libhdf5(source: &SourceRef, opts: &ScanOptions) -> Result<VirtualDataset, ScanError> {
+    if !Hdf5Scanner::Libhdf5.available() {
+        // Also with a worker: the worker is this build's program, without the scanner.
+        return Err(ScanError::ScannerUnavailable {
+            url: source.url(),
+            scanner: Hdf5Scanner::Libhdf5.name(),
+            reason: NOT_BUILT,
+        });
+    }
     let Some(path) = source.local_path() else {
         return Err(ScanError::ScannerUnavailable {
             url: source.url(),
@@ -323,7 +335,7 @@ fn libhdf5_in_process(
     Err(ScanError::ScannerUnavailable {
         url: source.url(),
         scanner: Hdf5Scanner::Libhdf5.name(),
-        reason: "is not part of this build (cargo feature `libhdf5`)",
+        reason: NOT_BUILT,
     })
 }
 

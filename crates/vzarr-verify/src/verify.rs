@@ -8,13 +8,10 @@
 //! numbers legitimately differ from the source's.
 
 use std::collections::HashSet;
-use std::fmt;
 use std::ops::Range;
-use std::sync::Arc;
 use std::time::Instant;
 
 use vzarr_codec::vlen_utf8;
-use vzarr_core::summary::human_bytes;
 use vzarr_core::{ChunkRef, VirtualArray};
 use vzarr_read::{
     Difference, FetchedChunks, ReadError, Reader, box_positions, compare, compare_strings,
@@ -23,190 +20,8 @@ use vzarr_read::{
 
 use crate::VerifyError;
 use crate::direct::DirectReaders;
-
-/// Progress of a verification.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct VerifyProgress {
-    /// Chunks checked so far.
-    pub done: u64,
-    /// Chunks to check.
-    pub total: u64,
-}
-
-/// What to verify.
-#[derive(Clone)]
-pub struct VerifyOptions {
-    /// Check a random sample of this many chunks instead of all.
-    pub sample: Option<u64>,
-    /// Seed of the sample (the same seed picks the same chunks).
-    pub seed: u64,
-    /// Only these arrays (all when empty).
-    pub arrays: Vec<String>,
-    /// Failed chunks described in detail (all are counted).
-    pub max_reported: usize,
-    /// Called after every chunk.
-    pub progress: Option<Arc<dyn Fn(VerifyProgress) + Send + Sync>>,
-    /// Read sources through libhdf5 and netCDF-C in this worker process instead of in this
-    /// process (a crash or hang of those libraries is then one failed chunk).
-    pub worker: Option<crate::WorkerCommand>,
-}
-
-impl Default for VerifyOptions {
-    fn default() -> Self {
-        VerifyOptions {
-            sample: None,
-            seed: 0,
-            arrays: Vec::new(),
-            max_reported: 10,
-            progress: None,
-            worker: None,
-        }
-    }
-}
-
-impl fmt::Debug for VerifyOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("VerifyOptions")
-            .field("sample", &self.sample)
-            .field("seed", &self.seed)
-            .field("arrays", &self.arrays)
-            .field("max_reported", &self.max_reported)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A chunk whose values through the manifest differ from the source (or could not be read).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Mismatch {
-    /// Array path.
-    pub array: String,
-    /// Chunk index.
-    pub chunk: Vec<u64>,
-    /// The source compared with.
-    pub source: String,
-    /// Number of differing values (0 when a side could not be read).
-    pub differing: u64,
-    /// Index in the array of the first differing value.
-    pub first_index: Option<Vec<u64>>,
-    /// What differs, in words.
-    pub reason: String,
-}
-
-impl fmt::Display for Mismatch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} chunk {:?} (source {}): {}",
-            self.array, self.chunk, self.source, self.reason
-        )
-    }
-}
-
-/// Something that was not compared, and why.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Skipped {
-    /// Array path.
-    pub array: String,
-    /// Chunk index, when only some chunks are skipped.
-    pub chunk: Option<Vec<u64>>,
-    /// Why.
-    pub reason: String,
-}
-
-/// The outcome of a verification.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
-pub struct VerifyReport {
-    /// Chunks in the verified arrays.
-    pub chunks_total: u64,
-    /// Chunks checked.
-    pub chunks_checked: u64,
-    /// Values compared.
-    pub values_compared: u64,
-    /// Bytes fetched through the manifest.
-    pub bytes_read: u64,
-    /// Bytes read from the sources directly.
-    pub source_bytes_read: u64,
-    /// Wall time in seconds.
-    pub seconds: f64,
-    /// Chunks that differ or could not be read.
-    pub failed_chunks: u64,
-    /// The first failed chunks, in detail.
-    pub mismatches: Vec<Mismatch>,
-    /// What was not compared.
-    pub skipped: Vec<Skipped>,
-}
-
-impl VerifyReport {
-    /// Whether every compared value matched.
-    pub fn ok(&self) -> bool {
-        self.failed_chunks == 0
-    }
-
-    /// One summary line: chunks checked, values compared, bytes read, seconds, outcome.
-    pub fn summary(&self) -> String {
-        let sampled = if self.chunks_checked < self.chunks_total {
-            format!(" (sample of {})", self.chunks_total)
-        } else {
-            String::new()
-        };
-        let outcome = if self.ok() {
-            "all values match".to_string()
-        } else {
-            format!("{} chunk(s) differ", self.failed_chunks)
-        };
-        format!(
-            "verified {} chunks{sampled}, {} values compared, {} read through the manifest, {} read from sources directly, {:.2} s: {outcome}",
-            self.chunks_checked,
-            self.values_compared,
-            human_bytes(self.bytes_read),
-            human_bytes(self.source_bytes_read),
-            self.seconds
-        )
-    }
-}
-
-/// SplitMix64: a small, fixed pseudo-random generator, so samples are reproducible across
-/// versions and platforms.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..m` (`m >= 1`).
-    fn below(&mut self, m: u64) -> u64 {
-        let zone = u64::MAX - (u64::MAX % m);
-        loop {
-            let x = self.next();
-            if x < zone {
-                return x % m;
-            }
-        }
-    }
-}
-
-/// `n` distinct indices of `0..total`, uniformly at random (Floyd's algorithm), sorted.
-fn sample_indices(total: u64, n: u64, seed: u64) -> Vec<u64> {
-    if n >= total {
-        return (0..total).collect();
-    }
-    let mut rng = SplitMix64(seed);
-    let mut set: HashSet<u64> = HashSet::with_capacity(n as usize);
-    for j in total - n..total {
-        let t = rng.below(j + 1);
-        if !set.insert(t) {
-            set.insert(j);
-        }
-    }
-    let mut v: Vec<u64> = set.into_iter().collect();
-    v.sort_unstable();
-    v
-}
+use crate::report::{Mismatch, Skipped, VerifyOptions, VerifyProgress, VerifyReport};
+use crate::sample::sample_indices;
 
 /// One slab of a chunk's region and where it comes from in a source.
 struct Slab {
@@ -357,6 +172,11 @@ impl Candidates {
 /// compares every value with the source read directly. Stale sources are an error (unless the
 /// reader ignores staleness); differences are in the report.
 pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, VerifyError> {
+    if !opts.readers.available() {
+        return Err(VerifyError::NotBuilt {
+            readers: opts.readers,
+        });
+    }
     let t0 = Instant::now();
     let bytes_before = reader.stats().bytes;
     let mut stale = reader.check_sources().into_iter();
@@ -449,7 +269,11 @@ pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, Ver
         i = j;
     }
 
-    let mut direct = DirectReaders::new(reader.direct_sources().clone(), opts.worker.clone());
+    let mut direct = DirectReaders::new(
+        reader.direct_sources().clone(),
+        opts.readers,
+        opts.worker.clone(),
+    );
     report.chunks_total = total;
     let mut skipped_arrays: HashSet<String> = HashSet::new();
     let readers = paths
@@ -524,6 +348,7 @@ pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, Ver
     });
     report.bytes_read = reader.stats().bytes - bytes_before;
     report.source_bytes_read = direct.bytes;
+    report.readers = direct.used;
     report.seconds = t0.elapsed().as_secs_f64();
     Ok(report)
 }
@@ -849,49 +674,5 @@ fn check_chunk(
             };
             fail(report, opts, m, &mut counted);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn samples_are_reproducible_and_distinct() {
-        let a = sample_indices(1000, 50, 7);
-        let b = sample_indices(1000, 50, 7);
-        let c = sample_indices(1000, 50, 8);
-        assert_eq!(a, b);
-        assert_ne!(a, c);
-        assert_eq!(a.len(), 50);
-        assert!(a.windows(2).all(|w| w[0] < w[1]));
-        assert!(a.iter().all(|&i| i < 1000));
-        assert_eq!(sample_indices(5, 10, 1), vec![0, 1, 2, 3, 4]);
-        assert_eq!(sample_indices(5, 0, 1), Vec::<u64>::new());
-        // Roughly uniform: every decile gets some of 2000 picks out of 10000.
-        let s = sample_indices(10_000, 2000, 3);
-        for d in 0..10 {
-            let n = s.iter().filter(|&&i| i / 1000 == d).count();
-            assert!((120..280).contains(&n), "decile {d}: {n}");
-        }
-    }
-
-    #[test]
-    fn summary_line() {
-        let r = VerifyReport {
-            chunks_total: 10,
-            chunks_checked: 4,
-            values_compared: 400,
-            bytes_read: 2048,
-            source_bytes_read: 1600,
-            seconds: 0.5,
-            failed_chunks: 1,
-            ..Default::default()
-        };
-        assert_eq!(
-            r.summary(),
-            "verified 4 chunks (sample of 10), 400 values compared, 2.0 KiB read through the manifest, 1.6 KiB read from sources directly, 0.50 s: 1 chunk(s) differ"
-        );
-        assert!(!r.ok());
     }
 }

@@ -16,12 +16,13 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use vzarr_core::DataType;
 
-use crate::direct::{SourceValues, hdf5_read, nc_read, open_hdf5, open_netcdf};
+use crate::WorkerCommand;
+use crate::c_readers::{hdf5_read, nc_read, open_hdf5, open_netcdf};
+use crate::direct::SourceValues;
 
 /// Which library reads the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,17 +52,6 @@ struct Answer {
     len: u64,
     #[serde(default)]
     error: Option<String>,
-}
-
-/// How to start a worker: the program and its arguments.
-#[derive(Clone, Debug)]
-pub struct WorkerCommand {
-    /// The program (e.g. `std::env::current_exe()`).
-    pub program: PathBuf,
-    /// Its arguments (e.g. `["__verify-worker"]`).
-    pub args: Vec<String>,
-    /// Time one read may take before the worker is killed.
-    pub timeout: Duration,
 }
 
 struct Running {
@@ -312,7 +302,7 @@ mod tests {
         Worker::new(WorkerCommand {
             program: "sh".into(),
             args: vec!["-c".into(), script.into()],
-            timeout: Duration::from_millis(timeout_ms),
+            timeout: std::time::Duration::from_millis(timeout_ms),
         })
     }
 

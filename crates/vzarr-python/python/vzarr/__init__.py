@@ -8,6 +8,8 @@ the original files. Nothing is copied.
     >>> import vzarr
     >>> refs = vzarr.build("archive/", concat_dim="time")
     >>> ds = vzarr.open_dataset("archive/", concat_dim="time")   # lazy xarray.Dataset
+    >>> ds = vzarr.open_dataset("tas.json", allow_prefixes="/data/archive/")  # built before
+    >>> import xarray as xr; ds = xr.open_dataset("tas.icechunk", engine="vzarr")
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Sequence
 
 from . import _vzarr
-from ._vzarr import PlanError, ScanError, SourceError, VzarrError, WriteError
+from ._vzarr import NotAllowedError, PlanError, ScanError, SourceError, VzarrError, WriteError
 
 __version__: str = _vzarr.__version__
 
@@ -31,6 +33,7 @@ __all__ = [
     "open_dataset",
     "VzarrError",
     "SourceError",
+    "NotAllowedError",
     "ScanError",
     "PlanError",
     "WriteError",
@@ -256,28 +259,13 @@ def scan(url: PathLike, **options: Any) -> References:
     return refs
 
 
-def open_dataset(
-    inputs: PathLike | Iterable[PathLike] | References | dict,
-    *,
-    remote_protocol: str | None = None,
-    remote_options: dict[str, Any] | None = None,
-    xarray_options: dict[str, Any] | None = None,
-    **options: Any,
-):
-    """A lazy ``xarray.Dataset`` over the references of ``inputs``, built in memory (nothing
-    is written): ``open_mfdataset`` with the opening done by vzarr. ``options`` are those of
-    :func:`build` (e.g. ``concat_dim="time"``); references already built (a dict) are opened
-    as they are. Values are read from the sources only when used, through fsspec's reference
-    filesystem (``remote_protocol`` defaults to the sources' scheme; ``remote_options`` are
-    passed to its filesystem, e.g. credentials; ``xarray_options`` to ``xarray.open_dataset``,
-    e.g. ``{"mask_and_scale": False}``). Needs xarray, zarr >= 3 and fsspec. When
-    the references hold a rectilinear chunk grid, zarr-python's
-    ``array.rectilinear_chunks`` option is turned on for the process."""
+def _open_references(refs: dict, remote_protocol, remote_options, xarray_options):
+    """A lazy xarray.Dataset over kerchunk references, through fsspec's reference filesystem
+    (rectilinear chunk grids turned on when the references hold one)."""
     import fsspec
     import xarray as xr
     import zarr
 
-    refs = inputs if isinstance(inputs, dict) else build(inputs, **options)
     if remote_protocol is None:
         urls = [s.get("url", "") for s in refs.get("vzarr", {}).get("sources", [])]
         scheme = urls[0].split("://", 1)[0] if urls and "://" in urls[0] else "file"
@@ -298,3 +286,131 @@ def open_dataset(
     kwargs = {"engine": "zarr", "consolidated": False, "zarr_format": 3, "chunks": None,
               **(xarray_options or {})}
     return xr.open_dataset(store, **kwargs)
+
+
+def _credentials(prefix: str):
+    """Icechunk credentials for a virtual chunk container, from the environment of its cloud
+    (local files and HTTP need none)."""
+    import icechunk
+
+    scheme = prefix.split("://", 1)[0]
+    if scheme == "s3":
+        return icechunk.s3_from_env_credentials()
+    if scheme in ("gs", "gcs"):
+        return icechunk.gcs_from_env_credentials()
+    if scheme in ("az", "azure", "abfs"):
+        return icechunk.azure_from_env_credentials()
+    if scheme in ("http", "https"):
+        return icechunk.credentials.HttpAccess
+    return icechunk.credentials.LocalFileSystemAccess
+
+
+def _icechunk_storage(where: dict):
+    import icechunk
+
+    kind = where["kind"]
+    if kind == "local":
+        return icechunk.local_filesystem_storage(where["path"])
+    if kind == "s3":
+        return icechunk.s3_storage(
+            bucket=where["bucket"], prefix=where["prefix"], region=where["region"],
+            endpoint_url=where["endpoint_url"], allow_http=where["allow_http"],
+            force_path_style=where["force_path_style"],
+            anonymous=where["anonymous"] or None, from_env=None if where["anonymous"] else True,
+        )
+    if kind == "gcs":
+        return icechunk.gcs_storage(bucket=where["bucket"], prefix=where["prefix"], from_env=True)
+    account = _os.environ.get("AZURE_STORAGE_ACCOUNT_NAME") or _os.environ.get("AZURE_STORAGE_ACCOUNT")
+    if not account:
+        raise ValueError("an Azure repository needs the storage account (AZURE_STORAGE_ACCOUNT_NAME)")
+    return icechunk.azure_storage(account=account, container=where["container"],
+                                  prefix=where["prefix"], from_env=True)
+
+
+def _open_repository(location: str, branch: str, allow_prefixes, trust_references, xarray_options):
+    """The tip of ``branch`` of an Icechunk repository, as a lazy xarray.Dataset, once every
+    virtual chunk reference of that snapshot was checked against the allowed prefixes."""
+    import icechunk
+    import xarray as xr
+    import zarr
+
+    checked = _vzarr.checked_repository(location, branch=branch, allow_prefixes=allow_prefixes,
+                                        trust_references=trust_references)
+    storage = _icechunk_storage(checked["storage"])
+    containers = icechunk.Repository.open(storage).config.virtual_chunk_containers or {}
+    creds = icechunk.containers_credentials({c: _credentials(c) for c in containers})
+    repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=creds)
+    # The snapshot checked, not the branch's tip now (another writer may have moved it).
+    session = repo.readonly_session(snapshot_id=checked["snapshot"])
+    # Repositories may hold rectilinear chunk grids (spec version 2).
+    zarr.config.set({"array.rectilinear_chunks": True})
+    kwargs = {"engine": "zarr", "consolidated": False, "zarr_format": 3, "chunks": None,
+              **(xarray_options or {})}
+    return xr.open_dataset(session.store, **kwargs)
+
+
+def _prefixes(allow_prefixes) -> list[str]:
+    if allow_prefixes is None:
+        return []
+    if isinstance(allow_prefixes, (str, _os.PathLike)):
+        return [_os.fspath(allow_prefixes)]
+    return [_os.fspath(p) for p in allow_prefixes]
+
+
+def open_dataset(
+    inputs: PathLike | Iterable[PathLike] | References | dict,
+    *,
+    allow_prefixes: PathLike | Sequence[PathLike] | None = None,
+    trust_references: bool = False,
+    branch: str = "main",
+    remote_protocol: str | None = None,
+    remote_options: dict[str, Any] | None = None,
+    xarray_options: dict[str, Any] | None = None,
+    **options: Any,
+):
+    """A lazy ``xarray.Dataset`` over ``inputs``, which may be what vzarr built or what it
+    builds from:
+
+    - a reference file (a path or an s3://, gs://, az://, http(s):// URL of kerchunk JSON):
+      opened as it is;
+    - an Icechunk repository (a directory, or s3://, gs://, az://bucket/prefix): the tip of
+      ``branch``, opened with icechunk-python (needs the ``icechunk`` package), the virtual
+      chunk containers it lists authorised with the credentials of the environment;
+    - references already built (a dict): opened as they are;
+    - anything else: sources, built in memory first (nothing is written), ``options`` being
+      those of :func:`build` (e.g. ``concat_dim="time"``).
+
+    What references point at must be under the prefixes the caller allows, as for
+    ``vzarr verify``: ``allow_prefixes`` (a local directory or URL prefix, or a list), the
+    environment variable ``VZARR_ALLOW_PREFIXES`` (comma-separated) and the file
+    ``$XDG_CONFIG_HOME/vzarr/allowed-prefixes``; the prefixes the references record only
+    narrow these, unless ``trust_references=True`` allows them as well (for references you
+    made). Every reference is checked before any value is read; a refused one raises
+    :class:`NotAllowedError` naming it. (References built here from sources are trusted.)
+
+    Values are read from the sources only when used: through fsspec's reference filesystem
+    for JSON (``remote_protocol`` defaults to the sources' scheme; ``remote_options`` go to its
+    filesystem, e.g. credentials), through icechunk for repositories. ``xarray_options`` go to
+    ``xarray.open_dataset`` (e.g. ``{"mask_and_scale": False}``). zarr-python's
+    ``array.rectilinear_chunks`` option is turned on for the process when the data may hold a
+    rectilinear chunk grid. Needs xarray, zarr >= 3 and fsspec. The same is available as
+    ``xarray.open_dataset(path, engine="vzarr")``."""
+    if isinstance(inputs, dict):
+        return _open_references(inputs, remote_protocol, remote_options, xarray_options)
+    if isinstance(inputs, (str, _os.PathLike)) and not (
+            "://" not in _os.fspath(inputs) and _GLOB_CHARS & set(_os.fspath(inputs))):
+        location = _os.fspath(inputs)
+        kind = _vzarr.detect(location)
+        if kind != "sources" and options:
+            raise TypeError(
+                f"{location} is {'an Icechunk repository' if kind == 'icechunk' else 'a reference file'}: "
+                f"the build options {sorted(options)} do not apply")
+        if kind == "references":
+            text = _vzarr.checked_references(location, allow_prefixes=_prefixes(allow_prefixes),
+                                             trust_references=trust_references)
+            return _open_references(_json.loads(text), remote_protocol, remote_options, xarray_options)
+        if kind == "icechunk":
+            return _open_repository(location, branch, _prefixes(allow_prefixes), trust_references,
+                                    xarray_options)
+    refs = build(inputs, **options)
+    return _open_references(refs, remote_protocol, remote_options, xarray_options)

@@ -26,17 +26,21 @@ fn verify_passes_on_every_fixture() {
     let names = good_fixtures();
     assert!(names.len() >= 14, "fixture index lists too few files");
     for name in names {
-        for split in [None, Some(4096)] {
+        for (split, readers) in [None, Some(4096)]
+            .into_iter()
+            .flat_map(|s| readers().into_iter().map(move |r| (s, r)))
+        {
             let out = dir.path().join(format!("{name}.json"));
             build(&fixtures().join(&name), &out, split);
             let reader = open(&out);
-            let r = verify(&reader, &VerifyOptions::default()).unwrap();
+            let r = verify(&reader, &with(readers)).unwrap();
             assert!(
                 r.ok(),
-                "{name} (split {split:?}): {}\n{:#?}",
+                "{name} (split {split:?}, {readers:?}): {}\n{:#?}",
                 r.summary(),
                 r.mismatches
             );
+            assert!(!r.readers.is_empty(), "{name}: no reader named");
             assert_eq!(r.chunks_checked, r.chunks_total, "{name}");
             let stored = reader
                 .dataset()
@@ -56,18 +60,20 @@ fn sampling_is_reproducible() {
     let out = dir.path().join("f.json");
     build(&fixtures().join("filters.h5"), &out, None);
     let reader = open(&out);
-    let opts = VerifyOptions {
-        sample: Some(7),
-        seed: 42,
-        ..Default::default()
-    };
-    let a = verify(&reader, &opts).unwrap();
-    assert!(a.ok(), "{}", a.summary());
-    assert_eq!(a.chunks_checked, 7);
-    assert!(a.chunks_total > 7);
-    let b = verify(&reader, &opts).unwrap();
-    assert_eq!(a.values_compared, b.values_compared);
-    assert!(a.summary().contains("(sample of"), "{}", a.summary());
+    for readers in readers() {
+        let opts = VerifyOptions {
+            sample: Some(7),
+            seed: 42,
+            ..with(readers)
+        };
+        let a = verify(&reader, &opts).unwrap();
+        assert!(a.ok(), "{}", a.summary());
+        assert_eq!(a.chunks_checked, 7);
+        assert!(a.chunks_total > 7);
+        let b = verify(&reader, &opts).unwrap();
+        assert_eq!(a.values_compared, b.values_compared);
+        assert!(a.summary().contains("(sample of"), "{}", a.summary());
+    }
 }
 
 /// The offset and length of a stored chunk of `array` in a references file.
@@ -96,17 +102,19 @@ fn changed_bytes_in_a_compressed_chunk_are_caught() {
     assert!(e.to_string().contains("content changed"), "{e}");
     // ... and read anyway, the values tell which chunk.
     let reader = open_ignoring_stale(&out);
-    let r = verify(&reader, &VerifyOptions::default()).unwrap();
-    assert!(!r.ok());
-    assert_eq!(r.failed_chunks, 1, "{:#?}", r.mismatches);
-    let m = &r.mismatches[0];
-    assert_eq!(
-        (m.array.as_str(), m.chunk.as_slice()),
-        ("deflate", &[1u64, 1][..])
-    );
-    assert!(m.source.ends_with("filters.h5"));
-    let text = m.to_string();
-    assert!(text.contains("deflate chunk [1, 1]"), "{text}");
+    for readers in readers() {
+        let r = verify(&reader, &with(readers)).unwrap();
+        assert!(!r.ok());
+        assert_eq!(r.failed_chunks, 1, "{readers:?}: {:#?}", r.mismatches);
+        let m = &r.mismatches[0];
+        assert_eq!(
+            (m.array.as_str(), m.chunk.as_slice()),
+            ("deflate", &[1u64, 1][..])
+        );
+        assert!(m.source.ends_with("filters.h5"));
+        let text = m.to_string();
+        assert!(text.contains("deflate chunk [1, 1]"), "{text}");
+    }
 }
 
 #[test]
@@ -120,17 +128,45 @@ fn a_manifest_pointing_at_wrong_bytes_is_caught() {
     let (off, len) = chunk_ref(&refs, "btree_v1/c/2/1");
     refs["refs"]["btree_v1/c/2/1"] = json!([format!("file://{}", src.display()), off + 4, len]);
     write_json(&out, &refs);
-    let r = verify(&open(&out), &VerifyOptions::default()).unwrap();
-    assert_eq!(r.failed_chunks, 1);
-    let m = &r.mismatches[0];
-    assert_eq!(
-        (m.array.as_str(), m.chunk.as_slice()),
-        ("btree_v1", &[2u64, 1][..])
-    );
-    assert!(m.differing > 0);
-    // Chunks of 5x10: chunk (2, 1) starts at (10, 10).
-    assert_eq!(m.first_index.as_deref(), Some(&[10u64, 10][..]));
-    assert!(m.reason.contains("values differ"), "{}", m.reason);
+    for readers in readers() {
+        let r = verify(&open(&out), &with(readers)).unwrap();
+        assert_eq!(r.failed_chunks, 1, "{readers:?}");
+        let m = &r.mismatches[0];
+        assert_eq!(
+            (m.array.as_str(), m.chunk.as_slice()),
+            ("btree_v1", &[2u64, 1][..])
+        );
+        assert!(m.differing > 0);
+        // Chunks of 5x10: chunk (2, 1) starts at (10, 10).
+        assert_eq!(m.first_index.as_deref(), Some(&[10u64, 10][..]));
+        assert!(m.reason.contains("values differ"), "{}", m.reason);
+    }
+}
+
+#[test]
+fn swapped_references_are_caught() {
+    // Two chunks' references exchanged (each points at the other's bytes): both differ.
+    let dir = tempfile::tempdir().unwrap();
+    let src = copy_fixture("layouts_v1.h5", dir.path());
+    let out = dir.path().join("f.json");
+    build(&src, &out, None);
+    let mut refs = read_json(&out);
+    let (a, b) = ("btree_v1/c/0/0", "btree_v1/c/1/1");
+    let ra = refs["refs"][a].clone();
+    refs["refs"][a] = refs["refs"][b].clone();
+    refs["refs"][b] = ra;
+    write_json(&out, &refs);
+    for readers in readers() {
+        let r = verify(&open(&out), &with(readers)).unwrap();
+        assert_eq!(r.failed_chunks, 2, "{readers:?}: {:#?}", r.mismatches);
+        let chunks: Vec<&[u64]> = r.mismatches.iter().map(|m| m.chunk.as_slice()).collect();
+        assert_eq!(chunks, [&[0u64, 0][..], &[1, 1][..]]);
+        assert!(
+            r.mismatches.iter().all(|m| m.differing > 0),
+            "{:#?}",
+            r.mismatches
+        );
+    }
 }
 
 #[test]
@@ -156,16 +192,18 @@ fn changed_bytes_of_an_inline_chunk_are_caught() {
     refs["refs"]["compact/c/0/0"] = json!(format!("base64:{}", b64.encode(&changed)));
     let tampered = dir.path().join("tampered.json");
     write_json(&tampered, &refs);
-    let r = verify(&open(&tampered), &VerifyOptions::default()).unwrap();
-    assert_eq!(r.failed_chunks, 1, "{:#?}", r.mismatches);
-    let m = &r.mismatches[0];
-    assert_eq!(
-        (m.array.as_str(), m.chunk.as_slice()),
-        ("compact", &[0u64, 0][..])
-    );
-    assert_eq!(m.differing, 1);
-    assert_eq!(m.first_index.as_deref(), Some(&[0u64, 2][..]));
-    assert!(m.reason.contains("manifest -7, source -8"), "{}", m.reason);
+    for readers in readers() {
+        let r = verify(&open(&tampered), &with(readers)).unwrap();
+        assert_eq!(r.failed_chunks, 1, "{readers:?}: {:#?}", r.mismatches);
+        let m = &r.mismatches[0];
+        assert_eq!(
+            (m.array.as_str(), m.chunk.as_slice()),
+            ("compact", &[0u64, 0][..])
+        );
+        assert_eq!(m.differing, 1);
+        assert_eq!(m.first_index.as_deref(), Some(&[0u64, 2][..]));
+        assert!(m.reason.contains("manifest -7, source -8"), "{}", m.reason);
+    }
 
     // The same bytes changed in the source (modification time kept): the object header's
     // checksum no longer matches, HDF5 refuses the dataset, and verify names the chunk.
@@ -178,18 +216,20 @@ fn changed_bytes_of_an_inline_chunk_are_caught() {
     bytes[at + 8] ^= 0x01;
     std::fs::write(&src, &bytes).unwrap();
     set_mtime(&src, mtime);
-    let r = verify(&open_ignoring_stale(&out), &VerifyOptions::default()).unwrap();
-    assert_eq!(r.failed_chunks, 1, "{:#?}", r.mismatches);
-    let m = &r.mismatches[0];
-    assert_eq!(
-        (m.array.as_str(), m.chunk.as_slice()),
-        ("compact", &[0u64, 0][..])
-    );
-    assert!(
-        m.reason.contains("reading the source directly failed"),
-        "{}",
-        m.reason
-    );
+    for readers in readers() {
+        let r = verify(&open_ignoring_stale(&out), &with(readers)).unwrap();
+        assert_eq!(r.failed_chunks, 1, "{readers:?}: {:#?}", r.mismatches);
+        let m = &r.mismatches[0];
+        assert_eq!(
+            (m.array.as_str(), m.chunk.as_slice()),
+            ("compact", &[0u64, 0][..])
+        );
+        assert!(
+            m.reason.contains("reading the source directly failed"),
+            "{}",
+            m.reason
+        );
+    }
 }
 
 #[test]
@@ -419,19 +459,25 @@ fn build_archive(
 
 #[test]
 fn verify_passes_on_the_combined_archive() {
+    for readers in readers() {
+        combined_archive(readers);
+    }
+}
+
+fn combined_archive(readers: vzarr_verify::SourceReaders) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("archive.json");
     build_archive(&out, vzarr_plan::Concat::Existing("time".into()), None, 12);
     let reader = open(&out);
     assert!(reader.provenance().concat.is_some());
-    let r = verify(&reader, &VerifyOptions::default()).unwrap();
+    let r = verify(&reader, &with(readers)).unwrap();
     assert!(r.ok(), "{}\n{:#?}", r.summary(), r.mismatches);
     assert_eq!(r.chunks_checked, r.chunks_total);
     // A sample reads fewer chunks, the same ones for the same seed.
     let opts = VerifyOptions {
         sample: Some(5),
         seed: 1,
-        ..Default::default()
+        ..with(readers)
     };
     let a = verify(&reader, &opts).unwrap();
     assert!(a.ok() && a.chunks_checked == 5);
@@ -450,7 +496,7 @@ fn verify_passes_on_the_combined_archive() {
     };
     let r = verify(
         &vzarr_read::open(p.to_str().unwrap(), opts).unwrap(),
-        &VerifyOptions::default(),
+        &with(readers),
     )
     .unwrap();
     assert!(r.ok(), "{:#?}", r.mismatches);
@@ -469,7 +515,7 @@ fn verify_passes_on_the_combined_archive() {
         Some("hours since 1990-01-01"),
         12,
     );
-    let r = verify(&open(&out2), &VerifyOptions::default()).unwrap();
+    let r = verify(&open(&out2), &with(readers)).unwrap();
     assert!(r.ok(), "{}\n{:#?}", r.summary(), r.mismatches);
     assert!(r.skipped.is_empty(), "{:#?}", r.skipped);
     // A time value shifted by an hour in the references is caught.
@@ -499,7 +545,7 @@ fn verify_passes_on_the_combined_archive() {
     refs["refs"][&key] = json!(format!("base64:{}", b64.encode(&raw)));
     let p = dir.path().join("archive_shifted.json");
     write_json(&p, &refs);
-    let r = verify(&open(&p), &VerifyOptions::default()).unwrap();
+    let r = verify(&open(&p), &with(readers)).unwrap();
     assert_eq!(r.failed_chunks, 1, "{:#?}", r.mismatches);
     assert_eq!(r.mismatches[0].array, "time");
     assert_eq!(r.mismatches[0].first_index.as_deref(), Some(&[40u64][..]));
@@ -515,6 +561,6 @@ fn verify_passes_on_the_combined_archive() {
         None,
         1,
     );
-    let r = verify(&open(&out3), &VerifyOptions::default()).unwrap();
+    let r = verify(&open(&out3), &with(readers)).unwrap();
     assert!(r.ok(), "{}\n{:#?}", r.summary(), r.mismatches);
 }

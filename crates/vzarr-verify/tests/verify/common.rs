@@ -27,3 +27,23 @@ pub(crate) fn plan(
         .unwrap()
         .0
 }
+
+/// The readers of sources this build has: vzarr's own always, the C libraries with the
+/// `c-oracle` feature. Every check runs with each.
+pub(crate) fn readers() -> Vec<vzarr_verify::SourceReaders> {
+    [
+        vzarr_verify::SourceReaders::Native,
+        vzarr_verify::SourceReaders::CLibraries,
+    ]
+    .into_iter()
+    .filter(|r| r.available())
+    .collect()
+}
+
+/// Verify options reading the sources with `readers`.
+pub(crate) fn with(readers: vzarr_verify::SourceReaders) -> vzarr_verify::VerifyOptions {
+    vzarr_verify::VerifyOptions {
+        readers,
+        ..Default::default()
+    }
+}
