@@ -258,16 +258,7 @@ impl ObjectSource {
         record: &SourceRecord,
     ) -> Result<Self, SourceError> {
         let (store, path) = clients.resolve(loc)?;
-        Ok(ObjectSource {
-            location: loc.clone(),
-            store,
-            path,
-            record: SourceRecord {
-                url: loc.url(),
-                ..record.clone()
-            },
-            concurrency: DEFAULT_RANGE_CONCURRENCY,
-        })
+        Ok(Self::from_record_in(store, path, loc, record))
     }
 
     /// [`ObjectSource::from_record`] through a store the caller gives, where the object lies
