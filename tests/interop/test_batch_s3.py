@@ -10,20 +10,15 @@ one read of what lies beyond it), no HEAD, no byte fetched twice; the same after
 the scan cache and for a combine of sharded scans; an append, a rebuild from the cache and a
 combine of shards give byte-identical outputs to one build."""
 
-import contextlib
 import json
 import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import FIXTURES, ROOT, open_store, vzarr_bin
+from conftest import FIXTURES, counting_proxy, open_store, vzarr_bin
 from test_concat import assert_matches_concat, expected_concat, write_archive
 
 BUCKET = "vzarr-batch"
@@ -172,37 +167,6 @@ def plan_archive(moto_server, tmp_path_factory):
     assert sum(p.stat().st_size > (1 << 20) for p in paths) >= 4
     urls = [f"s3://{PLAN_BUCKET}/nc3/{p.name}" for p in paths]
     return paths, urls, f"s3://{PLAN_BUCKET}/nc3/"
-
-
-@contextlib.contextmanager
-def counting_proxy(env, tmp_path):
-    """s3proxy.py (no delay) in front of the moto server of `env`; yields the environment
-    pointing at it and a function giving its counters since the last call (and zeroing
-    them)."""
-    upstream = env["AWS_ENDPOINT_URL"].removeprefix("http://")
-    port_file = tmp_path / "proxy.port"
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "benches" / "compare" / "s3proxy.py"), "--upstream", upstream,
-         "--delay-ms", "0", "--port-file", str(port_file), "--max-seconds", "600"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while not port_file.exists() or not port_file.read_text().strip():
-            assert proc.poll() is None and time.monotonic() < deadline, "s3proxy.py did not start"
-            time.sleep(0.05)
-        endpoint = f"http://127.0.0.1:{int(port_file.read_text())}"
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-        def take():
-            with opener.open(f"{endpoint}/__stats?reset=1", timeout=30) as r:
-                return json.loads(r.read())
-
-        take()
-        yield dict(env, AWS_ENDPOINT_URL=endpoint), take
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def assert_requests_per_file(st, files, *, lists, per_file=2):
