@@ -99,7 +99,7 @@ pub(crate) struct SourceArgs {
     /// Leave out files found in directories or prefixes that match GLOB (repeatable).
     #[arg(long, value_name = "GLOB")]
     pub(crate) exclude: Vec<String>,
-    /// Scans in flight at once (default: every core; at least 32 when sources are on object
+    /// Scans in flight at once (default: every core; at least 128 when sources are on object
     /// storage); also the threads that plan and write (default: every core).
     #[arg(short, long, value_name = "N", default_value_t = 0)]
     pub(crate) jobs: usize,

@@ -9,8 +9,9 @@ the runs of the tools alternate (vzarr, kerchunk, VirtualiZarr, vzarr, ...) so t
 change of machine load hits all of them alike. The archives sit in the page cache (they
 are read once before the first run), so the figures measure the tools, not the disk.
 
-The object-storage cases (--only s3a,s3m,s3c; off by default) upload archives to a moto S3
-server on 127.0.0.1 and run every tool against a proxy in front of it (s3proxy.py, through
+The object-storage cases (--only s3a,s3m,s3c; off by default) upload archives to an S3
+server on 127.0.0.1 (s3s-fs, concurrent; moto when --s3s-fs is not given) and run every
+tool against a proxy in front of it (s3proxy.py, through
 remote.py) that adds a fixed delay to every request and counts requests and bytes; the
 counters are reset before each tool run and read after it. A vzarr that refuses a remote
 format ("not yet supported") is recorded as refused and the peers are still measured.
@@ -56,6 +57,7 @@ C_FLOOR_TARGET = 1.0
 # Peak RSS above the process baseline per chunk reference at 1M references (issue 13).
 BYTES_PER_REFERENCE = 24
 GNU_TIME = "/usr/bin/time"
+S3S_FS_VERSION = "0.14.1"  # benches/s3s-fs
 
 
 class BenchError(SystemExit):
@@ -540,11 +542,13 @@ def versions(vzarr: str) -> dict:
 
 def bench_remote(keys: list[str], archives: dict, a, work: Path, res_dir: Path,
                  archives_json: Path) -> dict:
-    """The object-storage cases: one moto server and proxy for all of them (stopped at the
+    """The object-storage cases: one S3 server and proxy for all of them (stopped at the
     end, also on errors), each archive uploaded once, then bench_archive against it."""
     out = {}
-    with remote.S3Bench(work / "s3", delay_ms=a.delay_ms, python=a.python) as s3:
-        log(f"S3: moto at {s3.direct}, proxy at {s3.endpoint} (+{a.delay_ms:g} ms a request)")
+    with remote.S3Bench(work / "s3", delay_ms=a.delay_ms, python=a.python,
+                        s3s_fs=a.s3s_fs) as s3:
+        log(f"S3: {s3.server_name} at {s3.direct}, proxy at {s3.endpoint} "
+            f"(+{a.delay_ms:g} ms a request)")
         prefixes, t0, nbytes = {}, time.perf_counter(), 0
         for name in dict.fromkeys(REMOTE[k] for k in keys):
             prefixes[name] = s3.upload(name, archives[name]["files"])
@@ -557,7 +561,8 @@ def bench_remote(keys: list[str], archives: dict, a, work: Path, res_dir: Path,
                                      key=key, prefix=prefixes[name])
         out["_setup"] = {"delay_ms": a.delay_ms, "bucket": remote.BUCKET,
                          "uploaded_bytes": nbytes, "upload_seconds": up,
-                         "moto": metadata.version("moto")}
+                         "server": (f"s3s-fs {S3S_FS_VERSION}" if a.s3s_fs
+                                    else f"moto {metadata.version('moto')}")}
     return out
 
 
@@ -576,6 +581,8 @@ def main() -> int:
     ap.add_argument("--tools", default=",".join(TOOLS))
     ap.add_argument("--json", help="where to write the results (default WORK/results.json)")
     ap.add_argument("--h5floor", help="floor.c built against vzarr's HDF5 (optional)")
+    ap.add_argument("--s3s-fs", help="the s3s-fs binary (benches/s3s-fs) to serve the "
+                    "object-storage cases; moto when not given")
     a = ap.parse_args()
     a.tools = [t.strip() for t in a.tools.split(",") if t.strip()]
     for t in a.tools:
@@ -633,10 +640,10 @@ def main() -> int:
                    "peak RSS / vzarr peak RSS.\n\n" + targets(res) + "\n")
     if res.get("remote"):
         s3 = res["s3"]
-        report += (f"\nObject storage: moto {s3['moto']} on 127.0.0.1 behind s3proxy.py, "
+        report += (f"\nObject storage: {s3['server']} on 127.0.0.1 behind s3proxy.py, "
                    f"+{s3['delay_ms']:g} ms before every request; requests and bytes counted by "
                    "the proxy (bytes fetched = bodies of object GETs; server ms/request = "
-                   "moto's own time to answer, on top of the added delay); the peers list the "
+                   "the server's own time to answer, on top of the added delay); the peers list the "
                    "prefix themselves.\n\n" + remote_tables(res) + "\n")
         tg = remote_targets(res)
         if tg:

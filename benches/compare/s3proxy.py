@@ -14,7 +14,9 @@ What it does, per client connection (HTTP/1.1 keep-alive: any number of requests
   - reads one request (request line, headers, body framed by Content-Length or chunked
     transfer coding); answers "Expect: 100-continue" itself and drops that header;
   - sleeps --delay-ms (20 ms), then forwards the request unchanged (same Host header, so
-    signatures stay valid) over its own persistent connection to the upstream server;
+    signatures stay valid) over its own persistent connection to the upstream server,
+    acknowledging what upstream sends at once (TCP_QUICKACK: a server without TCP_NODELAY
+    would otherwise hold each body 40 ms for the delayed ACK of its head);
   - relays the response as it arrives: status line and headers unchanged, the body framed as
     upstream framed it (Content-Length, chunked, or none for HEAD/1xx/204/304); a body that
     upstream delimits by closing the connection is re-framed as chunked for an HTTP/1.1
@@ -67,6 +69,7 @@ import json
 import os
 import random
 import signal
+import socket
 import sys
 import time
 from collections import Counter
@@ -321,6 +324,19 @@ class Upstream:
             self.writer.close()
         self.reader = self.writer = None
 
+    def quickack(self) -> None:
+        """Acknowledges what upstream sends at once (TCP_QUICKACK, Linux; re-armed before each
+        response, as the kernel drops it). A server that does not set TCP_NODELAY (s3s-fs
+        0.14.1) holds the body of a response until the head's ACK, which the kernel delays by
+        40 ms on a connection in use: every response on a persistent connection would cost
+        40 ms that no real S3 service adds."""
+        sock = self.writer.get_extra_info("socket") if self.writer is not None else None
+        if sock is not None and hasattr(socket, "TCP_QUICKACK"):
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+            except OSError:
+                pass
+
 
 class Proxy:
     def __init__(self, upstream: tuple[str, int], delay: float, access_log=None,
@@ -478,6 +494,7 @@ class Proxy:
             try:
                 up.writer.write(request_bytes)
                 await up.writer.drain()
+                up.quickack()
                 lines = await read_head(up.reader)
                 if lines is None:
                     raise ConnectionResetError("upstream closed the connection")
@@ -492,6 +509,7 @@ class Proxy:
                     raise ProtocolError(f"bad status line {status_line[:80]!r}")
                 status = int(status_line.split(" ")[1])
                 if status >= 200 or status == 101:
+                    up.quickack()  # the body follows
                     return status_line, parse_headers(lines[1:])
                 lines = await read_head(up.reader)  # an interim 1xx: wait for the real one
                 if lines is None:

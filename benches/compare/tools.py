@@ -4,7 +4,8 @@ Each subcommand runs in its own process, started (and timed) by bench.py:
 
   tools.py kerchunk     --format hdf5|nc3 [--concat-dim time --identical lat,lon]
                         [--s3-endpoint URL] -o OUT FILES...
-  tools.py virtualizarr --format hdf5|nc3 [--concat-dim time] [--s3-endpoint URL] -o OUT FILES...
+  tools.py virtualizarr --format hdf5|nc3 [--concat-dim time] [--s3-endpoint URL]
+                        [--threads N] -o OUT FILES...
   tools.py floor FILE DATASET          h5py: open the file, Dataset.id.chunk_iter, nothing else
   tools.py check [--s3-endpoint URL] OUT ARCHIVES_JSON NAME   open OUT with xarray (zarr
                                        engine through fsspec's ReferenceFileSystem), check
@@ -19,7 +20,9 @@ fsspec's s3 (s3fs) at its own --s3-endpoint.
 
 The peers are used as their documentation shows: kerchunk SingleHdf5ToZarr / NetCDF3ToZarr per
 file, MultiZarrToZarr to combine, the references written as JSON; VirtualiZarr
-open_virtual_dataset per file, xarray.concat, .vz.to_kerchunk(format="json"). Every subcommand
+open_virtual_dataset per file, xarray.concat, .vz.to_kerchunk(format="json"), or with
+--threads N open_virtual_mfdataset with a thread pool of N (parallel=ThreadPoolExecutor, as
+its documentation recommends for many files). Every subcommand
 prints one JSON line on stdout with its own phase timings (seconds, measured in-process after
 the imports); bench.py measures the whole process from outside.
 """
@@ -134,6 +137,21 @@ def run_virtualizarr(a) -> None:
         registry = ObjectStoreRegistry({f"file://{root}": LocalStore(prefix=root)})
         urls = [f"file://{os.path.abspath(p)}" for p in a.files]
     parser = HDFParser() if a.format == "hdf5" else NetCDF3Parser()
+    if a.threads:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from virtualizarr import open_virtual_mfdataset
+
+        vds = open_virtual_mfdataset(
+            urls, registry=registry, parser=parser, concat_dim=a.concat_dim,
+            combine="nested", parallel=ThreadPoolExecutor(max_workers=a.threads),
+            coords="minimal", compat="override", data_vars="minimal",
+            combine_attrs="override")
+        t_scan = t_combine = time.perf_counter()  # one call: scan and combine together
+        vds.vz.to_kerchunk(a.output, format="json")
+        emit(imports=t_import - T_START, scan=t_scan - t_import, combine=0.0,
+             write=time.perf_counter() - t_combine)
+        return
     vdss = [open_virtual_dataset(url=url, registry=registry, parser=parser) for url in urls]
     t_scan = time.perf_counter()
     if a.concat_dim:
@@ -273,6 +291,9 @@ def main() -> int:
         s.add_argument("--concat-dim")
         s.add_argument("--identical")
         s.add_argument("--s3-endpoint", help="read FILES (one s3:// prefix) from this endpoint")
+        if tool == "virtualizarr":
+            s.add_argument("--threads", type=int, default=0,
+                           help="open_virtual_mfdataset with a pool of this many threads")
         s.add_argument("-o", "--output", required=True)
         s.add_argument("files", nargs="+")
     s = sub.add_parser("floor")

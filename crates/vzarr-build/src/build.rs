@@ -56,7 +56,8 @@ pub fn scan_sources(
         time_limit: opts.time_limit,
     };
     let outcomes: Vec<Outcome> = scan_all(sources, &batch, progress)?;
-    let summary = BatchSummary::of_outcomes(&outcomes, started);
+    let mut summary = BatchSummary::of_outcomes(&outcomes, started);
+    summary.jobs = vzarr_scan::batch::scan_threads(sources, opts.jobs);
     let mut datasets = Vec::with_capacity(outcomes.len());
     let mut failures = Vec::new();
     let mut warnings = Vec::new();

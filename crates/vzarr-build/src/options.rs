@@ -22,7 +22,7 @@ pub enum OnError {
 pub struct BuildOptions {
     /// Options of each scan.
     pub scan: ScanOptions,
-    /// Scans in flight at once (0: every core, at least 32 for object storage; see
+    /// Scans in flight at once (0: every core, at least 128 for object storage; see
     /// [`vzarr_scan::batch::REMOTE_JOBS`]).
     pub jobs: usize,
     /// Bad sources: stop or skip.

@@ -190,7 +190,9 @@ fn keep_small_arrays(out: &mut VirtualDataset, storage: &SourceStorage) {
     let url = storage.cache().url().to_string();
     out.keep_fetched(|source, r| {
         if source == url {
-            storage.cache().cached(&r)
+            // Not a read of the parse: the reach of a learned head counts the chunks the
+            // planner needs by itself (vzarr-scan's head module).
+            storage.cache().held(&r)
         } else {
             None
         }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::*;
-use vzarr_core::{ChunkRef, SourceRecord, VirtualDataset};
+use vzarr_core::{SourceRecord, VirtualDataset};
 
 use crate::cache::{ScanCache, cache_key};
 use crate::head::HeadSizes;
@@ -15,7 +15,10 @@ use crate::{Opened, ScanError, ScanOptions, open_for_scan, scan_opened};
 
 /// Scans in flight at once by default when a batch holds sources on object storage: their
 /// time goes to request latency, not to the CPU, so many more than the cores are kept busy.
-pub const REMOTE_JOBS: usize = 32;
+/// Measured on 10,000 objects at +100 ms a request (benches/s3catalog, 2 cores): 36.8 s with
+/// 32, 20.1 s with 64, 12.7 s with 128 (1.44x the latency floor), 10.5 s with 256 (2.1x its
+/// floor: the server and the CPU were the limit), peak memory 247-274 MiB.
+pub const REMOTE_JOBS: usize = 128;
 
 /// Options of [`scan_all`].
 #[derive(Clone, Debug, Default)]
@@ -44,6 +47,10 @@ pub struct Outcome {
     pub result: Option<Result<VirtualDataset, ScanError>>,
     /// Whether the scan came from the cache.
     pub cached: bool,
+    /// For an object scanned now: how far into it the scan read while parsing (the bytes its
+    /// parse used, from the start of the object; the small chunks kept for the planner
+    /// included). 0 for local files and cached scans.
+    pub reach: u64,
 }
 
 /// The record of a source as it is now, and the source opened where that took opening it
@@ -61,12 +68,16 @@ fn record_of(
     }
 }
 
+/// A scan, whether it came from the cache, and how far into an object it read (0 if it did not
+/// read one).
+type Scanned = (VirtualDataset, bool, u64);
+
 fn scan_with_cache(
     source: &SourceRef,
     opts: &ScanOptions,
     cache: Option<&ScanCache>,
     heads: &HeadSizes,
-) -> Result<(VirtualDataset, bool), ScanError> {
+) -> Result<Scanned, ScanError> {
     let (record, opened) = record_of(source, heads)?;
     let key = cache_key(&record, opts);
     if let Some(mut ds) = cache.and_then(|c| c.get(&key)) {
@@ -74,7 +85,7 @@ fn scan_with_cache(
         if let Some(o) = &opened {
             crate::keep_head(&mut ds, &record.url, &o.head);
         }
-        return Ok((ds, true));
+        return Ok((ds, true, 0));
     }
     let opened = match opened {
         Some(o) => o,
@@ -82,22 +93,12 @@ fn scan_with_cache(
     };
     let reach = opened.reach.as_ref().map(|(_, at)| at.clone());
     let ds = scan_opened(source, opened, opts)?;
+    let mut reached = 0;
     if let Some(r) = reach {
-        // How far the scan read, and the small chunks it kept for the planner.
-        let kept = ds
-            .arrays
-            .values()
-            .flat_map(|a| {
-                a.manifest.iter_stored().filter_map(|(i, r)| match r {
-                    ChunkRef::Range { offset, length, .. } if a.manifest.fetched(i).is_some() => {
-                        offset.checked_add(length)
-                    }
-                    _ => None,
-                })
-            })
-            .max()
-            .unwrap_or(0);
-        heads.note(r.load(Ordering::Relaxed).max(kept));
+        // How far the scan read, and the small chunks it kept that the planner reads.
+        let kept = crate::head::kept_reach(&ds);
+        reached = r.load(Ordering::Relaxed).max(kept);
+        heads.note(reached);
     }
     // The record the scan made must be the one the key was made of; a file that changed
     // while it was scanned is not cached.
@@ -107,7 +108,7 @@ fn scan_with_cache(
             c.put(&key, &ds)?;
         }
     }
-    Ok((ds, false))
+    Ok((ds, false, reached))
 }
 
 /// Scans one source with the batch's cache, turning a panic into a failure and, with a time
@@ -116,7 +117,7 @@ fn guarded(
     source: &SourceRef,
     opts: &BatchOptions,
     heads: &Arc<HeadSizes>,
-) -> Result<(VirtualDataset, bool), ScanError> {
+) -> Result<Scanned, ScanError> {
     let (s, scan, cache) = (source.clone(), opts.scan.clone(), opts.cache.clone());
     let heads = heads.clone();
     guard(&source.url(), opts.time_limit, move || {
@@ -188,6 +189,7 @@ pub fn scan_all(
                         source: s.clone(),
                         result: None,
                         cached: false,
+                        reach: 0,
                     };
                 }
                 let r = guarded(s, opts, &heads);
@@ -195,26 +197,28 @@ pub fn scan_all(
                     stop.store(true, Ordering::Relaxed);
                 }
                 progress(s, r.is_ok());
-                let cached = r.as_ref().is_ok_and(|(_, c)| *c);
+                let (cached, reach) = r.as_ref().map_or((false, 0), |(_, c, at)| (*c, *at));
                 Outcome {
                     source: s.clone(),
-                    result: Some(r.map(|(ds, _)| ds)),
+                    result: Some(r.map(|(ds, _, _)| ds)),
                     cached,
+                    reach,
                 }
             })
             .collect::<Vec<_>>()
     };
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads(sources, opts.jobs))
+        .num_threads(scan_threads(sources, opts.jobs))
         .thread_name(|i| format!("vzarr-scan-{i}"))
         .build()
         .map_err(|e| ScanError::Threads(std::io::Error::other(e)))?;
     Ok(pool.install(work))
 }
 
-/// Threads of a batch: `jobs` when given, else every core, raised to [`REMOTE_JOBS`] when a
-/// source is on object storage, and never more than the sources (at least 1).
-fn threads(sources: &[SourceRef], jobs: usize) -> usize {
+/// Threads of a batch (scans in flight at once): `jobs` when given, else every core, raised to
+/// [`REMOTE_JOBS`] when a source is on object storage, and never more than the sources (at
+/// least 1).
+pub fn scan_threads(sources: &[SourceRef], jobs: usize) -> usize {
     if jobs > 0 {
         return jobs;
     }
@@ -253,6 +257,12 @@ pub struct BatchSummary {
     pub references_inlined: u64,
     /// Encoded bytes of the chunks kept inline to replace small references.
     pub bytes_inlined: u64,
+    /// Scans in flight at once ([`scan_threads`]).
+    pub jobs: usize,
+    /// Bytes the scans of objects used while parsing, summed over the objects scanned now
+    /// (how far into each object its scan read; see [`Outcome::reach`]); what a batch fetches
+    /// is compared with this.
+    pub bytes_parsed: u64,
     /// Seconds spent scanning.
     pub scan_seconds: f64,
     /// Seconds in all.
@@ -273,6 +283,7 @@ impl BatchSummary {
                 .iter()
                 .filter(|o| o.result.as_ref().is_some_and(Result::is_err))
                 .count(),
+            bytes_parsed: outcomes.iter().map(|o| o.reach).sum(),
             scan_seconds: started.elapsed().as_secs_f64(),
             ..Default::default()
         }
@@ -291,14 +302,14 @@ mod tests {
     fn threads_follow_the_kind_of_sources() {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let local = refs(&["/data/a.nc"; 200]);
-        assert_eq!(threads(&local, 0), cores.min(200));
-        assert_eq!(threads(&local, 3), 3);
+        assert_eq!(scan_threads(&local, 0), cores.min(200));
+        assert_eq!(scan_threads(&local, 3), 3);
         let mut mixed = local.clone();
         mixed.extend(refs(&["s3://bucket/b.nc"]));
-        assert_eq!(threads(&mixed, 0), cores.max(REMOTE_JOBS));
-        assert_eq!(threads(&mixed, 2), 2);
+        assert_eq!(scan_threads(&mixed, 0), cores.max(REMOTE_JOBS));
+        assert_eq!(scan_threads(&mixed, 2), 2);
         // Never more threads than sources, never none.
-        assert_eq!(threads(&refs(&["s3://bucket/b.nc"; 3]), 0), 3);
-        assert_eq!(threads(&[], 0), 1);
+        assert_eq!(scan_threads(&refs(&["s3://bucket/b.nc"; 3]), 0), 3);
+        assert_eq!(scan_threads(&[], 0), 1);
     }
 }

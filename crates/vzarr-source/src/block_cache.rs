@@ -130,9 +130,16 @@ impl<S: ByteSource> BlockCache<S> {
         self.insert_run(&mut st, 0..whole, head);
     }
 
-    /// The bytes of `range` if every block of it is cached, without fetching anything.
+    /// The bytes of `range` if every block of it is cached, without fetching anything; a read
+    /// of the range as far as [`BlockCache::with_reach`] is concerned.
     pub fn cached(&self, range: &Range<u64>) -> Option<Bytes> {
         self.note(std::slice::from_ref(range));
+        self.held(range)
+    }
+
+    /// [`BlockCache::cached`] without counting the range as read: for copying out bytes that
+    /// happen to be at hand (chunks kept for later), which the reach must not grow by.
+    pub fn held(&self, range: &Range<u64>) -> Option<Bytes> {
         if range.end > self.size() || range.end < range.start || self.bypasses(range) {
             return None;
         }

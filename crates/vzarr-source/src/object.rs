@@ -18,8 +18,10 @@ use vzarr_core::SourceRecord;
 use crate::url::{Location, Scheme};
 use crate::{ByteSource, SourceError, block_on, range_len};
 
-/// Requests in flight at most per object-store client, unless configured otherwise.
-pub const DEFAULT_MAX_REQUESTS: usize = 64;
+/// Requests in flight at most per object-store client, unless configured otherwise: twice the
+/// scans a catalog build keeps in flight on object storage (128), so that a scan's second
+/// request or the planner's reads do not queue behind them.
+pub const DEFAULT_MAX_REQUESTS: usize = 256;
 
 /// Ranges of one source fetched concurrently at most, unless configured otherwise.
 pub const DEFAULT_RANGE_CONCURRENCY: usize = 16;
