@@ -34,6 +34,36 @@ impl BloscShuffle {
     }
 }
 
+/// What the HDF5 bitshuffle filter (32008) compresses each bitshuffled block with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BitshuffleCompression {
+    /// None: the chunk is the bitshuffled bytes, no header.
+    None,
+    /// LZ4 blocks after a 12-byte header (`compression` 2 of the filter).
+    Lz4,
+    /// Zstandard frames after a 12-byte header (`compression` 3 of the filter).
+    Zstd,
+}
+
+impl BitshuffleCompression {
+    fn as_str(self) -> &'static str {
+        match self {
+            BitshuffleCompression::None => "none",
+            BitshuffleCompression::Lz4 => "lz4",
+            BitshuffleCompression::Zstd => "zstd",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "none" => BitshuffleCompression::None,
+            "lz4" => BitshuffleCompression::Lz4,
+            "zstd" => BitshuffleCompression::Zstd,
+            _ => return None,
+        })
+    }
+}
+
 /// A bytes-to-bytes codec, in the order it is applied when encoding.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Codec {
@@ -67,6 +97,27 @@ pub enum Codec {
         /// Block size (0 = automatic).
         blocksize: usize,
     },
+    /// bzip2 stream: HDF5 filter 307 (hdf5plugin's `BZip2`); `numcodecs.bz2`.
+    Bz2 {
+        /// Compression level 1-9.
+        level: u32,
+    },
+    /// LZF without a header: HDF5 filter 32000 (h5py's `lzf`); `vzarr.lzf`.
+    Lzf,
+    /// LZ4 blocks in the HDF5 LZ4 filter's framing (filter 32004: a 12-byte header, each
+    /// block prefixed by its compressed size); `imagecodecs_lz4h5`.
+    Lz4Hdf5,
+    /// The HDF5 bitshuffle filter (32008) with its framing; `vzarr.bitshuffle`.
+    Bitshuffle {
+        /// Element size in bytes.
+        element_size: usize,
+        /// Block size in elements (0: the filter's default for the element size).
+        block_size: usize,
+        /// What each block is compressed with.
+        compression: BitshuffleCompression,
+        /// Zstandard level (only with [`BitshuffleCompression::Zstd`]; encoding only).
+        level: i32,
+    },
 }
 
 impl Codec {
@@ -99,6 +150,27 @@ impl Codec {
                     "blocksize": blocksize
                 }
             }),
+            Codec::Bz2 { level } => {
+                json!({"name": "numcodecs.bz2", "configuration": {"level": level}})
+            }
+            Codec::Lzf => json!({"name": "vzarr.lzf", "configuration": {}}),
+            Codec::Lz4Hdf5 => json!({"name": "imagecodecs_lz4h5", "configuration": {}}),
+            Codec::Bitshuffle {
+                element_size,
+                block_size,
+                compression,
+                level,
+            } => {
+                let mut conf = json!({
+                    "elementsize": element_size,
+                    "blocksize": block_size,
+                    "compression": compression.as_str()
+                });
+                if *compression == BitshuffleCompression::Zstd {
+                    conf["level"] = json!(level);
+                }
+                json!({"name": "vzarr.bitshuffle", "configuration": conf})
+            }
         }
     }
 
@@ -139,6 +211,30 @@ impl Codec {
                 typesize: usize::try_from(uint("typesize")?).map_err(|_| bad())?,
                 blocksize: usize::try_from(uint("blocksize")?).map_err(|_| bad())?,
             },
+            "numcodecs.bz2" => Codec::Bz2 {
+                level: u32::try_from(uint("level")?).map_err(|_| bad())?,
+            },
+            "vzarr.lzf" => Codec::Lzf,
+            "imagecodecs_lz4h5" => Codec::Lz4Hdf5,
+            "vzarr.bitshuffle" => {
+                let compression = conf
+                    .get("compression")
+                    .and_then(Value::as_str)
+                    .and_then(BitshuffleCompression::parse)
+                    .ok_or_else(bad)?;
+                Codec::Bitshuffle {
+                    element_size: usize::try_from(uint("elementsize")?).map_err(|_| bad())?,
+                    block_size: usize::try_from(uint("blocksize")?).map_err(|_| bad())?,
+                    compression,
+                    level: match conf.get("level") {
+                        None => 0,
+                        Some(l) => l
+                            .as_i64()
+                            .and_then(|l| i32::try_from(l).ok())
+                            .ok_or_else(bad)?,
+                    },
+                }
+            }
             _ => return Err(bad()),
         })
     }
@@ -158,6 +254,41 @@ impl Codec {
             } => {
                 format!("blosc({cname},{clevel},{})", shuffle.as_str())
             }
+            Codec::Bz2 { level } => format!("bz2({level})"),
+            Codec::Lzf => "lzf".to_string(),
+            Codec::Lz4Hdf5 => "lz4h5".to_string(),
+            Codec::Bitshuffle {
+                element_size,
+                compression,
+                ..
+            } => format!("bitshuffle({element_size},{})", compression.as_str()),
+        }
+    }
+
+    /// Whether two codecs decode the same bytes the same way: equal but for compression
+    /// levels, which only encoding uses.
+    pub fn decodes_like(&self, other: &Codec) -> bool {
+        match (self, other) {
+            (Codec::Zlib { .. }, Codec::Zlib { .. })
+            | (Codec::Zstd { .. }, Codec::Zstd { .. })
+            | (Codec::Bz2 { .. }, Codec::Bz2 { .. }) => true,
+            // Blosc frames describe themselves; the configuration does not change decoding.
+            (Codec::Blosc { .. }, Codec::Blosc { .. }) => true,
+            (
+                Codec::Bitshuffle {
+                    element_size: e1,
+                    block_size: b1,
+                    compression: c1,
+                    ..
+                },
+                Codec::Bitshuffle {
+                    element_size: e2,
+                    block_size: b2,
+                    compression: c2,
+                    ..
+                },
+            ) => e1 == e2 && b1 == b2 && c1 == c2,
+            (x, y) => x == y,
         }
     }
 }
@@ -187,6 +318,7 @@ pub fn hdf5_filter_name(id: u32) -> &'static str {
         4 => "szip",
         5 => "N-bit",
         6 => "scale-offset",
+        305 => "LZO",
         307 => "bzip2",
         32000 => "LZF",
         32001 => "blosc",
@@ -194,9 +326,12 @@ pub fn hdf5_filter_name(id: u32) -> &'static str {
         32008 => "bitshuffle",
         32013 => "zfp",
         32015 => "zstd",
-        32017 => "sz",
-        32024 => "sz3",
+        32017 => "SZ",
+        32018 => "FCIDECOMP (JPEG-LS)",
+        32024 => "SZ3",
         32026 => "blosc2",
+        32028 => "SPERR",
+        32033 => "HTJ2K",
         _ => "unknown",
     }
 }
@@ -250,10 +385,54 @@ impl Codec {
             32015 => Codec::Zstd {
                 level: cd.first().map_or(3, |&l| l as i32),
             },
+            // cd_values: the block size (100k units, 1-9), else 9 (H5Zbzip2.c).
+            307 => Codec::Bz2 {
+                level: cd
+                    .first()
+                    .copied()
+                    .filter(|l| (1..=9).contains(l))
+                    .unwrap_or(9),
+            },
+            // cd_values (h5py's lzf_filter.c): filter version, LZF version, chunk bytes;
+            // decoding needs none of them.
+            32000 => Codec::Lzf,
+            // cd_values: the block size, for encoding only (the framing carries it).
+            32004 => Codec::Lz4Hdf5,
+            32008 => {
+                // cd_values (bshuf_h5filter.c): bitshuffle's major and minor version, the
+                // element size, the block size in elements (0: default), the compression
+                // (0: none, 2: LZ4, 3: zstd) and the zstd level.
+                let compression = match cd.get(4).copied().unwrap_or(0) {
+                    0 => BitshuffleCompression::None,
+                    2 => BitshuffleCompression::Lz4,
+                    3 => BitshuffleCompression::Zstd,
+                    c => return Err(format!("bitshuffle filter with unknown compression {c}")),
+                };
+                let element_size = cd.get(2).map_or(dt.size(), |&s| s as usize);
+                if element_size == 0 {
+                    return Err("bitshuffle filter with element size 0".into());
+                }
+                let block_size = cd.get(3).copied().unwrap_or(0) as usize;
+                if block_size % 8 != 0 {
+                    return Err(format!(
+                        "bitshuffle filter with a block size of {block_size} elements (not a \
+                         multiple of 8)"
+                    ));
+                }
+                Codec::Bitshuffle {
+                    element_size,
+                    block_size,
+                    compression,
+                    level: match compression {
+                        BitshuffleCompression::Zstd => cd.get(5).map_or(3, |&l| l as i32),
+                        _ => 0,
+                    },
+                }
+            }
             other => {
                 return Err(format!(
-                    "unsupported filter {} (HDF5 filter id {other}): zarr-python 3.4 has no codec \
-                     that decodes it",
+                    "unsupported filter {} (HDF5 filter id {other}): no Zarr codec that both \
+                     zarr-python 3.4 and vzarr decode",
                     hdf5_filter_name(other)
                 ));
             }
@@ -279,12 +458,78 @@ mod tests {
                 typesize: 4,
                 blocksize: 0,
             },
+            Codec::Bz2 { level: 9 },
+            Codec::Lzf,
+            Codec::Lz4Hdf5,
+            Codec::Bitshuffle {
+                element_size: 4,
+                block_size: 0,
+                compression: BitshuffleCompression::Lz4,
+                level: 0,
+            },
+            Codec::Bitshuffle {
+                element_size: 2,
+                block_size: 64,
+                compression: BitshuffleCompression::Zstd,
+                level: 10,
+            },
+            Codec::Bitshuffle {
+                element_size: 1,
+                block_size: 0,
+                compression: BitshuffleCompression::None,
+                level: 0,
+            },
         ];
         for c in codecs {
             let j = c.to_zarr_json();
             assert!(j.get("configuration").is_some(), "{j}");
             assert_eq!(Codec::from_zarr_json(&j).unwrap(), c);
         }
+    }
+
+    #[test]
+    fn third_party_filters() {
+        let f = |id, cd: &[u32]| Codec::from_hdf5_filter(id, cd, DataType::Float32);
+        assert_eq!(f(307, &[5]).unwrap(), Codec::Bz2 { level: 5 });
+        assert_eq!(f(307, &[]).unwrap(), Codec::Bz2 { level: 9 });
+        assert_eq!(f(32000, &[4, 261, 4000]).unwrap(), Codec::Lzf);
+        assert_eq!(f(32004, &[]).unwrap(), Codec::Lz4Hdf5);
+        assert_eq!(
+            f(32008, &[0, 3, 4, 0, 2]).unwrap(),
+            Codec::Bitshuffle {
+                element_size: 4,
+                block_size: 0,
+                compression: BitshuffleCompression::Lz4,
+                level: 0
+            }
+        );
+        assert_eq!(
+            f(32008, &[0, 4, 2, 64, 3, 10]).unwrap().to_zarr_json(),
+            json!({"name": "vzarr.bitshuffle", "configuration":
+                {"elementsize": 2, "blocksize": 64, "compression": "zstd", "level": 10}})
+        );
+        assert_eq!(
+            f(32008, &[0, 4]).unwrap().to_zarr_json().to_string(),
+            r#"{"name":"vzarr.bitshuffle","configuration":{"elementsize":4,"blocksize":0,"compression":"none"}}"#
+        );
+        assert!(f(32008, &[0, 4, 4, 12, 2]).is_err());
+        assert!(f(32008, &[0, 4, 4, 0, 1]).is_err());
+        assert_eq!(
+            f(32013, &[]).unwrap_err(),
+            "unsupported filter zfp (HDF5 filter id 32013): no Zarr codec that both zarr-python \
+             3.4 and vzarr decode"
+        );
+        // Levels do not change decoding; bitshuffle's block size and compression do.
+        assert!(Codec::Bz2 { level: 1 }.decodes_like(&Codec::Bz2 { level: 9 }));
+        assert!(!Codec::Lzf.decodes_like(&Codec::Lz4Hdf5));
+        let b = |block_size, level| Codec::Bitshuffle {
+            element_size: 4,
+            block_size,
+            compression: BitshuffleCompression::Zstd,
+            level,
+        };
+        assert!(b(0, 3).decodes_like(&b(0, 9)));
+        assert!(!b(0, 3).decodes_like(&b(64, 3)));
     }
 
     #[test]

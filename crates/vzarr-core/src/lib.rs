@@ -18,7 +18,10 @@ pub mod record;
 pub mod small;
 pub mod summary;
 
-pub use codec::{BloscShuffle, Codec, bytes_codec_json, hdf5_filter_name, vlen_utf8_codec_json};
+pub use codec::{
+    BitshuffleCompression, BloscShuffle, Codec, bytes_codec_json, hdf5_filter_name,
+    vlen_utf8_codec_json,
+};
 pub use dataset::{
     Attributes, ConcatInfo, ConcatPiece, Group, Provenance, Retimed, SkippedVariable, SourceRecord,
     VirtualArray, VirtualDataset, group_metadata, prefixes_of,
