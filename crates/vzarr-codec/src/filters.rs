@@ -168,7 +168,19 @@ impl BytesToBytesCodecTraits for FilterCodec {
         let limit = decoded_representation
             .size()
             .unwrap_or(UNBOUNDED_DECODE_LIMIT);
-        Ok(Cow::Owned(self.decode_bounded(&encoded, limit)?))
+        let out = self.decode_bounded(&encoded, limit)?;
+        // A chunk of a fixed size decodes to exactly that many bytes: a shorter one is damaged
+        // (or its reference cut short), even where a partial read would not notice.
+        if let BytesRepresentation::FixedSize(n) = decoded_representation
+            && out.len() as u64 != *n
+        {
+            return Err(CodecError::Other(format!(
+                "{}: the chunk decodes to {} bytes, not {n}",
+                self.name,
+                out.len()
+            )));
+        }
+        Ok(Cow::Owned(out))
     }
 }
 
