@@ -1,6 +1,6 @@
 """Third-party HDF5 filters (issue 31): files written here with h5py and hdf5plugin, one array
 per filter and parameter set (LZF, bzip2, LZ4, bitshuffle alone or with LZ4 or zstd, Blosc,
-zstd), built by vzarr into references and an Icechunk repository, then
+zstd, zfp in each of its modes), built by vzarr into references and an Icechunk repository, then
 
 - read by zarr-python 3.4 in a process that has only what `pip install vzarr` brings (h5py
   and hdf5plugin cannot be imported there; the codecs come from the `zarr.codecs` entry points
@@ -9,7 +9,7 @@ zstd), built by vzarr into references and an Icechunk repository, then
   filters (HDF5_PLUGIN_PATH, set by conftest), and printed by `vzarr cat`;
 - read with mutated compressed chunks: a clean error, never a crash;
 - refused at concatenation when files use different filters, naming both;
-- left out with a warning naming the filter when no codec decodes it (SZ3, zfp)."""
+- left out with a warning naming the filter when no codec decodes it (SZ3, SPERR)."""
 
 import json
 import shutil
@@ -47,12 +47,21 @@ CASES = {
         FIELD.astype("f4"), dict(chunks=(40, 50), compression=hdf5plugin.Blosc(cname="lz4", shuffle=hdf5plugin.Blosc.BITSHUFFLE))),
     "blosc_zstd_i2": (FIELD.astype("i2"), dict(chunks=(60, 60), compression=hdf5plugin.Blosc(cname="zstd", clevel=9))),
     "zstd_f8": (FIELD, dict(chunks=(50, 50), compression=hdf5plugin.Zstd(clevel=12))),
+    # H5Z-ZFP: every mode (zfp is lossy: h5py + hdf5plugin's values are the reference, equal bit
+    # for bit), the four types zfp has, 1 to 3 dimensions (a chunk dimension of 1 is dropped
+    # from zfp's field).
+    "zfp_rate_f8": (FIELD, dict(chunks=(60, 125), compression=hdf5plugin.Zfp(rate=16))),
+    "zfp_precision_f4": (FIELD.astype("f4"), dict(chunks=(32, 64), compression=hdf5plugin.Zfp(precision=20))),
+    "zfp_accuracy_f8_3d": (
+        FIELD.reshape(120, 10, 25), dict(chunks=(20, 1, 25), compression=hdf5plugin.Zfp(accuracy=1e-3))),
+    "zfp_reversible_i4": (FIELD.astype("i4") * 1000, dict(chunks=(40, 50), compression=hdf5plugin.Zfp(reversible=True))),
+    "zfp_rate_i8_1d": (FIELD.astype("i8").ravel(), dict(chunks=(7000,), compression=hdf5plugin.Zfp(rate=40))),
 }
 
 # Filters no maintained decoder reads as a Zarr codec both zarr-python and vzarr have.
 LEFT_OUT = {
     "sz3_f8": (FIELD, dict(chunks=(60, 125), compression=hdf5plugin.SZ3(absolute=1e-3)), "SZ3"),
-    "zfp_f8": (FIELD, dict(chunks=(60, 125), compression=hdf5plugin.Zfp(rate=16)), "zfp"),
+    "sperr_f8": (FIELD, dict(chunks=(60, 125), compression=hdf5plugin.Sperr(rate=16)), "SPERR"),
 }
 
 # Reads every array of the references given as argv[1] with zarr-python alone and saves them
@@ -111,7 +120,7 @@ def test_zarr_python_with_only_vzarr_reads_every_filter(filtered, tmp_path, smal
     if small_chunks == "keep":
         # Each filter became the codec FORMAT.md names (nothing was re-encoded).
         expect = {"lzf": "vzarr.lzf", "bzip2": "numcodecs.bz2", "lz4": "imagecodecs_lz4h5",
-                  "bitshuffle": "vzarr.bitshuffle", "blosc": "blosc", "zstd": "zstd"}
+                  "bitshuffle": "vzarr.bitshuffle", "blosc": "blosc", "zstd": "zstd", "zfp": "vzarr.zfp"}
         for name, names in codecs.items():
             assert expect[name.split("_")[0]] in names, (name, names)
     verify_refs(out)
@@ -121,7 +130,8 @@ def test_vzarr_cat_prints_the_values(filtered, tmp_path):
     out = tmp_path / "filters.json"
     run_vzarr("build", filtered, "-o", out, "--small-chunks", "keep")
     with h5py.File(filtered) as f:
-        for name in ("lzf_f4", "bzip2_1_i4", "lz4_blocks_i8be", "bitshuffle_zstd_f8", "bitshuffle_none_i1"):
+        for name in ("lzf_f4", "bzip2_1_i4", "lz4_blocks_i8be", "bitshuffle_zstd_f8", "bitshuffle_none_i1",
+                     "zfp_precision_f4"):
             p = run_vzarr("cat", out, f"{name}[100:103,240:250]", "--trust-references")
             got = np.array([[float(x) for x in line.split()] for line in p.stdout.split("\n") if line.strip()])
             want = f[name][100:103, 240:250]
@@ -150,7 +160,7 @@ def chunk_at(path, name):
 
 
 @pytest.mark.parametrize("name", ["lzf_f4", "bzip2_9_f8", "lz4_f4", "bitshuffle_lz4_u2",
-                                  "bitshuffle_zstd_f8", "bitshuffle_none_i1"])
+                                  "bitshuffle_zstd_f8", "bitshuffle_none_i1", "zfp_rate_f8"])
 def test_mutated_chunks_give_a_clean_error(filtered, tmp_path, name):
     """A chunk whose stored bytes were damaged (its header declaring 2^64 - 1 bytes, its body
     overwritten, cut short) is an error from vzarr cat, vzarr verify and zarr-python, naming
@@ -167,6 +177,12 @@ def test_mutated_chunks_give_a_clean_error(filtered, tmp_path, name):
             # No header and no redundancy: a shorter reference is what can be noticed.
             key = f"{name}/c/0/0"
             refs["refs"][key][2] -= 3
+            out.write_text(json.dumps(refs))
+        elif name.startswith("zfp"):
+            # Every bit pattern is a zfp stream (no header, no checksum): a stream cut short is
+            # what can be noticed.
+            key = f"{name}/c/0/0"
+            refs["refs"][key][2] //= 2
             out.write_text(json.dumps(refs))
         else:
             fh.write(b"\xff" * min(16, size))
@@ -205,7 +221,7 @@ def test_a_filter_nobody_decodes_is_left_out_and_named(tmp_path):
         assert filt in skipped[name], skipped
     out = tmp_path / "lossy.json"
     b = run_vzarr("build", src, "-o", out)
-    assert "SZ3" in b.stderr and "zfp" in b.stderr, b.stderr
+    assert "SZ3" in b.stderr and "SPERR" in b.stderr, b.stderr
     assert set(json.loads(out.read_text())["refs"]) >= {"lzf_f4/zarr.json"}
     assert run_vzarr("build", src, "-o", out, "--strict", check=False).returncode != 0
 

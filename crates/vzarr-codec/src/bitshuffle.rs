@@ -152,7 +152,7 @@ impl Bitshuffle {
                     encoded.len()
                 )));
             }
-            if encoded.len() % s != 0 {
+            if !encoded.len().is_multiple_of(s) {
                 return Err(err(format!("{} bytes of {s}-byte elements", encoded.len())));
             }
             let count = encoded.len() / s;
@@ -175,13 +175,13 @@ impl Bitshuffle {
         }
         let total = usize::try_from(total).map_err(err)?;
         let block_bytes = be_u32(encoded, 8, "bitshuffle")? as usize;
-        if total % s != 0 || block_bytes % s != 0 {
+        if total % s != 0 || !block_bytes.is_multiple_of(s) {
             return Err(err(format!(
                 "{total} bytes in blocks of {block_bytes}: not whole {s}-byte elements"
             )));
         }
         let block = block_bytes / s;
-        if block == 0 || block % 8 != 0 {
+        if block == 0 || !block.is_multiple_of(8) {
             return Err(err(format!("a block of {block} elements")));
         }
         let count = total / s;
@@ -226,7 +226,7 @@ impl Bitshuffle {
     pub fn encode(&self, raw: &[u8]) -> Result<Vec<u8>, CodecError> {
         let s = self.element_size;
         let block = self.block()?;
-        if raw.len() % s != 0 {
+        if !raw.len().is_multiple_of(s) {
             return Err(err(format!("{} bytes of {s}-byte elements", raw.len())));
         }
         let count = raw.len() / s;

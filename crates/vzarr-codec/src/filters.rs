@@ -20,13 +20,15 @@ use zarrs::plugin::{ExtensionName, PluginCreateError, ZarrVersion};
 
 use crate::UNBOUNDED_DECODE_LIMIT;
 use crate::bitshuffle::Bitshuffle;
+use crate::zfp::ZfpHdf5;
 
 /// The Zarr v3 names of the codecs of this module.
-pub const FILTER_CODEC_NAMES: [&str; 4] = [
+pub const FILTER_CODEC_NAMES: [&str; 5] = [
     "numcodecs.bz2",
     "vzarr.lzf",
     "imagecodecs_lz4h5",
     "vzarr.bitshuffle",
+    "vzarr.zfp",
 ];
 
 /// A third-party HDF5 filter's codec for zarrs.
@@ -44,6 +46,7 @@ impl FilterCodec {
             VCodec::Lzf => FILTER_CODEC_NAMES[1],
             VCodec::Lz4Hdf5 => FILTER_CODEC_NAMES[2],
             VCodec::Bitshuffle { .. } => FILTER_CODEC_NAMES[3],
+            VCodec::ZfpHdf5 { .. } => FILTER_CODEC_NAMES[4],
             _ => return None,
         };
         Some(FilterCodec { codec, name })
@@ -72,6 +75,9 @@ impl FilterCodec {
             VCodec::Bz2 { .. } => crate::bz2::bz2_decode_bounded(encoded, limit),
             VCodec::Lzf => crate::lzf::lzf_decode_bounded(encoded, limit),
             VCodec::Lz4Hdf5 => crate::lz4h5::lz4h5_decode_bounded(encoded, limit),
+            c @ VCodec::ZfpHdf5 { .. } => ZfpHdf5::new(c)
+                .expect("a zfp codec")?
+                .decode_bounded(encoded, limit),
             _ => self
                 .bitshuffle()
                 .expect("a filter codec")
@@ -85,6 +91,7 @@ impl FilterCodec {
             VCodec::Bz2 { level } => crate::bz2::bz2_encode(raw, *level),
             VCodec::Lzf => Ok(crate::lzf::lzf_encode(raw)),
             VCodec::Lz4Hdf5 => Ok(crate::lz4h5::lz4h5_encode(raw)),
+            c @ VCodec::ZfpHdf5 { .. } => ZfpHdf5::new(c).expect("a zfp codec")?.encode(raw),
             _ => self.bitshuffle().expect("a filter codec").encode(raw),
         }
     }

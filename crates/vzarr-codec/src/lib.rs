@@ -2,8 +2,8 @@
 //! `numcodecs.shuffle`, `numcodecs.fletcher32`, `zstd`, `blosc`), using zarrs' implementations
 //! so that re-encoded chunks decode exactly as a Zarr reader decodes them, and the codecs of
 //! third-party HDF5 filters, registered with zarrs as plugins ([`filters`]: `numcodecs.bz2`,
-//! `vzarr.lzf`, `imagecodecs_lz4h5`, `vzarr.bitshuffle`). Every decoder writes at most the
-//! chunk's size.
+//! `vzarr.lzf`, `imagecodecs_lz4h5`, `vzarr.bitshuffle`, `vzarr.zfp`). Every decoder writes at
+//! most the chunk's size.
 //!
 //! The `bytes` codec is the identity on chunk bytes kept in the stored byte order, so callers
 //! work with raw chunk bytes in the array's endianness. String arrays use the `vlen-utf8`
@@ -18,6 +18,7 @@ mod fletcher32;
 pub mod lz4h5;
 pub mod lzf;
 pub mod vlen_utf8;
+pub mod zfp;
 mod zlib;
 mod zstd;
 
@@ -198,6 +199,15 @@ mod tests {
                 compression: BitshuffleCompression::None,
                 level: 0,
             }],
+            vec![Codec::ZfpHdf5 {
+                scalar: vzarr_core::ZfpType::Int32,
+                shape: vec![40, 100],
+                min_bits: 1,
+                max_bits: 16658,
+                max_prec: 64,
+                min_exp: -1075,
+                big_endian: false,
+            }],
         ];
         let raw = sample();
         for chain in chains {
@@ -261,6 +271,15 @@ mod tests {
                 block_size: 0,
                 compression: BitshuffleCompression::None,
                 level: 0,
+            }],
+            vec![Codec::ZfpHdf5 {
+                scalar: vzarr_core::ZfpType::Int32,
+                shape: vec![40, 100],
+                min_bits: 1,
+                max_bits: 16658,
+                max_prec: 64,
+                min_exp: -1075,
+                big_endian: false,
             }],
         ];
         let raw = sample();

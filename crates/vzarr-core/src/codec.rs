@@ -64,6 +64,49 @@ impl BitshuffleCompression {
     }
 }
 
+/// The scalar type of a zfp field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ZfpType {
+    /// `int32`.
+    Int32,
+    /// `int64`.
+    Int64,
+    /// `float32`.
+    Float32,
+    /// `float64`.
+    Float64,
+}
+
+impl ZfpType {
+    /// The Zarr name of the type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ZfpType::Int32 => "int32",
+            ZfpType::Int64 => "int64",
+            ZfpType::Float32 => "float32",
+            ZfpType::Float64 => "float64",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "int32" => ZfpType::Int32,
+            "int64" => ZfpType::Int64,
+            "float32" => ZfpType::Float32,
+            "float64" => ZfpType::Float64,
+            _ => return None,
+        })
+    }
+
+    /// Bytes per value.
+    pub fn size(self) -> usize {
+        match self {
+            ZfpType::Int32 | ZfpType::Float32 => 4,
+            ZfpType::Int64 | ZfpType::Float64 => 8,
+        }
+    }
+}
+
 /// A bytes-to-bytes codec, in the order it is applied when encoding.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Codec {
@@ -118,6 +161,26 @@ pub enum Codec {
         /// Zstandard level (only with [`BitshuffleCompression::Zstd`]; encoding only).
         level: i32,
     },
+    /// A bare zfp stream as H5Z-ZFP (HDF5 filter 32013) stores a chunk, its field and mode
+    /// given here (they come from the filter's client data); decodes to the values' bytes in
+    /// `big_endian` order; `vzarr.zfp`. Decoding only (zfp is lossy: re-encoding decoded
+    /// values would change them).
+    ZfpHdf5 {
+        /// The field's scalar type.
+        scalar: ZfpType,
+        /// The field's dimensions, C order (1 to 4 of them).
+        shape: Vec<usize>,
+        /// zfp's expert-mode parameters (every mode is one of them).
+        min_bits: u32,
+        /// See `min_bits`.
+        max_bits: u32,
+        /// See `min_bits`.
+        max_prec: u32,
+        /// See `min_bits`.
+        min_exp: i32,
+        /// Whether the decoded values are big-endian.
+        big_endian: bool,
+    },
 }
 
 impl Codec {
@@ -171,6 +234,23 @@ impl Codec {
                 }
                 json!({"name": "vzarr.bitshuffle", "configuration": conf})
             }
+            Codec::ZfpHdf5 {
+                scalar,
+                shape,
+                min_bits,
+                max_bits,
+                max_prec,
+                min_exp,
+                big_endian,
+            } => json!({"name": "vzarr.zfp", "configuration": {
+                "type": scalar.as_str(),
+                "shape": shape,
+                "minbits": min_bits,
+                "maxbits": max_bits,
+                "maxprec": max_prec,
+                "minexp": min_exp,
+                "endian": if *big_endian { "big" } else { "little" }
+            }}),
         }
     }
 
@@ -235,6 +315,46 @@ impl Codec {
                     },
                 }
             }
+            "vzarr.zfp" => {
+                let u32_of = |k: &str| -> Result<u32, CoreError> {
+                    u32::try_from(uint(k)?).map_err(|_| bad())
+                };
+                let shape: Vec<usize> = conf
+                    .get("shape")
+                    .and_then(Value::as_array)
+                    .ok_or_else(bad)?
+                    .iter()
+                    .map(|d| {
+                        d.as_u64()
+                            .and_then(|d| usize::try_from(d).ok())
+                            .ok_or_else(bad)
+                    })
+                    .collect::<Result<_, _>>()?;
+                if shape.is_empty() || shape.len() > 4 || shape.contains(&0) {
+                    return Err(bad());
+                }
+                Codec::ZfpHdf5 {
+                    scalar: conf
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .and_then(ZfpType::parse)
+                        .ok_or_else(bad)?,
+                    shape,
+                    min_bits: u32_of("minbits")?,
+                    max_bits: u32_of("maxbits")?,
+                    max_prec: u32_of("maxprec")?,
+                    min_exp: conf
+                        .get("minexp")
+                        .and_then(Value::as_i64)
+                        .and_then(|l| i32::try_from(l).ok())
+                        .ok_or_else(bad)?,
+                    big_endian: match conf.get("endian").and_then(Value::as_str) {
+                        Some("big") => true,
+                        Some("little") => false,
+                        _ => return Err(bad()),
+                    },
+                }
+            }
             _ => return Err(bad()),
         })
     }
@@ -262,6 +382,9 @@ impl Codec {
                 compression,
                 ..
             } => format!("bitshuffle({element_size},{})", compression.as_str()),
+            Codec::ZfpHdf5 { scalar, shape, .. } => {
+                format!("zfp({},{shape:?})", scalar.as_str())
+            }
         }
     }
 
@@ -398,6 +521,7 @@ impl Codec {
             32000 => Codec::Lzf,
             // cd_values: the block size, for encoding only (the framing carries it).
             32004 => Codec::Lz4Hdf5,
+            32013 => crate::hdf5_zfp::zfp_codec(cd, dt.size())?,
             32008 => {
                 // cd_values (bshuf_h5filter.c): bitshuffle's major and minor version, the
                 // element size, the block size in elements (0: default), the compression
@@ -413,7 +537,7 @@ impl Codec {
                     return Err("bitshuffle filter with element size 0".into());
                 }
                 let block_size = cd.get(3).copied().unwrap_or(0) as usize;
-                if block_size % 8 != 0 {
+                if !block_size.is_multiple_of(8) {
                     return Err(format!(
                         "bitshuffle filter with a block size of {block_size} elements (not a \
                          multiple of 8)"
@@ -479,6 +603,15 @@ mod tests {
                 compression: BitshuffleCompression::None,
                 level: 0,
             },
+            Codec::ZfpHdf5 {
+                scalar: ZfpType::Float64,
+                shape: vec![10, 20],
+                min_bits: 1,
+                max_bits: 16658,
+                max_prec: 64,
+                min_exp: -1074,
+                big_endian: true,
+            },
         ];
         for c in codecs {
             let j = c.to_zarr_json();
@@ -515,8 +648,8 @@ mod tests {
         assert!(f(32008, &[0, 4, 4, 12, 2]).is_err());
         assert!(f(32008, &[0, 4, 4, 0, 1]).is_err());
         assert_eq!(
-            f(32013, &[]).unwrap_err(),
-            "unsupported filter zfp (HDF5 filter id 32013): no Zarr codec that both zarr-python \
+            f(32024, &[]).unwrap_err(),
+            "unsupported filter SZ3 (HDF5 filter id 32024): no Zarr codec that both zarr-python \
              3.4 and vzarr decode"
         );
         // Levels do not change decoding; bitshuffle's block size and compression do.

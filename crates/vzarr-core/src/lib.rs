@@ -11,6 +11,7 @@ mod dataset;
 mod dtype;
 mod fill;
 mod grid;
+mod hdf5_zfp;
 pub mod limits;
 mod manifest;
 pub mod names;
@@ -19,7 +20,7 @@ pub mod small;
 pub mod summary;
 
 pub use codec::{
-    BitshuffleCompression, BloscShuffle, Codec, bytes_codec_json, hdf5_filter_name,
+    BitshuffleCompression, BloscShuffle, Codec, ZfpType, bytes_codec_json, hdf5_filter_name,
     vlen_utf8_codec_json,
 };
 pub use dataset::{

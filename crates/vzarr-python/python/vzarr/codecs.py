@@ -8,8 +8,12 @@ Zarr codec decodes: registered with zarr-python through the ``zarr.codecs`` entr
 - ``vzarr.bitshuffle`` (configuration ``{"elementsize": n, "blocksize": n, "compression":
   "none" | "lz4" | "zstd"}``, plus ``"level"`` with zstd): the HDF5 bitshuffle filter (32008)
   with its own framing.
+- ``vzarr.zfp`` (configuration ``{"type": "int32" | "int64" | "float32" | "float64", "shape":
+  [...], "minbits": n, "maxbits": n, "maxprec": n, "minexp": n, "endian": "little" | "big"}``):
+  H5Z-ZFP (HDF5 filter 32013), a bare zfp stream whose field and mode the filter keeps in its
+  client data; decoding only (zfp's lossy modes would not re-encode to the values read).
 
-Both decode with the Rust decoders of vzarr's own reader, bounded by the chunk's size. The
+All three decode with the Rust decoders of vzarr's own reader, bounded by the chunk's size. The
 other filters vzarr maps use codecs zarr-python has (``numcodecs.bz2``, ``zstd``, ``blosc``)
 or imagecodecs' (``imagecodecs_lz4h5``, from the ``imagecodecs-zarr`` package vzarr depends
 on). See manifests/FORMAT.md.
@@ -35,7 +39,7 @@ if TYPE_CHECKING:
     from zarr.core.buffer import Buffer
     from zarr.core.common import JSON
 
-__all__ = ["Bitshuffle", "Lzf"]
+__all__ = ["Bitshuffle", "Lzf", "Zfp"]
 
 
 def _decoded_size(chunk_spec: ArraySpec) -> int:
@@ -123,3 +127,63 @@ class Bitshuffle(_RustCodec):
         if self.level is not None:
             conf["level"] = self.level
         return {"name": "vzarr.bitshuffle", "configuration": conf}
+
+
+_ZFP_TYPES = {"int32": 4, "int64": 8, "float32": 4, "float64": 8}
+
+
+@dataclass(frozen=True)
+class Zfp(_RustCodec):
+    """``vzarr.zfp``: a bare zfp stream as H5Z-ZFP (HDF5 filter 32013) stores chunks, decoded
+    as a field of ``shape`` (C order) and ``type`` with zfp's expert-mode parameters."""
+
+    type: str
+    shape: tuple[int, ...]
+    minbits: int
+    maxbits: int
+    maxprec: int
+    minexp: int
+    endian: str = "little"
+
+    def __init__(
+        self,
+        *,
+        type: str,  # noqa: A002  (the configuration's key)
+        shape: list[int] | tuple[int, ...],
+        minbits: int,
+        maxbits: int,
+        maxprec: int,
+        minexp: int,
+        endian: str = "little",
+    ) -> None:
+        shape = tuple(int(d) for d in shape)
+        if type not in _ZFP_TYPES or endian not in ("little", "big"):
+            raise ValueError(f"vzarr.zfp: type {type!r}, endian {endian!r}")
+        if not 1 <= len(shape) <= 4 or min(shape) < 1:
+            raise ValueError(f"vzarr.zfp: shape {list(shape)}")
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "minbits", int(minbits))
+        object.__setattr__(self, "maxbits", int(maxbits))
+        object.__setattr__(self, "maxprec", int(maxprec))
+        object.__setattr__(self, "minexp", int(minexp))
+        object.__setattr__(self, "endian", endian)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, JSON]) -> Self:
+        _, conf = parse_named_configuration(data, "vzarr.zfp")
+        return cls(**conf)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "name": "vzarr.zfp",
+            "configuration": {
+                "type": self.type,
+                "shape": list(self.shape),
+                "minbits": self.minbits,
+                "maxbits": self.maxbits,
+                "maxprec": self.maxprec,
+                "minexp": self.minexp,
+                "endian": self.endian,
+            },
+        }
