@@ -1,6 +1,6 @@
 """Third-party HDF5 filters (issue 31): files written here with h5py and hdf5plugin, one array
 per filter and parameter set (LZF, bzip2, LZ4, bitshuffle alone or with LZ4 or zstd, Blosc,
-zstd, zfp in each of its modes), built by vzarr into references and an Icechunk repository, then
+zstd, zfp in each of its modes, szip), built by vzarr into references and an Icechunk repository, then
 
 - read by zarr-python 3.4 in a process that has only what `pip install vzarr` brings (h5py
   and hdf5plugin cannot be imported there; the codecs come from the `zarr.codecs` entry points
@@ -56,6 +56,19 @@ CASES = {
         FIELD.reshape(120, 10, 25), dict(chunks=(20, 1, 25), compression=hdf5plugin.Zfp(accuracy=1e-3))),
     "zfp_reversible_i4": (FIELD.astype("i4") * 1000, dict(chunks=(40, 50), compression=hdf5plugin.Zfp(reversible=True))),
     "zfp_rate_i8_1d": (FIELD.astype("i8").ravel(), dict(chunks=(7000,), compression=hdf5plugin.Zfp(rate=40))),
+}
+
+# szip (HDF5 filter 4): HDF5's own filter, built into h5py's HDF5 (with libaec); the libhdf5
+# of vzarr's C oracle has no szip, so these are checked against h5py and vzarr's reader only.
+SZIP = {
+    "szip_nn8_i4": (FIELD.astype("i4"), dict(chunks=(16, 100), compression="szip", compression_opts=("nn", 8))),
+    "szip_ec32_f8": (FIELD / 7, dict(chunks=(30, 125), compression="szip", compression_opts=("ec", 32))),
+    "szip_nn16_u2be": (FIELD.astype(">u2"), dict(chunks=(33, 77), compression="szip", compression_opts=("nn", 16))),
+    "szip_nn4_i1": (FIELD.astype("i1"), dict(chunks=(7, 250), compression="szip", compression_opts=("nn", 4))),
+    "szip_nn32_f4": (FIELD.astype("f4"), dict(chunks=(120, 250), compression="szip", compression_opts=("nn", 32))),
+    "szip_ec8_i8be": (FIELD.astype(">i8"), dict(chunks=(50, 50), compression="szip", compression_opts=("ec", 8))),
+    "szip_nn8_u2_3d": (
+        FIELD.astype("u2").reshape(120, 10, 25), dict(chunks=(20, 3, 25), compression="szip", compression_opts=("nn", 8))),
 }
 
 # Filters no maintained decoder reads as a Zarr codec both zarr-python and vzarr have.
@@ -192,6 +205,35 @@ def test_mutated_chunks_give_a_clean_error(filtered, tmp_path, name):
     ver = run_vzarr("verify", out, "--trust-references", "--ignore-stale", "--readers", "native",
                     "--array", name, check=False)
     assert ver.returncode == 1 and "panicked" not in ver.stderr, (ver.returncode, ver.stdout, ver.stderr)
+    p = subprocess.run([sys.executable, "-c", READER, str(out), str(tmp_path / "x.npz")],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "Traceback" in p.stderr, (p.returncode, p.stderr[-2000:])
+
+
+def test_szip_through_zarr_python_alone_and_vzarr(tmp_path):
+    """szip arrays (both byte orders, 1 to 8 byte pixels, scanlines padded to whole blocks,
+    NN and EC): zarr-python with only vzarr's dependencies (imagecodecs_szip) and vzarr cat
+    equal h5py; vzarr verify with its own reader; a damaged chunk is an error."""
+    src = write(tmp_path / "szip.h5", SZIP)
+    out = tmp_path / "szip.json"
+    b = run_vzarr("build", src, "-o", out, "--small-chunks", "keep")
+    assert "left out" not in b.stderr.replace("0 left out", ""), b.stderr
+    got, codecs = zarr_python_alone(out, tmp_path)
+    with h5py.File(src) as f:
+        for name in SZIP:
+            np.testing.assert_array_equal(got[name], f[name][...], err_msg=name)
+            assert "imagecodecs_szip" in codecs[name], codecs[name]
+        p = run_vzarr("cat", out, "szip_nn16_u2be[100:103,60:77]", "--trust-references")
+        cat = np.array([[int(x) for x in line.split()] for line in p.stdout.split("\n") if line.strip()])
+        np.testing.assert_array_equal(cat, f["szip_nn16_u2be"][100:103, 60:77])
+    ver = run_vzarr("verify", out, "--trust-references", "--readers", "native")
+    assert "all values match" in ver.stdout, ver.stdout
+    offset, size = chunk_at(src, "szip_nn8_i4")
+    with open(src, "r+b") as fh:
+        fh.seek(offset)
+        fh.write(b"\xff" * 16)
+    cat = run_vzarr("cat", out, "szip_nn8_i4[0:2,0:2]", "--trust-references", "--ignore-stale", check=False)
+    assert cat.returncode not in (0, -6, -9, -11, 101) and "panicked" not in cat.stderr, cat.stderr
     p = subprocess.run([sys.executable, "-c", READER, str(out), str(tmp_path / "x.npz")],
                        capture_output=True, text=True)
     assert p.returncode == 1 and "Traceback" in p.stderr, (p.returncode, p.stderr[-2000:])

@@ -20,15 +20,17 @@ use zarrs::plugin::{ExtensionName, PluginCreateError, ZarrVersion};
 
 use crate::UNBOUNDED_DECODE_LIMIT;
 use crate::bitshuffle::Bitshuffle;
+use crate::szip::SzipHdf5;
 use crate::zfp::ZfpHdf5;
 
 /// The Zarr v3 names of the codecs of this module.
-pub const FILTER_CODEC_NAMES: [&str; 5] = [
+pub const FILTER_CODEC_NAMES: [&str; 6] = [
     "numcodecs.bz2",
     "vzarr.lzf",
     "imagecodecs_lz4h5",
     "vzarr.bitshuffle",
     "vzarr.zfp",
+    "imagecodecs_szip",
 ];
 
 /// A third-party HDF5 filter's codec for zarrs.
@@ -47,6 +49,7 @@ impl FilterCodec {
             VCodec::Lz4Hdf5 => FILTER_CODEC_NAMES[2],
             VCodec::Bitshuffle { .. } => FILTER_CODEC_NAMES[3],
             VCodec::ZfpHdf5 { .. } => FILTER_CODEC_NAMES[4],
+            VCodec::Szip { .. } => FILTER_CODEC_NAMES[5],
             _ => return None,
         };
         Some(FilterCodec { codec, name })
@@ -78,6 +81,9 @@ impl FilterCodec {
             c @ VCodec::ZfpHdf5 { .. } => ZfpHdf5::new(c)
                 .expect("a zfp codec")?
                 .decode_bounded(encoded, limit),
+            c @ VCodec::Szip { .. } => SzipHdf5::new(c)
+                .expect("a szip codec")?
+                .decode_bounded(encoded, limit),
             _ => self
                 .bitshuffle()
                 .expect("a filter codec")
@@ -92,6 +98,7 @@ impl FilterCodec {
             VCodec::Lzf => Ok(crate::lzf::lzf_encode(raw)),
             VCodec::Lz4Hdf5 => Ok(crate::lz4h5::lz4h5_encode(raw)),
             c @ VCodec::ZfpHdf5 { .. } => ZfpHdf5::new(c).expect("a zfp codec")?.encode(raw),
+            c @ VCodec::Szip { .. } => SzipHdf5::new(c).expect("a szip codec")?.encode(raw),
             _ => self.bitshuffle().expect("a filter codec").encode(raw),
         }
     }

@@ -2,8 +2,8 @@
 //! `numcodecs.shuffle`, `numcodecs.fletcher32`, `zstd`, `blosc`), using zarrs' implementations
 //! so that re-encoded chunks decode exactly as a Zarr reader decodes them, and the codecs of
 //! third-party HDF5 filters, registered with zarrs as plugins ([`filters`]: `numcodecs.bz2`,
-//! `vzarr.lzf`, `imagecodecs_lz4h5`, `vzarr.bitshuffle`, `vzarr.zfp`). Every decoder writes at
-//! most the chunk's size.
+//! `vzarr.lzf`, `imagecodecs_lz4h5`, `vzarr.bitshuffle`, `vzarr.zfp`, `imagecodecs_szip`).
+//! Every decoder writes at most the chunk's size.
 //!
 //! The `bytes` codec is the identity on chunk bytes kept in the stored byte order, so callers
 //! work with raw chunk bytes in the array's endianness. String arrays use the `vlen-utf8`
@@ -17,6 +17,7 @@ pub mod filters;
 mod fletcher32;
 pub mod lz4h5;
 pub mod lzf;
+pub mod szip;
 pub mod vlen_utf8;
 pub mod zfp;
 mod zlib;
@@ -199,6 +200,12 @@ mod tests {
                 compression: BitshuffleCompression::None,
                 level: 0,
             }],
+            vec![Codec::Szip {
+                options_mask: 141,
+                pixels_per_block: 16,
+                bits_per_pixel: 32,
+                pixels_per_scanline: 1000,
+            }],
             vec![Codec::ZfpHdf5 {
                 scalar: vzarr_core::ZfpType::Int32,
                 shape: vec![40, 100],
@@ -271,6 +278,12 @@ mod tests {
                 block_size: 0,
                 compression: BitshuffleCompression::None,
                 level: 0,
+            }],
+            vec![Codec::Szip {
+                options_mask: 141,
+                pixels_per_block: 16,
+                bits_per_pixel: 32,
+                pixels_per_scanline: 1000,
             }],
             vec![Codec::ZfpHdf5 {
                 scalar: vzarr_core::ZfpType::Int32,

@@ -161,6 +161,21 @@ pub enum Codec {
         /// Zstandard level (only with [`BitshuffleCompression::Zstd`]; encoding only).
         level: i32,
     },
+    /// szip (CCSDS 121.0 adaptive entropy coding) as HDF5's szip filter (id 4) stores a chunk:
+    /// its decoded size as 4 little-endian bytes, then the stream libaec's szip-compatible
+    /// `SZ_BufftoBuffCompress` writes with these parameters (the filter's client data);
+    /// `imagecodecs_szip` with `header` true.
+    Szip {
+        /// szip's option mask (`NN` 32 preprocesses, `MSB` 16 orders samples big-endian;
+        /// `EC` 4, `LSB` 8, `K13` 1 and `RAW` 128 do not change decoding).
+        options_mask: u32,
+        /// Pixels per block (an even number up to 32).
+        pixels_per_block: u32,
+        /// Bits per pixel (1-32, or 64: 32 and 64 are coded as bytes, interleaved).
+        bits_per_pixel: u32,
+        /// Pixels per scanline.
+        pixels_per_scanline: u32,
+    },
     /// A bare zfp stream as H5Z-ZFP (HDF5 filter 32013) stores a chunk, its field and mode
     /// given here (they come from the filter's client data); decodes to the values' bytes in
     /// `big_endian` order; `vzarr.zfp`. Decoding only (zfp is lossy: re-encoding decoded
@@ -234,6 +249,18 @@ impl Codec {
                 }
                 json!({"name": "vzarr.bitshuffle", "configuration": conf})
             }
+            Codec::Szip {
+                options_mask,
+                pixels_per_block,
+                bits_per_pixel,
+                pixels_per_scanline,
+            } => json!({"name": "imagecodecs_szip", "configuration": {
+                "options_mask": options_mask,
+                "pixels_per_block": pixels_per_block,
+                "bits_per_pixel": bits_per_pixel,
+                "pixels_per_scanline": pixels_per_scanline,
+                "header": true
+            }}),
             Codec::ZfpHdf5 {
                 scalar,
                 shape,
@@ -315,6 +342,21 @@ impl Codec {
                     },
                 }
             }
+            "imagecodecs_szip" => {
+                let u32_of = |k: &str| -> Result<u32, CoreError> {
+                    u32::try_from(uint(k)?).map_err(|_| bad())
+                };
+                // Without the header, a chunk does not say its size: not what HDF5 stores.
+                if conf.get("header").and_then(Value::as_bool) != Some(true) {
+                    return Err(bad());
+                }
+                Codec::Szip {
+                    options_mask: u32_of("options_mask")?,
+                    pixels_per_block: u32_of("pixels_per_block")?,
+                    bits_per_pixel: u32_of("bits_per_pixel")?,
+                    pixels_per_scanline: u32_of("pixels_per_scanline")?,
+                }
+            }
             "vzarr.zfp" => {
                 let u32_of = |k: &str| -> Result<u32, CoreError> {
                     u32::try_from(uint(k)?).map_err(|_| bad())
@@ -382,6 +424,12 @@ impl Codec {
                 compression,
                 ..
             } => format!("bitshuffle({element_size},{})", compression.as_str()),
+            Codec::Szip {
+                options_mask,
+                pixels_per_block,
+                bits_per_pixel,
+                ..
+            } => format!("szip({options_mask},{pixels_per_block},{bits_per_pixel})"),
             Codec::ZfpHdf5 { scalar, shape, .. } => {
                 format!("zfp({},{shape:?})", scalar.as_str())
             }
@@ -522,6 +570,23 @@ impl Codec {
             // cd_values: the block size, for encoding only (the framing carries it).
             32004 => Codec::Lz4Hdf5,
             32013 => crate::hdf5_zfp::zfp_codec(cd, dt.size())?,
+            // cd_values (H5Zszip.c, after its set_local): the option mask, pixels per block,
+            // bits per pixel, pixels per scanline.
+            4 => match *cd {
+                [
+                    options_mask,
+                    pixels_per_block,
+                    bits_per_pixel,
+                    pixels_per_scanline,
+                    ..,
+                ] => Codec::Szip {
+                    options_mask,
+                    pixels_per_block,
+                    bits_per_pixel,
+                    pixels_per_scanline,
+                },
+                _ => return Err(format!("szip filter with {} client data values", cd.len())),
+            },
             32008 => {
                 // cd_values (bshuf_h5filter.c): bitshuffle's major and minor version, the
                 // element size, the block size in elements (0: default), the compression
@@ -602,6 +667,12 @@ mod tests {
                 block_size: 0,
                 compression: BitshuffleCompression::None,
                 level: 0,
+            },
+            Codec::Szip {
+                options_mask: 169,
+                pixels_per_block: 8,
+                bits_per_pixel: 32,
+                pixels_per_scanline: 10,
             },
             Codec::ZfpHdf5 {
                 scalar: ZfpType::Float64,

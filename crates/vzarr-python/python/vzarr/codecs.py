@@ -15,8 +15,8 @@ Zarr codec decodes: registered with zarr-python through the ``zarr.codecs`` entr
 
 All three decode with the Rust decoders of vzarr's own reader, bounded by the chunk's size. The
 other filters vzarr maps use codecs zarr-python has (``numcodecs.bz2``, ``zstd``, ``blosc``)
-or imagecodecs' (``imagecodecs_lz4h5``, from the ``imagecodecs-zarr`` package vzarr depends
-on). See manifests/FORMAT.md.
+or imagecodecs' (``imagecodecs_lz4h5``, ``imagecodecs_szip`` with ``header`` true, from the
+``imagecodecs-zarr`` package vzarr depends on). See manifests/FORMAT.md.
 """
 
 from __future__ import annotations
