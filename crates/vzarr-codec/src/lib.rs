@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+mod aec;
 pub mod bitshuffle;
 pub mod bz2;
 pub mod filters;
