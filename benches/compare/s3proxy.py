@@ -1,8 +1,9 @@
-"""A latency-adding, request-counting HTTP/1.1 proxy in front of a local S3 server.
+"""A latency-adding, request-counting, optionally failing HTTP/1.1 proxy in front of a local
+S3 server.
 
     python s3proxy.py --upstream 127.0.0.1:PORT [--delay-ms 20] [--port 0]
                       [--port-file FILE] [--stats-file FILE] [--access-log FILE]
-                      [--max-seconds 3600]
+                      [--max-seconds 3600] [--faults SPEC]
 
 Used by benches/compare (bench.py, the object-storage cases): the S3 clients under test
 (vzarr's object_store, s3fs, obstore) talk to this proxy instead of the S3 server (moto),
@@ -23,6 +24,22 @@ What it does, per client connection (HTTP/1.1 keep-alive: any number of requests
     GETs, response status classes, response body bytes (and the part of them that object
     GETs returned), bytes written to clients, requests per object key, and the time the
     upstream server took to answer (forwarding to response head, summed).
+
+With --faults, some object reads, HEADs and listings fail as S3 services and networks fail
+(the tests of vzarr's retries; tests/interop/test_faults.py). SPEC is a comma-separated list:
+
+  503=P, 500=P          answer with that status and an S3 error body (SlowDown,
+                        InternalError) instead of forwarding, with probability P
+  reset=P               close the client connection without an answer (an RST)
+  cut=P                 forward, then relay the response head and half its body and close
+                        the connection (a body cut short)
+  cut-list=K[+K...]     cut the body of the K-th listing (1-based, in arrival order)
+  503-list=K[+K...]     answer the K-th listing with 503 SlowDown
+  deny=TEXT             403 AccessDenied, every time, for object keys containing TEXT
+  seed=N                the seed of the draws (default 0)
+
+Probabilities apply to object GETs, HEADs and listings; the draws come from one seeded
+generator in the order requests arrive. Faults are counted in the stats ("faults").
 
 Control endpoints (neither delayed nor counted; S3 bucket names cannot start with "__"):
 
@@ -48,6 +65,7 @@ import asyncio
 import ipaddress
 import json
 import os
+import random
 import signal
 import sys
 import time
@@ -87,6 +105,7 @@ class Stats:
         self.upstream_errors = 0
         self.upstream_seconds = 0.0  # forwarding to response head, summed: the server's time
         self.objects: Counter[str] = Counter()
+        self.faults: Counter[str] = Counter()
 
     def snapshot(self) -> dict:
         return {"since": self.since, "seconds": time.time() - self.since,
@@ -96,7 +115,8 @@ class Stats:
                 "ranged_gets": self.ranged_gets, "body_bytes": self.body_bytes,
                 "get_bytes": self.get_bytes, "wire_bytes": self.wire_bytes,
                 "upstream_errors": self.upstream_errors,
-                "upstream_seconds": self.upstream_seconds, "objects": dict(self.objects)}
+                "upstream_seconds": self.upstream_seconds, "objects": dict(self.objects),
+                "faults": dict(self.faults)}
 
 
 def classify(method: str, target: str) -> tuple[str, str]:
@@ -117,6 +137,60 @@ def classify(method: str, target: str) -> tuple[str, str]:
     if method == "HEAD":
         return "HEAD", f"{bucket}/{key}" if key else bucket
     return "OTHER", f"{bucket}/{key}" if key else bucket
+
+
+# --- faults ----------------------------------------------------------------------------------
+
+S3_ERRORS = {"503": ("503 Slow Down", "SlowDown", "Please reduce your request rate."),
+             "500": ("500 Internal Server Error", "InternalError",
+                     "We encountered an internal error. Please try again."),
+             "403": ("403 Forbidden", "AccessDenied", "Access Denied")}
+
+
+class Faults:
+    """What --faults asks for, and the draws."""
+
+    def __init__(self, spec: str) -> None:
+        self.p = {"503": 0.0, "500": 0.0, "reset": 0.0, "cut": 0.0}
+        self.list_faults: dict[int, str] = {}
+        self.deny: list[str] = []
+        seed = 0
+        for item in filter(None, (x.strip() for x in spec.split(","))):
+            name, sep, value = item.partition("=")
+            if not sep:
+                raise SystemExit(f"s3proxy: --faults: {item!r} is not NAME=VALUE")
+            if name in self.p:
+                self.p[name] = float(value)
+            elif name in ("cut-list", "503-list"):
+                for k in value.split("+"):
+                    self.list_faults[int(k)] = name.removesuffix("-list")
+            elif name == "deny":
+                self.deny.append(value)
+            elif name == "seed":
+                seed = int(value)
+            else:
+                raise SystemExit(f"s3proxy: --faults: unknown fault {name!r}")
+        if sum(self.p.values()) > 1:
+            raise SystemExit("s3proxy: --faults: the probabilities add up to more than 1")
+        self.rng = random.Random(seed)
+        self.lists = 0
+
+    def pick(self, klass: str, key: str) -> str | None:
+        """The fault for a request of `klass` on `key` (None: forward it as it is)."""
+        if klass not in ("GET", "HEAD", "LIST"):
+            return None
+        if klass == "LIST":
+            self.lists += 1
+            if self.lists in self.list_faults:
+                return self.list_faults[self.lists]
+        elif any(d in key for d in self.deny):
+            return "403"
+        r, acc = self.rng.random(), 0.0
+        for kind, p in self.p.items():
+            acc += p
+            if r < acc:
+                return kind
+        return None
 
 
 # --- HTTP/1.1 framing -------------------------------------------------------------------------
@@ -249,9 +323,11 @@ class Upstream:
 
 
 class Proxy:
-    def __init__(self, upstream: tuple[str, int], delay: float, access_log=None) -> None:
+    def __init__(self, upstream: tuple[str, int], delay: float, access_log=None,
+                 faults: Faults | None = None) -> None:
         self.upstream = upstream
         self.delay = delay
+        self.faults = faults
         self.stats = Stats()
         self.access_log = access_log  # a text file or None
         self.t0 = time.perf_counter()
@@ -314,6 +390,26 @@ class Proxy:
             st.objects[key] += 1
         if klass == "GET" and header(headers, "range") is not None:
             st.ranged_gets += 1
+        fault = self.faults.pick(klass, key) if self.faults else None
+        if fault == "cut" and method == "HEAD":
+            fault = "reset"  # nothing to cut
+        if fault:
+            st.faults[fault] += 1
+            self.log(f"{time.perf_counter() - self.t0:.4f} {conn} {klass} {method} {target} "
+                     f"fault {fault}")
+        if fault in S3_ERRORS:
+            status, code, message = S3_ERRORS[fault]
+            err = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
+                   f"<Message>{message}</Message><Resource>{target}</Resource>"
+                   f"<RequestId>s3proxy</RequestId></Error>").encode()
+            st.status[f"{status[0]}xx"] += 1
+            cwriter.write(f"HTTP/1.1 {status}\r\nContent-Type: application/xml\r\n"
+                          f"Content-Length: {len(err) if method != 'HEAD' else 0}\r\n\r\n"
+                          .encode() + (err if method != "HEAD" else b""))
+            return client_keep
+        if fault == "reset":
+            cwriter.transport.abort()
+            return False
         request_bytes = serialize_head(start, headers) + body
         t0 = time.perf_counter()
         try:
@@ -347,6 +443,14 @@ class Proxy:
         cwriter.write(head)
         st.wire_bytes += len(head)
         payload = 0
+        if fault == "cut" and body_expected:
+            # Half the body (whatever its framing), then the connection is gone.
+            whole = await self.read_whole(up.reader, chunked, length)
+            cwriter.write(whole[: len(whole) // 2])
+            await cwriter.drain()
+            cwriter.transport.abort()
+            up.close()
+            return False
         if body_expected:
             if chunked:
                 payload = await self.relay_chunked(up.reader, cwriter)
@@ -393,6 +497,17 @@ class Proxy:
                 if lines is None:
                     raise ConnectionResetError("upstream closed after an interim response")
         raise AssertionError("unreachable")
+
+    async def read_whole(self, reader, chunked: bool, length: str | None) -> bytes:
+        """A response body from upstream, as framed on the wire."""
+        if chunked:
+            out = bytearray()
+            async for piece, _ in chunked_pieces(reader):
+                out += piece
+            return bytes(out)
+        if length is not None:
+            return await reader.readexactly(content_length(length))
+        return await reader.read()
 
     async def relay_exact(self, reader, cwriter, n: int) -> int:
         left = n
@@ -472,7 +587,8 @@ def write_atomically(path: str, text: str) -> None:
 async def serve(a) -> None:
     host, _, port = a.upstream.rpartition(":")
     access_log = open(a.access_log, "a") if a.access_log else None
-    proxy = Proxy((loopback(host), int(port)), a.delay_ms / 1000, access_log)
+    faults = Faults(a.faults) if a.faults else None
+    proxy = Proxy((loopback(host), int(port)), a.delay_ms / 1000, access_log, faults)
     server = await asyncio.start_server(proxy.handle, "127.0.0.1", a.port, limit=MAX_HEAD)
     bound = server.sockets[0].getsockname()[1]
     if a.port_file:
@@ -505,6 +621,9 @@ def main() -> int:
     ap.add_argument("--access-log", help="append one line per forwarded request to this file")
     ap.add_argument("--max-seconds", type=float, default=3600.0,
                     help="stop by itself after this long (default 3600)")
+    ap.add_argument("--faults", default="",
+                    help="fail some requests: 503=P,500=P,reset=P,cut=P,cut-list=K,"
+                         "503-list=K,deny=TEXT,seed=N (see the module documentation)")
     a = ap.parse_args()
     if a.delay_ms < 0:
         raise SystemExit("s3proxy: --delay-ms must be >= 0")

@@ -89,13 +89,17 @@ async def read_response(reader: asyncio.StreamReader, head_only: bool = False) -
     return head, await reader.read()
 
 
-class ProxyTest(unittest.IsolatedAsyncioTestCase):
+class ProxyBase(unittest.IsolatedAsyncioTestCase):
+    """A scripted upstream, the proxy (with ARGS) in front of it, one client connection."""
+
+    ARGS: list[str] = []
+
     async def asyncSetUp(self) -> None:
         self.server = await asyncio.start_server(upstream, "127.0.0.1", 0)
         port = self.server.sockets[0].getsockname()[1]
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, str(PROXY), "--upstream", f"127.0.0.1:{port}", "--delay-ms", "1",
-            "--max-seconds", "60", stdout=asyncio.subprocess.PIPE)
+            "--max-seconds", "60", *self.ARGS, stdout=asyncio.subprocess.PIPE)
         line = await asyncio.wait_for(self.proc.stdout.readline(), 30)
         self.port = int(line.decode().rsplit(":", 1)[1])
         self.r, self.w = await asyncio.open_connection("127.0.0.1", self.port)
@@ -116,6 +120,9 @@ class ProxyTest(unittest.IsolatedAsyncioTestCase):
         _, body = await self.ask(b"GET /__stats HTTP/1.1\r\nHost: x\r\n\r\n")
         return json.loads(body)
 
+
+
+class ProxyTest(ProxyBase):
     async def test_framings_on_one_connection(self) -> None:
         _, body = await self.ask(b"GET /bkt/chunked HTTP/1.1\r\nHost: x\r\n\r\n")
         self.assertEqual(body, b"hello world")
@@ -164,6 +171,56 @@ class ProxyTest(unittest.IsolatedAsyncioTestCase):
         raw = await asyncio.wait_for(self.r.read(), 10)  # the proxy closes after it
         self.assertTrue(raw.endswith(b"\r\n\r\nuntil-eof-body"))
         self.assertIn(b"connection: close", raw.lower())
+
+
+class FaultsTest(ProxyBase):
+    ARGS = ["--faults", "cut-list=2,503-list=3,deny=secret,seed=1"]
+
+    async def reconnect(self) -> None:
+        self.w.close()
+        self.r, self.w = await asyncio.open_connection("127.0.0.1", self.port)
+
+    async def test_listings_cut_failed_and_denied_keys(self) -> None:
+        listing = b"GET /bkt/chunked?list-type=2 HTTP/1.1\r\nHost: x\r\n\r\n"
+        _, body = await self.ask(listing)
+        self.assertEqual(body, b"hello world")
+        # The second listing: its head, half its body, then the connection is gone.
+        self.w.write(listing)
+        await self.w.drain()
+        raw = await asyncio.wait_for(self.r.read(), 10)
+        self.assertTrue(raw.startswith(b"HTTP/1.1 200 OK"), raw)
+        self.assertNotIn(b"0\r\nX-T: 1", raw)  # the end of the chunked body never came
+        await self.reconnect()
+        head, body = await self.ask(listing)
+        self.assertIn(b" 503 ", head)
+        self.assertIn(b"<Code>SlowDown</Code>", body)
+        for _ in range(2):  # denied every time, the connection kept
+            head, body = await self.ask(b"GET /bkt/a/secret.nc HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertIn(b" 403 ", head)
+            self.assertIn(b"<Code>AccessDenied</Code>", body)
+        _, body = await self.ask(listing)  # the fourth listing: as it is
+        self.assertEqual(body, b"hello world")
+        st = await self.stats()
+        self.assertEqual(st["faults"], {"cut": 1, "503": 1, "403": 2})
+
+
+class ResetTest(ProxyBase):
+    ARGS = ["--faults", "reset=1"]
+
+    async def test_reset_answers_nothing(self) -> None:
+        self.w.write(b"GET /bkt/echo HTTP/1.1\r\nHost: x\r\n\r\n")
+        await self.w.drain()
+        try:
+            raw = await asyncio.wait_for(self.r.read(), 10)
+        except ConnectionResetError:
+            raw = b""
+        self.assertEqual(raw, b"")
+        # Not a fault: requests other than reads and listings pass.
+        self.r, self.w = await asyncio.open_connection("127.0.0.1", self.port)
+        _, body = await self.ask(b"PUT /bkt/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2"
+                                 b"\r\n\r\nok")
+        self.assertEqual(body, b"ok")
+        self.assertEqual((await self.stats())["faults"], {"reset": 1})
 
 
 if __name__ == "__main__":

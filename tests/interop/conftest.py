@@ -274,6 +274,40 @@ def moto_server():
         )
         yield client, env
 
+@contextlib.contextmanager
+def counting_proxy(env, tmp_path, *proxy_args, delay_ms=0):
+    """benches/compare/s3proxy.py (no delay unless asked; `proxy_args` such as
+    ``--faults ...``) in front of the S3 server of `env`; yields the environment pointing at
+    it and a function giving its counters since the last call (and zeroing them)."""
+    import urllib.request
+
+    upstream = env["AWS_ENDPOINT_URL"].removeprefix("http://")
+    port_file = tmp_path / f"proxy-{time.monotonic_ns()}.port"
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "benches" / "compare" / "s3proxy.py"), "--upstream", upstream,
+         "--delay-ms", str(delay_ms), "--port-file", str(port_file), "--max-seconds", "600",
+         *map(str, proxy_args)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not port_file.exists() or not port_file.read_text().strip():
+            assert proc.poll() is None and time.monotonic() < deadline, "s3proxy.py did not start"
+            time.sleep(0.05)
+        endpoint = f"http://127.0.0.1:{int(port_file.read_text())}"
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+        def take():
+            with opener.open(f"{endpoint}/__stats?reset=1", timeout=30) as r:
+                return json.loads(r.read())
+
+        take()
+        yield dict(env, AWS_ENDPOINT_URL=endpoint), take
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 class _RangeHandler(http.server.SimpleHTTPRequestHandler):
     """The files of a directory over HTTP/1.1 with single byte ranges, Last-Modified and an
     ETag (what object_store's HTTP client and Icechunk's ask of a server)."""

@@ -10,20 +10,15 @@ one read of what lies beyond it), no HEAD, no byte fetched twice; the same after
 the scan cache and for a combine of sharded scans; an append, a rebuild from the cache and a
 combine of shards give byte-identical outputs to one build."""
 
-import contextlib
 import json
 import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import FIXTURES, ROOT, open_store, vzarr_bin
+from conftest import FIXTURES, counting_proxy, open_store, vzarr_bin
 from test_concat import assert_matches_concat, expected_concat, write_archive
 
 BUCKET = "vzarr-batch"
@@ -110,7 +105,9 @@ def test_every_hdf5_fixture_scans_the_same_from_object_storage(moto_server, tmp_
         rj, lj = json.loads(remote.read_text()), json.loads(local.read_text())
         (rs,), (ls,) = rj["vzarr"].pop("sources"), lj["vzarr"].pop("sources")
         assert rs["url"] == f"s3://{bucket}/{f.name}" and rs.get("etag"), rs
-        assert (rs["size"], rs.get("fingerprint")) == (ls["size"], ls.get("fingerprint")), f.name
+        # An object's ETag tells a rewrite: no fingerprint of its head (a local file's has one).
+        assert rs["size"] == ls["size"] and rs.get("etag") and "fingerprint" not in rs, f.name
+        assert ls.get("fingerprint"), f.name
         rj["vzarr"].pop("allowed_prefixes", None)
         lj["vzarr"].pop("allowed_prefixes", None)
         text = json.dumps(rj, sort_keys=True).replace(f"s3://{bucket}/{f.name}", "SRC")
@@ -172,37 +169,6 @@ def plan_archive(moto_server, tmp_path_factory):
     assert sum(p.stat().st_size > (1 << 20) for p in paths) >= 4
     urls = [f"s3://{PLAN_BUCKET}/nc3/{p.name}" for p in paths]
     return paths, urls, f"s3://{PLAN_BUCKET}/nc3/"
-
-
-@contextlib.contextmanager
-def counting_proxy(env, tmp_path):
-    """s3proxy.py (no delay) in front of the moto server of `env`; yields the environment
-    pointing at it and a function giving its counters since the last call (and zeroing
-    them)."""
-    upstream = env["AWS_ENDPOINT_URL"].removeprefix("http://")
-    port_file = tmp_path / "proxy.port"
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "benches" / "compare" / "s3proxy.py"), "--upstream", upstream,
-         "--delay-ms", "0", "--port-file", str(port_file), "--max-seconds", "600"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while not port_file.exists() or not port_file.read_text().strip():
-            assert proc.poll() is None and time.monotonic() < deadline, "s3proxy.py did not start"
-            time.sleep(0.05)
-        endpoint = f"http://127.0.0.1:{int(port_file.read_text())}"
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-        def take():
-            with opener.open(f"{endpoint}/__stats?reset=1", timeout=30) as r:
-                return json.loads(r.read())
-
-        take()
-        yield dict(env, AWS_ENDPOINT_URL=endpoint), take
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def assert_requests_per_file(st, files, *, lists, per_file=2):
@@ -354,3 +320,53 @@ def test_large_references_stream_to_object_storage(moto_server, tmp_path):
     assert keys == ["refs/many.json"]
     uploads = client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
     assert uploads == [], "no upload left open"
+
+
+def test_heads_are_learned_from_the_first_files(moto_server, tmp_path):
+    """A catalog of alike files: the first files are opened with the full 256 KiB head, the
+    later ones with a head a quarter larger than what the first scans read of theirs (the
+    metadata and the small chunks kept for the planner), in the same requests per file; the
+    output equals a build of the same files from disk."""
+    client, env = moto_server
+    bucket = BUCKET + "-heads"
+    client.create_bucket(Bucket=bucket)
+    rng = np.random.default_rng(3)
+    paths = []
+    for k in range(24):
+        p = tmp_path / f"day{k:02}.nc"
+        with netCDF4.Dataset(p, "w") as nc:
+            nc.createDimension("time", None)
+            nc.createDimension("y", 60)
+            nc.createDimension("x", 80)
+            t = nc.createVariable("time", "f8", ("time",))
+            t.units = "hours since 2024-01-01"
+            t[:] = np.arange(24) + 24 * k
+            v = nc.createVariable("tas", "f4", ("time", "y", "x"), chunksizes=(1, 60, 80))
+            v[:] = rng.normal(280, 5, (24, 60, 80)).astype("f4")
+        client.upload_file(str(p), bucket, f"days/{p.name}")
+        paths.append(p)
+    log = tmp_path / "access.log"
+    out = tmp_path / "s3.json"
+    with counting_proxy(env, tmp_path, "--access-log", log) as (penv, take):
+        p = vzarr_env(penv, "build", f"s3://{bucket}/days/", "--concat-dim", "time", "-o", out,
+                      "--jobs", "2")
+        st = take()
+    assert p.returncode == 0, p.stderr
+    # Each object's first GET is its head: full for the first files, learned for the rest.
+    heads = {}
+    for line in log.read_text().splitlines():
+        f = line.split()
+        if not line.startswith("#") and f[2] == "GET":
+            heads.setdefault(f[4], int(f[7]))
+    size = paths[0].stat().st_size
+    assert size > 460_000, size
+    full = [n for n in heads.values() if n == 256 << 10]
+    learned = [n for n in heads.values() if n < 256 << 10]
+    assert len(heads) == 24 and 4 <= len(full) <= 8, heads
+    assert max(learned) <= 64 << 10, heads
+    assert st["requests"] <= 2 * 24 + 1, st
+    # The same references as from disk.
+    local = tmp_path / "local.json"
+    assert vzarr_env(env, "build", *paths, "--concat-dim", "time", "-o", local).returncode == 0
+    assert json.loads(out.read_text())["refs"] == json.loads(
+        local.read_text().replace(f"file://{tmp_path}/", f"s3://{bucket}/days/"))["refs"]

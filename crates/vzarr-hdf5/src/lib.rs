@@ -81,7 +81,7 @@ mod walk;
 pub use error::Hdf5Error;
 pub use storage::SourceStorage;
 pub use values::{MAX_REGION_BYTES, RegionValues, ValueReader};
-pub use walk::{scan, scan_with_head};
+pub use walk::{scan, scan_noting, scan_with_head};
 
 /// Options of a scan: what to virtualise and how to read the bytes.
 ///
@@ -187,6 +187,15 @@ impl ScanOptions {
     /// array (see [`ScanOptions::max_string_bytes`]).
     pub fn with_max_string_bytes(mut self, bytes: u64) -> Self {
         self.max_string_bytes = bytes;
+        self
+    }
+
+    /// The options with a head of `bytes` (at least 512) and blocks no larger, for a file
+    /// whose head was fetched at that size: a head shorter than [`ScanOptions::head_bytes`] is
+    /// not read again at full size, and blocks of it seed the cache.
+    pub fn with_head(mut self, bytes: u64) -> Self {
+        self.head_bytes = bytes.max(512);
+        self.block_size = self.block_size.min(self.head_bytes);
         self
     }
 }

@@ -6,6 +6,7 @@
 
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use bytes::Bytes;
 use vzarr_hdf5_format::{Storage, StorageError};
@@ -19,10 +20,21 @@ pub struct SourceStorage {
 
 impl SourceStorage {
     /// Reads `src` through a cache of `block_size`-byte blocks holding at most
-    /// `capacity` bytes.
-    pub fn new(src: Arc<dyn ByteSource>, block_size: u64, capacity: u64) -> Self {
+    /// `capacity` bytes, noting how far its readers read where `reach` says (a window and
+    /// where to note: [`BlockCache::with_reach`]).
+    pub fn new(
+        src: Arc<dyn ByteSource>,
+        block_size: u64,
+        capacity: u64,
+        reach: Option<(u64, Arc<AtomicU64>)>,
+    ) -> Self {
+        let cache = BlockCache::new(src, block_size, capacity);
+        let cache = match reach {
+            Some((window, at)) => cache.with_reach(window, at),
+            None => cache,
+        };
         SourceStorage {
-            cache: Arc::new(BlockCache::new(src, block_size, capacity)),
+            cache: Arc::new(cache),
         }
     }
 
@@ -84,7 +96,7 @@ mod tests {
         let data: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
         let mem = Arc::new(MemSource::new("mem://x.h5", data.clone()));
         let src: Arc<dyn ByteSource> = mem.clone();
-        let s = SourceStorage::new(src, 1024, 1 << 20);
+        let s = SourceStorage::new(src, 1024, 1 << 20, None);
         s.read_head(4096).unwrap();
         assert_eq!(mem.reads(), 1);
         assert_eq!(&s.read(100, 50).unwrap()[..], &data[100..150]);

@@ -111,7 +111,7 @@ impl ValueReader {
         let url = src.url().to_string();
         let opts = ScanOptions::for_url(&url);
         let storage = if opts.cache_beyond_head {
-            SourceStorage::new(src.clone(), opts.block_size, opts.cache_capacity)
+            SourceStorage::new(src.clone(), opts.block_size, opts.cache_capacity, None)
         } else {
             SourceStorage::head_only(src.clone(), opts.block_size, opts.cache_capacity)
         };

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use bytes::Bytes;
 
@@ -116,10 +117,22 @@ pub fn scan_with_head(
     head: &Bytes,
     opts: &ScanOptions,
 ) -> Result<VirtualDataset, Hdf5Error> {
+    scan_noting(src, head, opts, None)
+}
+
+/// [`scan_with_head`], noting in `reach` (a window and where to note) the farthest end of
+/// what the scan read below the window, the head included (see
+/// [`vzarr_source::BlockCache::with_reach`]).
+pub fn scan_noting(
+    src: Arc<dyn ByteSource>,
+    head: &Bytes,
+    opts: &ScanOptions,
+    reach: Option<(u64, Arc<AtomicU64>)>,
+) -> Result<VirtualDataset, Hdf5Error> {
     let url = src.url().to_string();
     let file_size = src.size();
     let storage = if opts.cache_beyond_head {
-        SourceStorage::new(src, opts.block_size, opts.cache_capacity)
+        SourceStorage::new(src, opts.block_size, opts.cache_capacity, reach)
     } else {
         SourceStorage::head_only(src, opts.block_size, opts.cache_capacity)
     };

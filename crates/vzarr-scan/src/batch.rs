@@ -1,13 +1,15 @@
 //! Scanning many sources: in parallel (rayon), through the scan cache, stopping at the first
 //! failure or going on past bad files.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::*;
-use vzarr_core::{SourceRecord, VirtualDataset};
+use vzarr_core::{ChunkRef, SourceRecord, VirtualDataset};
 
 use crate::cache::{ScanCache, cache_key};
+use crate::head::HeadSizes;
 use crate::inputs::SourceRef;
 use crate::{Opened, ScanError, ScanOptions, open_for_scan, scan_opened};
 
@@ -46,11 +48,14 @@ pub struct Outcome {
 
 /// The record of a source as it is now, and the source opened where that took opening it
 /// (an object: one ranged GET gives both).
-fn record_of(source: &SourceRef) -> Result<(SourceRecord, Option<Opened>), ScanError> {
+fn record_of(
+    source: &SourceRef,
+    heads: &HeadSizes,
+) -> Result<(SourceRecord, Option<Opened>), ScanError> {
     match source.local_path() {
         Some(p) => Ok((vzarr_source::local_record(&p)?, None)),
         None => {
-            let opened = open_for_scan(source)?;
+            let opened = open_for_scan(source, heads.head())?;
             Ok((opened.src.record().clone(), Some(opened)))
         }
     }
@@ -60,8 +65,9 @@ fn scan_with_cache(
     source: &SourceRef,
     opts: &ScanOptions,
     cache: Option<&ScanCache>,
+    heads: &HeadSizes,
 ) -> Result<(VirtualDataset, bool), ScanError> {
-    let (record, opened) = record_of(source)?;
+    let (record, opened) = record_of(source, heads)?;
     let key = cache_key(&record, opts);
     if let Some(mut ds) = cache.and_then(|c| c.get(&key)) {
         // The head fetched to learn the record serves the planner as a fresh scan's would.
@@ -72,9 +78,27 @@ fn scan_with_cache(
     }
     let opened = match opened {
         Some(o) => o,
-        None => open_for_scan(source)?,
+        None => open_for_scan(source, heads.head())?,
     };
+    let reach = opened.reach.as_ref().map(|(_, at)| at.clone());
     let ds = scan_opened(source, opened, opts)?;
+    if let Some(r) = reach {
+        // How far the scan read, and the small chunks it kept for the planner.
+        let kept = ds
+            .arrays
+            .values()
+            .flat_map(|a| {
+                a.manifest.iter_stored().filter_map(|(i, r)| match r {
+                    ChunkRef::Range { offset, length, .. } if a.manifest.fetched(i).is_some() => {
+                        offset.checked_add(length)
+                    }
+                    _ => None,
+                })
+            })
+            .max()
+            .unwrap_or(0);
+        heads.note(r.load(Ordering::Relaxed).max(kept));
+    }
     // The record the scan made must be the one the key was made of; a file that changed
     // while it was scanned is not cached.
     if let Some(c) = cache {
@@ -88,10 +112,15 @@ fn scan_with_cache(
 
 /// Scans one source with the batch's cache, turning a panic into a failure and, with a time
 /// limit, a scan that runs past it into a failure too.
-fn guarded(source: &SourceRef, opts: &BatchOptions) -> Result<(VirtualDataset, bool), ScanError> {
+fn guarded(
+    source: &SourceRef,
+    opts: &BatchOptions,
+    heads: &Arc<HeadSizes>,
+) -> Result<(VirtualDataset, bool), ScanError> {
     let (s, scan, cache) = (source.clone(), opts.scan.clone(), opts.cache.clone());
+    let heads = heads.clone();
     guard(&source.url(), opts.time_limit, move || {
-        scan_with_cache(&s, &scan, cache.as_ref())
+        scan_with_cache(&s, &scan, cache.as_ref(), &heads)
     })
 }
 
@@ -148,6 +177,8 @@ pub fn scan_all(
     progress: &(dyn Fn(&SourceRef, bool) + Sync),
 ) -> Result<Vec<Outcome>, ScanError> {
     let stop = AtomicBool::new(false);
+    // Heads of objects learned from the files scanned so far (files of a batch are alike).
+    let heads = Arc::new(HeadSizes::new());
     let work = || {
         sources
             .par_iter()
@@ -159,7 +190,7 @@ pub fn scan_all(
                         cached: false,
                     };
                 }
-                let r = guarded(s, opts);
+                let r = guarded(s, opts, &heads);
                 if r.is_err() && !opts.keep_going {
                     stop.store(true, Ordering::Relaxed);
                 }

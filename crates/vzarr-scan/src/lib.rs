@@ -7,10 +7,12 @@
 
 pub mod batch;
 pub mod cache;
+pub mod head;
 pub mod inputs;
 pub mod worker;
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use vzarr_core::{Provenance, VirtualDataset};
 use vzarr_source::{
@@ -224,31 +226,40 @@ pub const REMOTE_HEAD_BYTES: u64 = 256 << 10;
 pub(crate) struct Opened {
     pub(crate) src: Arc<dyn ByteSource>,
     pub(crate) head: Bytes,
+    /// For an object: the head asked for, and where its readers note how far into its
+    /// first [`REMOTE_HEAD_BYTES`] they read ([`head::HeadSizes`]).
+    pub(crate) reach: Option<(u64, Arc<AtomicU64>)>,
 }
 
 /// Opens a source for scanning: a local file as it is; an object in one ranged GET of its
-/// first [`REMOTE_HEAD_BYTES`] (no HEAD request), behind a block cache seeded with them.
-pub(crate) fn open_for_scan(source: &SourceRef) -> Result<Opened, ScanError> {
+/// first `head` bytes (no HEAD request), behind a block cache seeded with them.
+pub(crate) fn open_for_scan(source: &SourceRef, head: u64) -> Result<Opened, ScanError> {
     let loc = source.location();
     if source.local_path().is_some() {
         return Ok(Opened {
             src: Stores::default().open_location(loc)?,
             head: Bytes::new(),
+            reach: None,
         });
     }
-    let (obj, head) = ObjectSource::open_with_head(Clients::global(), loc, REMOTE_HEAD_BYTES)?;
-    Ok(opened_object(obj, head))
+    let (obj, bytes) = ObjectSource::open_with_head(Clients::global(), loc, head)?;
+    Ok(opened_object(obj, bytes, head))
 }
 
-/// An object opened with its head fetched, behind the coalescing and the block cache every
-/// remote scan reads through.
-fn opened_object(obj: ObjectSource, head: Bytes) -> Opened {
+/// An object opened with (up to) its first `asked` bytes fetched as `head`, behind the
+/// coalescing and the block cache every remote scan reads through, in blocks of the head's
+/// size (at most 256 KiB), noting how far its readers read.
+fn opened_object(obj: ObjectSource, head: Bytes, asked: u64) -> Opened {
     let coalesced = Coalesced::new(obj, REMOTE_COALESCE_GAP, MAX_COALESCED_READ);
-    let cache = BlockCache::new(coalesced, 256 << 10, 64 << 20);
+    let block = asked.clamp(1 << 10, 256 << 10).next_multiple_of(1 << 10);
+    let reach = Arc::new(AtomicU64::new(0));
+    let cache =
+        BlockCache::new(coalesced, block, 64 << 20).with_reach(REMOTE_HEAD_BYTES, reach.clone());
     cache.seed_head(&head);
     Opened {
         src: Arc::new(cache),
         head,
+        reach: Some((asked, reach)),
     }
 }
 
@@ -263,7 +274,7 @@ pub fn scan_in_store(
 ) -> Result<VirtualDataset, ScanError> {
     let (obj, head) =
         ObjectSource::open_with_head_in(store, path, source.location(), REMOTE_HEAD_BYTES)?;
-    scan_opened(source, opened_object(obj, head), opts)
+    scan_opened(source, opened_object(obj, head, REMOTE_HEAD_BYTES), opts)
 }
 
 /// Keeps, beside the references of the small arrays of `ds` (coordinates, mostly), the bytes
@@ -284,7 +295,7 @@ pub(crate) fn keep_head(ds: &mut VirtualDataset, url: &str, head: &Bytes) {
 /// Scans one source of any supported format, local or remote; the result's provenance
 /// records the source as opened (size, modification time, ETag, fingerprint).
 pub fn scan_source(source: &SourceRef, opts: &ScanOptions) -> Result<VirtualDataset, ScanError> {
-    scan_opened(source, open_for_scan(source)?, opts)
+    scan_opened(source, open_for_scan(source, REMOTE_HEAD_BYTES)?, opts)
 }
 
 /// Why the libhdf5 scanner cannot run in a build without it.
@@ -349,13 +360,19 @@ pub(crate) fn scan_opened(
     let mut ds = match sniff(src.as_ref())? {
         Format::Hdf5 { .. } => match opts.hdf5_scanner {
             Hdf5Scanner::Native => {
-                let o = vzarr_hdf5::ScanOptions::for_url(src.url())
+                let mut o = vzarr_hdf5::ScanOptions::for_url(src.url())
                     .with_split_contiguous_bytes(opts.split_contiguous_bytes)
                     .with_max_string_bytes(
                         opts.max_string_bytes
                             .unwrap_or(vzarr_hdf5::DEFAULT_MAX_STRING_BYTES),
                     );
-                vzarr_hdf5::scan_with_head(src.clone(), &opened.head, &o)?
+                // The head this object was opened with, and its reach noted: the scan's own
+                // reads of the head are served from its cache, above the source's.
+                let noting = opened.reach.clone().map(|(asked, at)| {
+                    o = o.clone().with_head(asked);
+                    (REMOTE_HEAD_BYTES, at)
+                });
+                vzarr_hdf5::scan_noting(src.clone(), &opened.head, &o, noting)?
             }
             Hdf5Scanner::Libhdf5 => {
                 let mut ds = scan_libhdf5(source, opts)?;
@@ -383,7 +400,12 @@ pub(crate) fn scan_opened(
         }
     };
     let mut record = src.record().clone();
-    record.fingerprint = Some(vzarr_source::fingerprint(src.as_ref())?);
+    // The fingerprint tells a source rewritten with the same size and modification time; an
+    // object's ETag tells that already (readers then skip the fingerprint), and hashing its
+    // first 64 KiB would cost a second request whenever its head is shorter.
+    if record.etag.is_none() {
+        record.fingerprint = Some(vzarr_source::fingerprint(src.as_ref())?);
+    }
     ds.provenance = Provenance::single(record);
     Ok(ds)
 }
@@ -407,6 +429,7 @@ mod tests {
         let opened = Opened {
             src: Arc::new(MemSource::new(url, bytes.clone())),
             head: Bytes::copy_from_slice(&bytes[..head_len]),
+            reach: None,
         };
         let ds = scan_opened(&source, opened, &ScanOptions::default()).unwrap();
         let (mut kept, mut beyond) = (0, 0);
@@ -434,6 +457,7 @@ mod tests {
         let opened = Opened {
             src: Arc::new(MemSource::new(url, bytes.clone())),
             head: Bytes::new(),
+            reach: None,
         };
         let ds = scan_opened(&source, opened, &ScanOptions::default()).unwrap();
         assert!(

@@ -12,7 +12,8 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 use vzarr_core::SourceRecord;
@@ -47,6 +48,8 @@ pub struct BlockCache<S> {
     /// False for [`BlockCache::head_only`]: misses are read exactly, not as blocks.
     fill: bool,
     state: Mutex<State>,
+    /// Where the reach of the readers is noted ([`BlockCache::with_reach`]).
+    reach: Option<(u64, Arc<AtomicU64>)>,
 }
 
 impl<S: ByteSource> BlockCache<S> {
@@ -61,6 +64,23 @@ impl<S: ByteSource> BlockCache<S> {
             capacity,
             fill: true,
             state: Mutex::new(State::default()),
+            reach: None,
+        }
+    }
+
+    /// The same cache noting in `reach` the farthest end of any range its readers read, look
+    /// at ([`BlockCache::cached`]) or prefetch that starts below `window`: how much of the
+    /// start of the file a parse needed, to size the heads of files like it.
+    pub fn with_reach(mut self, window: u64, reach: Arc<AtomicU64>) -> Self {
+        self.reach = Some((window, reach));
+        self
+    }
+
+    fn note(&self, ranges: &[Range<u64>]) {
+        if let Some((window, reach)) = &self.reach {
+            for r in ranges.iter().filter(|r| r.start < *window) {
+                reach.fetch_max(r.end, Ordering::Relaxed);
+            }
         }
     }
 
@@ -112,6 +132,7 @@ impl<S: ByteSource> BlockCache<S> {
 
     /// The bytes of `range` if every block of it is cached, without fetching anything.
     pub fn cached(&self, range: &Range<u64>) -> Option<Bytes> {
+        self.note(std::slice::from_ref(range));
         if range.end > self.size() || range.end < range.start || self.bypasses(range) {
             return None;
         }
@@ -315,6 +336,7 @@ impl<S: ByteSource> ByteSource for BlockCache<S> {
         for r in ranges {
             range_len(self.url(), r, size)?;
         }
+        self.note(ranges);
         if !self.fill {
             return self.read_around(ranges);
         }
@@ -405,6 +427,7 @@ impl<S: ByteSource> ByteSource for BlockCache<S> {
             .filter(|r| r.start <= r.end && r.end <= size)
             .cloned()
             .collect();
+        self.note(&ok);
         self.fill(&ok, false).map(|_| ())
     }
 }
