@@ -3,6 +3,7 @@ with zarr-python through fsspec's ReferenceFileSystem, as a user would."""
 
 import contextlib
 import functools
+import importlib.util
 import http.server
 import json
 import os
@@ -24,6 +25,15 @@ FIXTURES = ROOT / "fixtures"
 
 zarr.config.set({"array.rectilinear_chunks": True})
 
+# libhdf5 in `vzarr verify --readers c`'s worker reads third-party filters (bitshuffle, LZ4,
+# bzip2, ...) from hdf5plugin's plugin directory, as h5py + hdf5plugin do: the independent
+# reader the values through a manifest are compared with. Only in the environment of the vzarr
+# binary: in this process h5py has hdf5plugin's filters registered, and the variable makes
+# its libhdf5 load the same plugins a second time (creating datasets then fails).
+HDF5_PLUGIN_PATH = str(
+    Path(importlib.util.find_spec("hdf5plugin").submodule_search_locations[0]) / "plugins")
+VZARR_ENV = dict(os.environ, HDF5_PLUGIN_PATH=os.environ.get("HDF5_PLUGIN_PATH", HDF5_PLUGIN_PATH))
+
 
 def vzarr_bin() -> str:
     b = os.environ.get("VZARR_BIN") or str(ROOT / "target" / "debug" / "vzarr")
@@ -34,7 +44,7 @@ def vzarr_bin() -> str:
 
 def run_vzarr(*args, check=True):
     """Runs the vzarr binary; returns the CompletedProcess."""
-    p = subprocess.run([vzarr_bin(), *map(str, args)], capture_output=True, text=True)
+    p = subprocess.run([vzarr_bin(), *map(str, args)], capture_output=True, text=True, env=VZARR_ENV)
     if check and p.returncode != 0:
         raise AssertionError(f"vzarr {' '.join(map(str, args))} failed ({p.returncode}):\n{p.stderr}")
     return p

@@ -144,7 +144,7 @@ def test_every_array_of_an_icechunk_repository_matches_an_independent_reader(tmp
             continue
         repo, _ = open_local(repo_path)
         t.check(p, zarr_group(repo))
-        for readers in VERIFY_READERS:
+        for readers in verify_readers(p):
             v = run_vzarr("verify", repo_path, "--trust-references", "--readers", readers, check=False)
             if v.returncode != 0:
                 t.problems.append(f"{p.relative_to(REAL_DIR)}: vzarr verify --readers {readers} failed:\n"
@@ -154,6 +154,25 @@ def test_every_array_of_an_icechunk_repository_matches_an_independent_reader(tmp
 
 
 ZARR_RESERVED = ("__",)
+
+# Files the libhdf5 of vzarr's C oracle cannot read, and why: `vzarr verify --readers c` is not
+# asked about them (their values are compared with h5py + hdf5plugin above, and `--readers
+# native` verifies them).
+C_ORACLE_CANNOT_READ = {
+    # HDF5's szip filter (4) is built in or absent: the static HDF5 is built without it, and
+    # H5Zregister refuses ids below 256, so no decoder can be registered in-process.
+    "tables-3.11.1/tables-3.11.1/tables/tests/test_szip.h5": "no szip in the static HDF5",
+    # Written on a big-endian machine: hdf5plugin's H5Z-ZFP byte-swaps the decoded values with
+    # H5Tconvert, which fails in this libhdf5 (h5py's libhdf5 with the same plugin reads it).
+    "hdf5plugin-7.1.0/hdf5plugin-7.1.0/lib/H5Z-ZFP/test/test_zfp_be.h5": "H5Z-ZFP's swap fails",
+}
+
+
+def verify_readers(p: Path):
+    """The readers `vzarr verify` compares `p` with."""
+    if str(p.relative_to(REAL_DIR)) in C_ORACLE_CANNOT_READ:
+        return [r for r in VERIFY_READERS if r != "c"]
+    return VERIFY_READERS
 
 
 def test_vzarr_verify_and_zarrs_accept_every_real_file(tmp_path):
@@ -172,7 +191,7 @@ def test_vzarr_verify_and_zarrs_accept_every_real_file(tmp_path):
             bad = [c for c in parts if c == "" or set(c) == {"."} or c.startswith(ZARR_RESERVED)]
             if bad:
                 failed.append(f"{name}: key {key!r} has node names Zarr v3 forbids: {bad}")
-        for readers in VERIFY_READERS:
+        for readers in verify_readers(p):
             v = run_vzarr("verify", out, "--trust-references", "--readers", readers, check=False)
             if v.returncode != 0:
                 failed.append(f"{name}: vzarr verify --readers {readers} failed:\n{v.stdout[-1500:]}{v.stderr[-500:]}")

@@ -175,10 +175,12 @@ static REGISTER: Once = Once::new();
 
 /// Registers the fixed codecs with zarrs (once per process): `numcodecs.fletcher32` with
 /// HDF5's checksum, `numcodecs.zlib` and `zstd` with bounded decoders
-/// ([`crate::BoundedZlibCodec`], [`crate::BoundedZstdCodec`]). Affects every zarrs codec chain
-/// built afterwards in this process; [`crate::ByteCodecs::new`] calls it.
+/// ([`crate::BoundedZlibCodec`], [`crate::BoundedZstdCodec`]), and the codecs of third-party
+/// HDF5 filters ([`crate::filters`]). Affects every zarrs codec chain built afterwards in this
+/// process; [`crate::ByteCodecs::new`] calls it.
 pub fn register_zarrs_fixes() {
     REGISTER.call_once(|| {
+        crate::filters::register();
         codec_api::register_codec_v3(codec_api::CodecRuntimePluginV3::new(
             |name| {
                 name == "numcodecs.fletcher32"

@@ -1,6 +1,9 @@
 //! Chunk encoding and decoding with a virtual array's bytes-to-bytes codecs (`numcodecs.zlib`,
 //! `numcodecs.shuffle`, `numcodecs.fletcher32`, `zstd`, `blosc`), using zarrs' implementations
-//! so that re-encoded chunks decode exactly as a Zarr reader decodes them.
+//! so that re-encoded chunks decode exactly as a Zarr reader decodes them, and the codecs of
+//! third-party HDF5 filters, registered with zarrs as plugins ([`filters`]: `numcodecs.bz2`,
+//! `vzarr.lzf`, `imagecodecs_lz4h5`, `vzarr.bitshuffle`, `vzarr.zfp`, `imagecodecs_szip`).
+//! Every decoder writes at most the chunk's size.
 //!
 //! The `bytes` codec is the identity on chunk bytes kept in the stored byte order, so callers
 //! work with raw chunk bytes in the array's endianness. String arrays use the `vlen-utf8`
@@ -8,11 +11,20 @@
 
 #![forbid(unsafe_code)]
 
+mod aec;
+pub mod bitshuffle;
+pub mod bz2;
+pub mod filters;
 mod fletcher32;
+pub mod lz4h5;
+pub mod lzf;
+pub mod szip;
 pub mod vlen_utf8;
+pub mod zfp;
 mod zlib;
 mod zstd;
 
+pub use filters::{FILTER_CODEC_NAMES, FilterCodec};
 pub use fletcher32::{Fletcher32Codec, h5_fletcher32, register_zarrs_fixes};
 pub use zlib::{BoundedZlibCodec, UNBOUNDED_DECODE_LIMIT, inflate_bounded};
 pub use zstd::{BoundedZstdCodec, zstd_decode_bounded};
@@ -138,7 +150,7 @@ impl ByteCodecs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vzarr_core::BloscShuffle;
+    use vzarr_core::{BitshuffleCompression, BloscShuffle};
 
     fn sample() -> Vec<u8> {
         (0..4000u32)
@@ -166,6 +178,44 @@ mod tests {
                 typesize: 4,
                 blocksize: 0,
             }],
+            vec![Codec::Bz2 { level: 9 }],
+            vec![Codec::Lzf],
+            vec![Codec::Shuffle { element_size: 4 }, Codec::Lzf],
+            vec![Codec::Lz4Hdf5],
+            vec![Codec::Lz4Hdf5, Codec::Fletcher32],
+            vec![Codec::Bitshuffle {
+                element_size: 4,
+                block_size: 0,
+                compression: BitshuffleCompression::Lz4,
+                level: 0,
+            }],
+            vec![Codec::Bitshuffle {
+                element_size: 2,
+                block_size: 64,
+                compression: BitshuffleCompression::Zstd,
+                level: 5,
+            }],
+            vec![Codec::Bitshuffle {
+                element_size: 8,
+                block_size: 0,
+                compression: BitshuffleCompression::None,
+                level: 0,
+            }],
+            vec![Codec::Szip {
+                options_mask: 141,
+                pixels_per_block: 16,
+                bits_per_pixel: 32,
+                pixels_per_scanline: 1000,
+            }],
+            vec![Codec::ZfpHdf5 {
+                scalar: vzarr_core::ZfpType::Int32,
+                shape: vec![40, 100],
+                min_bits: 1,
+                max_bits: 16658,
+                max_prec: 64,
+                min_exp: -1075,
+                big_endian: false,
+            }],
         ];
         let raw = sample();
         for chain in chains {
@@ -175,6 +225,116 @@ mod tests {
                 assert_ne!(enc, raw, "{chain:?} did nothing");
             }
             assert_eq!(c.decode(&enc, raw.len()).unwrap(), raw, "{chain:?}");
+        }
+    }
+
+    /// A seeded xorshift generator: reproducible mutations without a dependency.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n.max(1) as u64) as usize
+        }
+    }
+
+    #[test]
+    fn mutated_chunks_give_errors_or_bounded_bytes_never_a_panic() {
+        // Every codec's decoder treats a chunk as hostile: flipped, overwritten, truncated or
+        // extended bytes give an error or at most the chunk's size, never a panic, an abort
+        // or an allocation of what the bytes declare.
+        let chains = [
+            vec![Codec::Zlib { level: 4 }],
+            vec![Codec::Zstd { level: 3 }],
+            vec![Codec::Blosc {
+                cname: "zstd".into(),
+                clevel: 5,
+                shuffle: BloscShuffle::BitShuffle,
+                typesize: 4,
+                blocksize: 0,
+            }],
+            vec![Codec::Bz2 { level: 9 }],
+            vec![Codec::Lzf],
+            vec![Codec::Lz4Hdf5],
+            vec![Codec::Bitshuffle {
+                element_size: 4,
+                block_size: 0,
+                compression: BitshuffleCompression::Lz4,
+                level: 0,
+            }],
+            vec![Codec::Bitshuffle {
+                element_size: 4,
+                block_size: 128,
+                compression: BitshuffleCompression::Zstd,
+                level: 3,
+            }],
+            vec![Codec::Bitshuffle {
+                element_size: 4,
+                block_size: 0,
+                compression: BitshuffleCompression::None,
+                level: 0,
+            }],
+            vec![Codec::Szip {
+                options_mask: 141,
+                pixels_per_block: 16,
+                bits_per_pixel: 32,
+                pixels_per_scanline: 1000,
+            }],
+            vec![Codec::ZfpHdf5 {
+                scalar: vzarr_core::ZfpType::Int32,
+                shape: vec![40, 100],
+                min_bits: 1,
+                max_bits: 16658,
+                max_prec: 64,
+                min_exp: -1075,
+                big_endian: false,
+            }],
+        ];
+        let raw = sample();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for chain in chains {
+            let c = ByteCodecs::new(&chain).unwrap();
+            let enc = c.encode(&raw).unwrap();
+            let (mut errors, mut ok) = (0, 0);
+            for round in 0..400 {
+                let mut m = enc.clone();
+                match round % 5 {
+                    0 => {
+                        let i = rng.below(m.len());
+                        m[i] ^= 1 << rng.below(8);
+                    }
+                    1 => {
+                        // The headers: a size or length field set to an extreme.
+                        let i = rng.below(m.len().min(24));
+                        m[i] = [0x00, 0xff, 0x7f, 0x80][rng.below(4)];
+                    }
+                    2 => m.truncate(rng.below(m.len())),
+                    3 => m.extend((0..rng.below(64)).map(|_| rng.next() as u8)),
+                    _ => {
+                        for _ in 0..8 {
+                            let i = rng.below(m.len());
+                            m[i] = rng.next() as u8;
+                        }
+                    }
+                }
+                match c.decode(&m, raw.len()) {
+                    Ok(v) => {
+                        assert_eq!(v.len(), raw.len());
+                        ok += 1;
+                    }
+                    Err(_) => errors += 1,
+                }
+            }
+            assert!(
+                errors > 0,
+                "{chain:?}: no mutation was noticed ({ok} decoded)"
+            );
         }
     }
 

@@ -34,6 +34,79 @@ impl BloscShuffle {
     }
 }
 
+/// What the HDF5 bitshuffle filter (32008) compresses each bitshuffled block with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BitshuffleCompression {
+    /// None: the chunk is the bitshuffled bytes, no header.
+    None,
+    /// LZ4 blocks after a 12-byte header (`compression` 2 of the filter).
+    Lz4,
+    /// Zstandard frames after a 12-byte header (`compression` 3 of the filter).
+    Zstd,
+}
+
+impl BitshuffleCompression {
+    fn as_str(self) -> &'static str {
+        match self {
+            BitshuffleCompression::None => "none",
+            BitshuffleCompression::Lz4 => "lz4",
+            BitshuffleCompression::Zstd => "zstd",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "none" => BitshuffleCompression::None,
+            "lz4" => BitshuffleCompression::Lz4,
+            "zstd" => BitshuffleCompression::Zstd,
+            _ => return None,
+        })
+    }
+}
+
+/// The scalar type of a zfp field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ZfpType {
+    /// `int32`.
+    Int32,
+    /// `int64`.
+    Int64,
+    /// `float32`.
+    Float32,
+    /// `float64`.
+    Float64,
+}
+
+impl ZfpType {
+    /// The Zarr name of the type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ZfpType::Int32 => "int32",
+            ZfpType::Int64 => "int64",
+            ZfpType::Float32 => "float32",
+            ZfpType::Float64 => "float64",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "int32" => ZfpType::Int32,
+            "int64" => ZfpType::Int64,
+            "float32" => ZfpType::Float32,
+            "float64" => ZfpType::Float64,
+            _ => return None,
+        })
+    }
+
+    /// Bytes per value.
+    pub fn size(self) -> usize {
+        match self {
+            ZfpType::Int32 | ZfpType::Float32 => 4,
+            ZfpType::Int64 | ZfpType::Float64 => 8,
+        }
+    }
+}
+
 /// A bytes-to-bytes codec, in the order it is applied when encoding.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Codec {
@@ -67,6 +140,62 @@ pub enum Codec {
         /// Block size (0 = automatic).
         blocksize: usize,
     },
+    /// bzip2 stream: HDF5 filter 307 (hdf5plugin's `BZip2`); `numcodecs.bz2`.
+    Bz2 {
+        /// Compression level 1-9.
+        level: u32,
+    },
+    /// LZF without a header: HDF5 filter 32000 (h5py's `lzf`); `vzarr.lzf`.
+    Lzf,
+    /// LZ4 blocks in the HDF5 LZ4 filter's framing (filter 32004: a 12-byte header, each
+    /// block prefixed by its compressed size); `imagecodecs_lz4h5`.
+    Lz4Hdf5,
+    /// The HDF5 bitshuffle filter (32008) with its framing; `vzarr.bitshuffle`.
+    Bitshuffle {
+        /// Element size in bytes.
+        element_size: usize,
+        /// Block size in elements (0: the filter's default for the element size).
+        block_size: usize,
+        /// What each block is compressed with.
+        compression: BitshuffleCompression,
+        /// Zstandard level (only with [`BitshuffleCompression::Zstd`]; encoding only).
+        level: i32,
+    },
+    /// szip (CCSDS 121.0 adaptive entropy coding) as HDF5's szip filter (id 4) stores a chunk:
+    /// its decoded size as 4 little-endian bytes, then the stream libaec's szip-compatible
+    /// `SZ_BufftoBuffCompress` writes with these parameters (the filter's client data);
+    /// `imagecodecs_szip` with `header` true.
+    Szip {
+        /// szip's option mask (`NN` 32 preprocesses, `MSB` 16 orders samples big-endian;
+        /// `EC` 4, `LSB` 8, `K13` 1 and `RAW` 128 do not change decoding).
+        options_mask: u32,
+        /// Pixels per block (an even number up to 32).
+        pixels_per_block: u32,
+        /// Bits per pixel (1-32, or 64: 32 and 64 are coded as bytes, interleaved).
+        bits_per_pixel: u32,
+        /// Pixels per scanline.
+        pixels_per_scanline: u32,
+    },
+    /// A bare zfp stream as H5Z-ZFP (HDF5 filter 32013) stores a chunk, its field and mode
+    /// given here (they come from the filter's client data); decodes to the values' bytes in
+    /// `big_endian` order; `vzarr.zfp`. Decoding only (zfp is lossy: re-encoding decoded
+    /// values would change them).
+    ZfpHdf5 {
+        /// The field's scalar type.
+        scalar: ZfpType,
+        /// The field's dimensions, C order (1 to 4 of them).
+        shape: Vec<usize>,
+        /// zfp's expert-mode parameters (every mode is one of them).
+        min_bits: u32,
+        /// See `min_bits`.
+        max_bits: u32,
+        /// See `min_bits`.
+        max_prec: u32,
+        /// See `min_bits`.
+        min_exp: i32,
+        /// Whether the decoded values are big-endian.
+        big_endian: bool,
+    },
 }
 
 impl Codec {
@@ -99,6 +228,56 @@ impl Codec {
                     "blocksize": blocksize
                 }
             }),
+            Codec::Bz2 { level } => {
+                json!({"name": "numcodecs.bz2", "configuration": {"level": level}})
+            }
+            Codec::Lzf => json!({"name": "vzarr.lzf", "configuration": {}}),
+            Codec::Lz4Hdf5 => json!({"name": "imagecodecs_lz4h5", "configuration": {}}),
+            Codec::Bitshuffle {
+                element_size,
+                block_size,
+                compression,
+                level,
+            } => {
+                let mut conf = json!({
+                    "elementsize": element_size,
+                    "blocksize": block_size,
+                    "compression": compression.as_str()
+                });
+                if *compression == BitshuffleCompression::Zstd {
+                    conf["level"] = json!(level);
+                }
+                json!({"name": "vzarr.bitshuffle", "configuration": conf})
+            }
+            Codec::Szip {
+                options_mask,
+                pixels_per_block,
+                bits_per_pixel,
+                pixels_per_scanline,
+            } => json!({"name": "imagecodecs_szip", "configuration": {
+                "options_mask": options_mask,
+                "pixels_per_block": pixels_per_block,
+                "bits_per_pixel": bits_per_pixel,
+                "pixels_per_scanline": pixels_per_scanline,
+                "header": true
+            }}),
+            Codec::ZfpHdf5 {
+                scalar,
+                shape,
+                min_bits,
+                max_bits,
+                max_prec,
+                min_exp,
+                big_endian,
+            } => json!({"name": "vzarr.zfp", "configuration": {
+                "type": scalar.as_str(),
+                "shape": shape,
+                "minbits": min_bits,
+                "maxbits": max_bits,
+                "maxprec": max_prec,
+                "minexp": min_exp,
+                "endian": if *big_endian { "big" } else { "little" }
+            }}),
         }
     }
 
@@ -139,6 +318,85 @@ impl Codec {
                 typesize: usize::try_from(uint("typesize")?).map_err(|_| bad())?,
                 blocksize: usize::try_from(uint("blocksize")?).map_err(|_| bad())?,
             },
+            "numcodecs.bz2" => Codec::Bz2 {
+                level: u32::try_from(uint("level")?).map_err(|_| bad())?,
+            },
+            "vzarr.lzf" => Codec::Lzf,
+            "imagecodecs_lz4h5" => Codec::Lz4Hdf5,
+            "vzarr.bitshuffle" => {
+                let compression = conf
+                    .get("compression")
+                    .and_then(Value::as_str)
+                    .and_then(BitshuffleCompression::parse)
+                    .ok_or_else(bad)?;
+                Codec::Bitshuffle {
+                    element_size: usize::try_from(uint("elementsize")?).map_err(|_| bad())?,
+                    block_size: usize::try_from(uint("blocksize")?).map_err(|_| bad())?,
+                    compression,
+                    level: match conf.get("level") {
+                        None => 0,
+                        Some(l) => l
+                            .as_i64()
+                            .and_then(|l| i32::try_from(l).ok())
+                            .ok_or_else(bad)?,
+                    },
+                }
+            }
+            "imagecodecs_szip" => {
+                let u32_of = |k: &str| -> Result<u32, CoreError> {
+                    u32::try_from(uint(k)?).map_err(|_| bad())
+                };
+                // Without the header, a chunk does not say its size: not what HDF5 stores.
+                if conf.get("header").and_then(Value::as_bool) != Some(true) {
+                    return Err(bad());
+                }
+                Codec::Szip {
+                    options_mask: u32_of("options_mask")?,
+                    pixels_per_block: u32_of("pixels_per_block")?,
+                    bits_per_pixel: u32_of("bits_per_pixel")?,
+                    pixels_per_scanline: u32_of("pixels_per_scanline")?,
+                }
+            }
+            "vzarr.zfp" => {
+                let u32_of = |k: &str| -> Result<u32, CoreError> {
+                    u32::try_from(uint(k)?).map_err(|_| bad())
+                };
+                let shape: Vec<usize> = conf
+                    .get("shape")
+                    .and_then(Value::as_array)
+                    .ok_or_else(bad)?
+                    .iter()
+                    .map(|d| {
+                        d.as_u64()
+                            .and_then(|d| usize::try_from(d).ok())
+                            .ok_or_else(bad)
+                    })
+                    .collect::<Result<_, _>>()?;
+                if shape.is_empty() || shape.len() > 4 || shape.contains(&0) {
+                    return Err(bad());
+                }
+                Codec::ZfpHdf5 {
+                    scalar: conf
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .and_then(ZfpType::parse)
+                        .ok_or_else(bad)?,
+                    shape,
+                    min_bits: u32_of("minbits")?,
+                    max_bits: u32_of("maxbits")?,
+                    max_prec: u32_of("maxprec")?,
+                    min_exp: conf
+                        .get("minexp")
+                        .and_then(Value::as_i64)
+                        .and_then(|l| i32::try_from(l).ok())
+                        .ok_or_else(bad)?,
+                    big_endian: match conf.get("endian").and_then(Value::as_str) {
+                        Some("big") => true,
+                        Some("little") => false,
+                        _ => return Err(bad()),
+                    },
+                }
+            }
             _ => return Err(bad()),
         })
     }
@@ -158,6 +416,50 @@ impl Codec {
             } => {
                 format!("blosc({cname},{clevel},{})", shuffle.as_str())
             }
+            Codec::Bz2 { level } => format!("bz2({level})"),
+            Codec::Lzf => "lzf".to_string(),
+            Codec::Lz4Hdf5 => "lz4h5".to_string(),
+            Codec::Bitshuffle {
+                element_size,
+                compression,
+                ..
+            } => format!("bitshuffle({element_size},{})", compression.as_str()),
+            Codec::Szip {
+                options_mask,
+                pixels_per_block,
+                bits_per_pixel,
+                ..
+            } => format!("szip({options_mask},{pixels_per_block},{bits_per_pixel})"),
+            Codec::ZfpHdf5 { scalar, shape, .. } => {
+                format!("zfp({},{shape:?})", scalar.as_str())
+            }
+        }
+    }
+
+    /// Whether two codecs decode the same bytes the same way: equal but for compression
+    /// levels, which only encoding uses.
+    pub fn decodes_like(&self, other: &Codec) -> bool {
+        match (self, other) {
+            (Codec::Zlib { .. }, Codec::Zlib { .. })
+            | (Codec::Zstd { .. }, Codec::Zstd { .. })
+            | (Codec::Bz2 { .. }, Codec::Bz2 { .. }) => true,
+            // Blosc frames describe themselves; the configuration does not change decoding.
+            (Codec::Blosc { .. }, Codec::Blosc { .. }) => true,
+            (
+                Codec::Bitshuffle {
+                    element_size: e1,
+                    block_size: b1,
+                    compression: c1,
+                    ..
+                },
+                Codec::Bitshuffle {
+                    element_size: e2,
+                    block_size: b2,
+                    compression: c2,
+                    ..
+                },
+            ) => e1 == e2 && b1 == b2 && c1 == c2,
+            (x, y) => x == y,
         }
     }
 }
@@ -187,6 +489,7 @@ pub fn hdf5_filter_name(id: u32) -> &'static str {
         4 => "szip",
         5 => "N-bit",
         6 => "scale-offset",
+        305 => "LZO",
         307 => "bzip2",
         32000 => "LZF",
         32001 => "blosc",
@@ -194,9 +497,12 @@ pub fn hdf5_filter_name(id: u32) -> &'static str {
         32008 => "bitshuffle",
         32013 => "zfp",
         32015 => "zstd",
-        32017 => "sz",
-        32024 => "sz3",
+        32017 => "SZ",
+        32018 => "FCIDECOMP (JPEG-LS)",
+        32024 => "SZ3",
         32026 => "blosc2",
+        32028 => "SPERR",
+        32033 => "HTJ2K",
         _ => "unknown",
     }
 }
@@ -250,10 +556,72 @@ impl Codec {
             32015 => Codec::Zstd {
                 level: cd.first().map_or(3, |&l| l as i32),
             },
+            // cd_values: the block size (100k units, 1-9), else 9 (H5Zbzip2.c).
+            307 => Codec::Bz2 {
+                level: cd
+                    .first()
+                    .copied()
+                    .filter(|l| (1..=9).contains(l))
+                    .unwrap_or(9),
+            },
+            // cd_values (h5py's lzf_filter.c): filter version, LZF version, chunk bytes;
+            // decoding needs none of them.
+            32000 => Codec::Lzf,
+            // cd_values: the block size, for encoding only (the framing carries it).
+            32004 => Codec::Lz4Hdf5,
+            32013 => crate::hdf5_zfp::zfp_codec(cd, dt.size())?,
+            // cd_values (H5Zszip.c, after its set_local): the option mask, pixels per block,
+            // bits per pixel, pixels per scanline.
+            4 => match *cd {
+                [
+                    options_mask,
+                    pixels_per_block,
+                    bits_per_pixel,
+                    pixels_per_scanline,
+                    ..,
+                ] => Codec::Szip {
+                    options_mask,
+                    pixels_per_block,
+                    bits_per_pixel,
+                    pixels_per_scanline,
+                },
+                _ => return Err(format!("szip filter with {} client data values", cd.len())),
+            },
+            32008 => {
+                // cd_values (bshuf_h5filter.c): bitshuffle's major and minor version, the
+                // element size, the block size in elements (0: default), the compression
+                // (0: none, 2: LZ4, 3: zstd) and the zstd level.
+                let compression = match cd.get(4).copied().unwrap_or(0) {
+                    0 => BitshuffleCompression::None,
+                    2 => BitshuffleCompression::Lz4,
+                    3 => BitshuffleCompression::Zstd,
+                    c => return Err(format!("bitshuffle filter with unknown compression {c}")),
+                };
+                let element_size = cd.get(2).map_or(dt.size(), |&s| s as usize);
+                if element_size == 0 {
+                    return Err("bitshuffle filter with element size 0".into());
+                }
+                let block_size = cd.get(3).copied().unwrap_or(0) as usize;
+                if !block_size.is_multiple_of(8) {
+                    return Err(format!(
+                        "bitshuffle filter with a block size of {block_size} elements (not a \
+                         multiple of 8)"
+                    ));
+                }
+                Codec::Bitshuffle {
+                    element_size,
+                    block_size,
+                    compression,
+                    level: match compression {
+                        BitshuffleCompression::Zstd => cd.get(5).map_or(3, |&l| l as i32),
+                        _ => 0,
+                    },
+                }
+            }
             other => {
                 return Err(format!(
-                    "unsupported filter {} (HDF5 filter id {other}): zarr-python 3.4 has no codec \
-                     that decodes it",
+                    "unsupported filter {} (HDF5 filter id {other}): no Zarr codec that both \
+                     zarr-python 3.4 and vzarr decode",
                     hdf5_filter_name(other)
                 ));
             }
@@ -279,12 +647,93 @@ mod tests {
                 typesize: 4,
                 blocksize: 0,
             },
+            Codec::Bz2 { level: 9 },
+            Codec::Lzf,
+            Codec::Lz4Hdf5,
+            Codec::Bitshuffle {
+                element_size: 4,
+                block_size: 0,
+                compression: BitshuffleCompression::Lz4,
+                level: 0,
+            },
+            Codec::Bitshuffle {
+                element_size: 2,
+                block_size: 64,
+                compression: BitshuffleCompression::Zstd,
+                level: 10,
+            },
+            Codec::Bitshuffle {
+                element_size: 1,
+                block_size: 0,
+                compression: BitshuffleCompression::None,
+                level: 0,
+            },
+            Codec::Szip {
+                options_mask: 169,
+                pixels_per_block: 8,
+                bits_per_pixel: 32,
+                pixels_per_scanline: 10,
+            },
+            Codec::ZfpHdf5 {
+                scalar: ZfpType::Float64,
+                shape: vec![10, 20],
+                min_bits: 1,
+                max_bits: 16658,
+                max_prec: 64,
+                min_exp: -1074,
+                big_endian: true,
+            },
         ];
         for c in codecs {
             let j = c.to_zarr_json();
             assert!(j.get("configuration").is_some(), "{j}");
             assert_eq!(Codec::from_zarr_json(&j).unwrap(), c);
         }
+    }
+
+    #[test]
+    fn third_party_filters() {
+        let f = |id, cd: &[u32]| Codec::from_hdf5_filter(id, cd, DataType::Float32);
+        assert_eq!(f(307, &[5]).unwrap(), Codec::Bz2 { level: 5 });
+        assert_eq!(f(307, &[]).unwrap(), Codec::Bz2 { level: 9 });
+        assert_eq!(f(32000, &[4, 261, 4000]).unwrap(), Codec::Lzf);
+        assert_eq!(f(32004, &[]).unwrap(), Codec::Lz4Hdf5);
+        assert_eq!(
+            f(32008, &[0, 3, 4, 0, 2]).unwrap(),
+            Codec::Bitshuffle {
+                element_size: 4,
+                block_size: 0,
+                compression: BitshuffleCompression::Lz4,
+                level: 0
+            }
+        );
+        assert_eq!(
+            f(32008, &[0, 4, 2, 64, 3, 10]).unwrap().to_zarr_json(),
+            json!({"name": "vzarr.bitshuffle", "configuration":
+                {"elementsize": 2, "blocksize": 64, "compression": "zstd", "level": 10}})
+        );
+        assert_eq!(
+            f(32008, &[0, 4]).unwrap().to_zarr_json().to_string(),
+            r#"{"name":"vzarr.bitshuffle","configuration":{"elementsize":4,"blocksize":0,"compression":"none"}}"#
+        );
+        assert!(f(32008, &[0, 4, 4, 12, 2]).is_err());
+        assert!(f(32008, &[0, 4, 4, 0, 1]).is_err());
+        assert_eq!(
+            f(32024, &[]).unwrap_err(),
+            "unsupported filter SZ3 (HDF5 filter id 32024): no Zarr codec that both zarr-python \
+             3.4 and vzarr decode"
+        );
+        // Levels do not change decoding; bitshuffle's block size and compression do.
+        assert!(Codec::Bz2 { level: 1 }.decodes_like(&Codec::Bz2 { level: 9 }));
+        assert!(!Codec::Lzf.decodes_like(&Codec::Lz4Hdf5));
+        let b = |block_size, level| Codec::Bitshuffle {
+            element_size: 4,
+            block_size,
+            compression: BitshuffleCompression::Zstd,
+            level,
+        };
+        assert!(b(0, 3).decodes_like(&b(0, 9)));
+        assert!(!b(0, 3).decodes_like(&b(64, 3)));
     }
 
     #[test]

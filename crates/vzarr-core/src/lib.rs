@@ -11,6 +11,7 @@ mod dataset;
 mod dtype;
 mod fill;
 mod grid;
+mod hdf5_zfp;
 pub mod limits;
 mod manifest;
 pub mod names;
@@ -18,7 +19,10 @@ pub mod record;
 pub mod small;
 pub mod summary;
 
-pub use codec::{BloscShuffle, Codec, bytes_codec_json, hdf5_filter_name, vlen_utf8_codec_json};
+pub use codec::{
+    BitshuffleCompression, BloscShuffle, Codec, ZfpType, bytes_codec_json, hdf5_filter_name,
+    vlen_utf8_codec_json,
+};
 pub use dataset::{
     Attributes, ConcatInfo, ConcatPiece, Group, Provenance, Retimed, SkippedVariable, SourceRecord,
     VirtualArray, VirtualDataset, group_metadata, prefixes_of,

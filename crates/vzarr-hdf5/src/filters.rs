@@ -1,5 +1,7 @@
 //! HDF5 filter pipelines mapped to Zarr v3 codecs (after `bytes`, in pipeline order, one
-//! codec per filter), or the reason a pipeline has no codecs that zarr-python 3.4 decodes.
+//! codec per filter; the mapping itself is `vzarr_core::Codec::from_hdf5_filter`, shared with
+//! the libhdf5 scanner), or the reason a pipeline has no codecs that zarr-python 3.4 (with the
+//! `vzarr` package) and vzarr's reader both decode.
 
 use vzarr_core::{Codec, DataType};
 use vzarr_hdf5_format::FilterPipeline;
@@ -89,11 +91,16 @@ mod tests {
         );
         let p = pipeline(&[(32001, &[2, 2, 4, 4800, 5, 1, 9])]);
         assert!(codecs(Some(&p), DataType::Float32).is_err());
-        let p = pipeline(&[(1, &[4]), (32000, &[])]);
+        let p = pipeline(&[(1, &[4]), (32000, &[4, 261, 400])]);
+        assert_eq!(
+            codecs(Some(&p), DataType::Float32).unwrap(),
+            vec![Codec::Zlib { level: 4 }, Codec::Lzf]
+        );
+        let p = pipeline(&[(2, &[4]), (32024, &[])]);
         assert_eq!(
             codecs(Some(&p), DataType::Float32).unwrap_err(),
-            "unsupported filter LZF (HDF5 filter id 32000): zarr-python 3.4 has no codec that \
-             decodes it"
+            "unsupported filter SZ3 (HDF5 filter id 32024): no Zarr codec that both zarr-python \
+             3.4 and vzarr decode"
         );
     }
 }

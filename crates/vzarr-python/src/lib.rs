@@ -5,6 +5,7 @@
 //! netCDF-C. The GIL is released while files are scanned, planned and written; scans run in
 //! parallel as in `vzarr build`.
 
+mod codecs;
 mod open;
 
 use std::path::PathBuf;
@@ -516,6 +517,8 @@ fn _vzarr(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open::detect, m)?)?;
     m.add_function(wrap_pyfunction!(open::checked_references, m)?)?;
     m.add_function(wrap_pyfunction!(open::checked_repository, m)?)?;
+    m.add_function(wrap_pyfunction!(codecs::decode_chunk, m)?)?;
+    m.add_function(wrap_pyfunction!(codecs::encode_chunk, m)?)?;
     m.add_class::<Store>()?;
     m.add("VzarrError", py.get_type::<VzarrError>())?;
     m.add("SourceError", py.get_type::<SourceError>())?;

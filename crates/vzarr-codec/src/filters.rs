@@ -1,0 +1,215 @@
+//! Codecs of third-party HDF5 filters, registered into zarrs at run time: `numcodecs.bz2`
+//! ([`crate::bz2`]), `vzarr.lzf` ([`crate::lzf`]), `imagecodecs_lz4h5` ([`crate::lz4h5`]) and
+//! `vzarr.bitshuffle` ([`crate::bitshuffle`]). One zarrs codec type serves them all: its
+//! configuration is the [`vzarr_core::Codec`] it was built from, and every decoder writes at
+//! most the chunk's decoded size (the representation zarrs passes down), so a chunk declaring
+//! more, or a stream that decodes further, is an error and never an allocation of what the
+//! chunk claims.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use vzarr_core::Codec as VCodec;
+use zarrs::array::codec::api::{
+    self as codec_api, ArrayBytesRaw, BytesRepresentation, BytesToBytesCodecTraits, Codec,
+    CodecError, CodecMetadataOptions, CodecOptions, CodecTraits, PartialDecoderCapability,
+    PartialEncoderCapability, RecommendedConcurrency,
+};
+use zarrs::metadata::Configuration;
+use zarrs::plugin::{ExtensionName, PluginCreateError, ZarrVersion};
+
+use crate::UNBOUNDED_DECODE_LIMIT;
+use crate::bitshuffle::Bitshuffle;
+use crate::szip::SzipHdf5;
+use crate::zfp::ZfpHdf5;
+
+/// The Zarr v3 names of the codecs of this module.
+pub const FILTER_CODEC_NAMES: [&str; 6] = [
+    "numcodecs.bz2",
+    "vzarr.lzf",
+    "imagecodecs_lz4h5",
+    "vzarr.bitshuffle",
+    "vzarr.zfp",
+    "imagecodecs_szip",
+];
+
+/// A third-party HDF5 filter's codec for zarrs.
+#[derive(Clone, Debug)]
+pub struct FilterCodec {
+    codec: VCodec,
+    name: &'static str,
+}
+
+impl FilterCodec {
+    /// The zarrs codec of `codec`, if it is one of this module's.
+    pub fn new(codec: VCodec) -> Option<Self> {
+        let name = match codec {
+            VCodec::Bz2 { .. } => FILTER_CODEC_NAMES[0],
+            VCodec::Lzf => FILTER_CODEC_NAMES[1],
+            VCodec::Lz4Hdf5 => FILTER_CODEC_NAMES[2],
+            VCodec::Bitshuffle { .. } => FILTER_CODEC_NAMES[3],
+            VCodec::ZfpHdf5 { .. } => FILTER_CODEC_NAMES[4],
+            VCodec::Szip { .. } => FILTER_CODEC_NAMES[5],
+            _ => return None,
+        };
+        Some(FilterCodec { codec, name })
+    }
+
+    fn bitshuffle(&self) -> Option<Bitshuffle> {
+        match self.codec {
+            VCodec::Bitshuffle {
+                element_size,
+                block_size,
+                compression,
+                level,
+            } => Some(Bitshuffle {
+                element_size,
+                block_size,
+                compression,
+                level,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Decodes one chunk to at most `limit` bytes.
+    pub fn decode_bounded(&self, encoded: &[u8], limit: u64) -> Result<Vec<u8>, CodecError> {
+        match &self.codec {
+            VCodec::Bz2 { .. } => crate::bz2::bz2_decode_bounded(encoded, limit),
+            VCodec::Lzf => crate::lzf::lzf_decode_bounded(encoded, limit),
+            VCodec::Lz4Hdf5 => crate::lz4h5::lz4h5_decode_bounded(encoded, limit),
+            c @ VCodec::ZfpHdf5 { .. } => ZfpHdf5::new(c)
+                .expect("a zfp codec")?
+                .decode_bounded(encoded, limit),
+            c @ VCodec::Szip { .. } => SzipHdf5::new(c)
+                .expect("a szip codec")?
+                .decode_bounded(encoded, limit),
+            _ => self
+                .bitshuffle()
+                .expect("a filter codec")
+                .decode_bounded(encoded, limit),
+        }
+    }
+
+    /// Encodes one chunk.
+    pub fn encode_raw(&self, raw: &[u8]) -> Result<Vec<u8>, CodecError> {
+        match &self.codec {
+            VCodec::Bz2 { level } => crate::bz2::bz2_encode(raw, *level),
+            VCodec::Lzf => Ok(crate::lzf::lzf_encode(raw)),
+            VCodec::Lz4Hdf5 => Ok(crate::lz4h5::lz4h5_encode(raw)),
+            c @ VCodec::ZfpHdf5 { .. } => ZfpHdf5::new(c).expect("a zfp codec")?.encode(raw),
+            c @ VCodec::Szip { .. } => SzipHdf5::new(c).expect("a szip codec")?.encode(raw),
+            _ => self.bitshuffle().expect("a filter codec").encode(raw),
+        }
+    }
+}
+
+impl ExtensionName for FilterCodec {
+    fn name(&self, _version: ZarrVersion) -> Option<Cow<'static, str>> {
+        Some(Cow::Borrowed(self.name))
+    }
+}
+
+impl CodecTraits for FilterCodec {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn configuration(
+        &self,
+        _version: ZarrVersion,
+        _options: &CodecMetadataOptions,
+    ) -> Option<Configuration> {
+        match self.codec.to_zarr_json().get("configuration") {
+            Some(serde_json::Value::Object(m)) => Some(Configuration::from(m.clone())),
+            _ => Some(Configuration::default()),
+        }
+    }
+
+    fn partial_decoder_capability(&self) -> PartialDecoderCapability {
+        PartialDecoderCapability {
+            partial_read: false,
+            partial_decode: false,
+        }
+    }
+
+    fn partial_encoder_capability(&self) -> PartialEncoderCapability {
+        PartialEncoderCapability {
+            partial_encode: false,
+        }
+    }
+}
+
+impl BytesToBytesCodecTraits for FilterCodec {
+    fn into_dyn(self: Arc<Self>) -> Arc<dyn BytesToBytesCodecTraits> {
+        self as Arc<dyn BytesToBytesCodecTraits>
+    }
+
+    fn recommended_concurrency(
+        &self,
+        _decoded_representation: &BytesRepresentation,
+    ) -> Result<RecommendedConcurrency, CodecError> {
+        Ok(RecommendedConcurrency::new_maximum(1))
+    }
+
+    fn encoded_representation(&self, decoded: &BytesRepresentation) -> BytesRepresentation {
+        match (&self.codec, decoded) {
+            (
+                VCodec::Bitshuffle {
+                    compression: vzarr_core::BitshuffleCompression::None,
+                    ..
+                },
+                d,
+            ) => *d,
+            _ => BytesRepresentation::UnboundedSize,
+        }
+    }
+
+    fn encode<'a>(
+        &self,
+        decoded: ArrayBytesRaw<'a>,
+        _options: &CodecOptions,
+    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
+        Ok(Cow::Owned(self.encode_raw(&decoded)?))
+    }
+
+    fn decode<'a>(
+        &self,
+        encoded: ArrayBytesRaw<'a>,
+        decoded_representation: &BytesRepresentation,
+        _options: &CodecOptions,
+    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
+        let limit = decoded_representation
+            .size()
+            .unwrap_or(UNBOUNDED_DECODE_LIMIT);
+        let out = self.decode_bounded(&encoded, limit)?;
+        // A chunk of a fixed size decodes to exactly that many bytes: a shorter one is damaged
+        // (or its reference cut short), even where a partial read would not notice.
+        if let BytesRepresentation::FixedSize(n) = decoded_representation
+            && out.len() as u64 != *n
+        {
+            return Err(CodecError::Other(format!(
+                "{}: the chunk decodes to {} bytes, not {n}",
+                self.name,
+                out.len()
+            )));
+        }
+        Ok(Cow::Owned(out))
+    }
+}
+
+/// Registers this module's codecs with zarrs (called once, by [`crate::register_zarrs_fixes`]).
+pub(crate) fn register() {
+    codec_api::register_codec_v3(codec_api::CodecRuntimePluginV3::new(
+        |name| FILTER_CODEC_NAMES.contains(&name),
+        |metadata| {
+            let json = serde_json::to_value(metadata)
+                .map_err(|e| PluginCreateError::Other(e.to_string()))?;
+            let codec = VCodec::from_zarr_json(&json)
+                .map_err(|e| PluginCreateError::Other(e.to_string()))?;
+            let c = FilterCodec::new(codec)
+                .ok_or_else(|| PluginCreateError::Other(format!("not a filter codec: {json}")))?;
+            Ok(Codec::BytesToBytes(Arc::new(c)))
+        },
+    ));
+}

@@ -1,0 +1,189 @@
+"""Zarr v3 codecs for third-party HDF5 filters whose stored bytes no other Python package's
+Zarr codec decodes: registered with zarr-python through the ``zarr.codecs`` entry points of the
+``vzarr`` package, so that installing vzarr is all zarr-python needs to read what
+``vzarr build`` writes.
+
+- ``vzarr.lzf`` (configuration ``{}``): h5py's LZF filter (HDF5 filter 32000), LZF without a
+  header; the decoded size is the chunk's.
+- ``vzarr.bitshuffle`` (configuration ``{"elementsize": n, "blocksize": n, "compression":
+  "none" | "lz4" | "zstd"}``, plus ``"level"`` with zstd): the HDF5 bitshuffle filter (32008)
+  with its own framing.
+- ``vzarr.zfp`` (configuration ``{"type": "int32" | "int64" | "float32" | "float64", "shape":
+  [...], "minbits": n, "maxbits": n, "maxprec": n, "minexp": n, "endian": "little" | "big"}``):
+  H5Z-ZFP (HDF5 filter 32013), a bare zfp stream whose field and mode the filter keeps in its
+  client data; decoding only (zfp's lossy modes would not re-encode to the values read).
+
+All three decode with the Rust decoders of vzarr's own reader, bounded by the chunk's size. The
+other filters vzarr maps use codecs zarr-python has (``numcodecs.bz2``, ``zstd``, ``blosc``)
+or imagecodecs' (``imagecodecs_lz4h5``, ``imagecodecs_szip`` with ``header`` true, from the
+``imagecodecs-zarr`` package vzarr depends on). See manifests/FORMAT.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from zarr.abc.codec import BytesBytesCodec
+from zarr.core.common import parse_named_configuration
+
+from vzarr._vzarr import decode_chunk, encode_chunk
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from zarr.core.array_spec import ArraySpec
+    from zarr.core.buffer import Buffer
+    from zarr.core.common import JSON
+
+__all__ = ["Bitshuffle", "Lzf", "Zfp"]
+
+
+def _decoded_size(chunk_spec: ArraySpec) -> int:
+    """Bytes of the chunk before the bytes-to-bytes codecs: its elements at their size."""
+    return math.prod(chunk_spec.shape) * chunk_spec.dtype.to_native_dtype().itemsize
+
+
+class _RustCodec(BytesBytesCodec):
+    """A bytes-to-bytes codec decoded and encoded by vzarr's Rust codecs."""
+
+    is_fixed_size = False
+
+    def _json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    def _decode_sync(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
+        out = decode_chunk(self._json(), chunk_bytes.to_bytes(), _decoded_size(chunk_spec))
+        return chunk_spec.prototype.buffer.from_bytes(out)
+
+    async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
+        return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
+
+    def _encode_sync(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
+        out = encode_chunk(self._json(), chunk_bytes.to_bytes())
+        return chunk_spec.prototype.buffer.from_bytes(out)
+
+    async def _encode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
+        return await asyncio.to_thread(self._encode_sync, chunk_bytes, chunk_spec)
+
+    def compute_encoded_size(self, _input_byte_length: int, _chunk_spec: ArraySpec) -> int:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Lzf(_RustCodec):
+    """``vzarr.lzf``: LZF without a header, as h5py's LZF filter (HDF5 filter 32000) stores
+    chunks."""
+
+    def __init__(self) -> None:
+        pass
+
+    @classmethod
+    def from_dict(cls, data: dict[str, JSON]) -> Self:
+        _, conf = parse_named_configuration(data, "vzarr.lzf", require_configuration=False)
+        if conf:
+            raise ValueError(f"vzarr.lzf takes no configuration, got {conf}")
+        return cls()
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {"name": "vzarr.lzf", "configuration": {}}
+
+
+@dataclass(frozen=True)
+class Bitshuffle(_RustCodec):
+    """``vzarr.bitshuffle``: the HDF5 bitshuffle filter (32008) with its framing."""
+
+    elementsize: int
+    blocksize: int = 0
+    compression: str = "none"
+    level: int | None = None
+
+    def __init__(
+        self, *, elementsize: int, blocksize: int = 0, compression: str = "none", level: int | None = None
+    ) -> None:
+        if compression not in ("none", "lz4", "zstd"):
+            raise ValueError(f"vzarr.bitshuffle: unknown compression {compression!r}")
+        if int(elementsize) < 1 or int(blocksize) < 0 or int(blocksize) % 8:
+            raise ValueError(f"vzarr.bitshuffle: element size {elementsize}, block size {blocksize}")
+        object.__setattr__(self, "elementsize", int(elementsize))
+        object.__setattr__(self, "blocksize", int(blocksize))
+        object.__setattr__(self, "compression", compression)
+        object.__setattr__(self, "level", None if compression != "zstd" else int(level or 3))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, JSON]) -> Self:
+        _, conf = parse_named_configuration(data, "vzarr.bitshuffle")
+        return cls(**conf)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, JSON]:
+        conf: dict[str, JSON] = {
+            "elementsize": self.elementsize,
+            "blocksize": self.blocksize,
+            "compression": self.compression,
+        }
+        if self.level is not None:
+            conf["level"] = self.level
+        return {"name": "vzarr.bitshuffle", "configuration": conf}
+
+
+_ZFP_TYPES = {"int32": 4, "int64": 8, "float32": 4, "float64": 8}
+
+
+@dataclass(frozen=True)
+class Zfp(_RustCodec):
+    """``vzarr.zfp``: a bare zfp stream as H5Z-ZFP (HDF5 filter 32013) stores chunks, decoded
+    as a field of ``shape`` (C order) and ``type`` with zfp's expert-mode parameters."""
+
+    type: str
+    shape: tuple[int, ...]
+    minbits: int
+    maxbits: int
+    maxprec: int
+    minexp: int
+    endian: str = "little"
+
+    def __init__(
+        self,
+        *,
+        type: str,  # noqa: A002  (the configuration's key)
+        shape: list[int] | tuple[int, ...],
+        minbits: int,
+        maxbits: int,
+        maxprec: int,
+        minexp: int,
+        endian: str = "little",
+    ) -> None:
+        shape = tuple(int(d) for d in shape)
+        if type not in _ZFP_TYPES or endian not in ("little", "big"):
+            raise ValueError(f"vzarr.zfp: type {type!r}, endian {endian!r}")
+        if not 1 <= len(shape) <= 4 or min(shape) < 1:
+            raise ValueError(f"vzarr.zfp: shape {list(shape)}")
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "minbits", int(minbits))
+        object.__setattr__(self, "maxbits", int(maxbits))
+        object.__setattr__(self, "maxprec", int(maxprec))
+        object.__setattr__(self, "minexp", int(minexp))
+        object.__setattr__(self, "endian", endian)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, JSON]) -> Self:
+        _, conf = parse_named_configuration(data, "vzarr.zfp")
+        return cls(**conf)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "name": "vzarr.zfp",
+            "configuration": {
+                "type": self.type,
+                "shape": list(self.shape),
+                "minbits": self.minbits,
+                "maxbits": self.maxbits,
+                "maxprec": self.maxprec,
+                "minexp": self.minexp,
+                "endian": self.endian,
+            },
+        }

@@ -1,0 +1,269 @@
+"""Third-party HDF5 filters (issue 31): files written here with h5py and hdf5plugin, one array
+per filter and parameter set (LZF, bzip2, LZ4, bitshuffle alone or with LZ4 or zstd, Blosc,
+zstd, zfp in each of its modes, szip), built by vzarr into references and an Icechunk repository, then
+
+- read by zarr-python 3.4 in a process that has only what `pip install vzarr` brings (h5py
+  and hdf5plugin cannot be imported there; the codecs come from the `zarr.codecs` entry points
+  of vzarr and imagecodecs-zarr), every value equal to what h5py + hdf5plugin read;
+- verified by `vzarr verify` against vzarr's own reader and against libhdf5 with hdf5plugin's
+  filters (HDF5_PLUGIN_PATH, set by conftest), and printed by `vzarr cat`;
+- read with mutated compressed chunks: a clean error, never a crash;
+- refused at concatenation when files use different filters, naming both;
+- left out with a warning naming the filter when no codec decodes it (SZ3, SPERR)."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import h5py
+import hdf5plugin
+import numpy as np
+import pytest
+
+from conftest import inspect_json, run_vzarr, verify_refs
+
+RNG = np.random.default_rng(31)
+FIELD = (np.arange(120 * 250, dtype="f8").reshape(120, 250) % 97) + RNG.random((120, 250)).round(2)
+
+# name -> (data, create_dataset keywords): every filter vzarr maps, a few parameter sets each,
+# chunks that do not divide the shape (edge chunks), both byte orders.
+CASES = {
+    "lzf_f4": (FIELD.astype("f4"), dict(chunks=(16, 100), compression="lzf")),
+    "lzf_shuffle_i2be": (FIELD.astype(">i2"), dict(chunks=(50, 50), compression="lzf", shuffle=True)),
+    "lzf_fletcher_u1": (FIELD.astype("u1"), dict(chunks=(7, 250), compression="lzf", fletcher32=True)),
+    "lzf_noise_f8": (RNG.random((40, 30)), dict(chunks=(40, 30), compression="lzf")),
+    "bzip2_9_f8": (FIELD, dict(chunks=(32, 64), compression=hdf5plugin.BZip2())),
+    "bzip2_1_i4": (FIELD.astype("i4"), dict(chunks=(120, 250), compression=hdf5plugin.BZip2(blocksize=1))),
+    "lz4_f4": (FIELD.astype("f4"), dict(chunks=(30, 125), compression=hdf5plugin.LZ4())),
+    "lz4_blocks_i8be": (FIELD.astype(">i8"), dict(chunks=(64, 64), compression=hdf5plugin.LZ4(nbytes=1000))),
+    "bitshuffle_lz4_u2": (FIELD.astype("u2"), dict(chunks=(17, 250), compression=hdf5plugin.Bitshuffle())),
+    "bitshuffle_lz4_f4be": (FIELD.astype(">f4"), dict(chunks=(33, 77), compression=hdf5plugin.Bitshuffle(nelems=256))),
+    "bitshuffle_zstd_f8": (FIELD, dict(chunks=(25, 100), compression=hdf5plugin.Bitshuffle(cname="zstd", clevel=7))),
+    "bitshuffle_none_i1": (FIELD.astype("i1"), dict(chunks=(31, 99), compression=hdf5plugin.Bitshuffle(cname="none", nelems=64))),
+    "bitshuffle_lz4_s5": (
+        FIELD.astype("i4").astype("S5"), dict(chunks=(20, 50), compression=hdf5plugin.Bitshuffle())),
+    "blosc_bitshuffle_f4": (
+        FIELD.astype("f4"), dict(chunks=(40, 50), compression=hdf5plugin.Blosc(cname="lz4", shuffle=hdf5plugin.Blosc.BITSHUFFLE))),
+    "blosc_zstd_i2": (FIELD.astype("i2"), dict(chunks=(60, 60), compression=hdf5plugin.Blosc(cname="zstd", clevel=9))),
+    "zstd_f8": (FIELD, dict(chunks=(50, 50), compression=hdf5plugin.Zstd(clevel=12))),
+    # H5Z-ZFP: every mode (zfp is lossy: h5py + hdf5plugin's values are the reference, equal bit
+    # for bit), the four types zfp has, 1 to 3 dimensions (a chunk dimension of 1 is dropped
+    # from zfp's field).
+    "zfp_rate_f8": (FIELD, dict(chunks=(60, 125), compression=hdf5plugin.Zfp(rate=16))),
+    "zfp_precision_f4": (FIELD.astype("f4"), dict(chunks=(32, 64), compression=hdf5plugin.Zfp(precision=20))),
+    "zfp_accuracy_f8_3d": (
+        FIELD.reshape(120, 10, 25), dict(chunks=(20, 1, 25), compression=hdf5plugin.Zfp(accuracy=1e-3))),
+    "zfp_reversible_i4": (FIELD.astype("i4") * 1000, dict(chunks=(40, 50), compression=hdf5plugin.Zfp(reversible=True))),
+    "zfp_rate_i8_1d": (FIELD.astype("i8").ravel(), dict(chunks=(7000,), compression=hdf5plugin.Zfp(rate=40))),
+}
+
+# szip (HDF5 filter 4): HDF5's own filter, built into h5py's HDF5 (with libaec); the libhdf5
+# of vzarr's C oracle has no szip, so these are checked against h5py and vzarr's reader only.
+SZIP = {
+    "szip_nn8_i4": (FIELD.astype("i4"), dict(chunks=(16, 100), compression="szip", compression_opts=("nn", 8))),
+    "szip_ec32_f8": (FIELD / 7, dict(chunks=(30, 125), compression="szip", compression_opts=("ec", 32))),
+    "szip_nn16_u2be": (FIELD.astype(">u2"), dict(chunks=(33, 77), compression="szip", compression_opts=("nn", 16))),
+    "szip_nn4_i1": (FIELD.astype("i1"), dict(chunks=(7, 250), compression="szip", compression_opts=("nn", 4))),
+    "szip_nn32_f4": (FIELD.astype("f4"), dict(chunks=(120, 250), compression="szip", compression_opts=("nn", 32))),
+    "szip_ec8_i8be": (FIELD.astype(">i8"), dict(chunks=(50, 50), compression="szip", compression_opts=("ec", 8))),
+    "szip_nn8_u2_3d": (
+        FIELD.astype("u2").reshape(120, 10, 25), dict(chunks=(20, 3, 25), compression="szip", compression_opts=("nn", 8))),
+}
+
+# Filters no maintained decoder reads as a Zarr codec both zarr-python and vzarr have.
+LEFT_OUT = {
+    "sz3_f8": (FIELD, dict(chunks=(60, 125), compression=hdf5plugin.SZ3(absolute=1e-3)), "SZ3"),
+    "sperr_f8": (FIELD, dict(chunks=(60, 125), compression=hdf5plugin.Sperr(rate=16)), "SPERR"),
+}
+
+# Reads every array of the references given as argv[1] with zarr-python alone and saves them
+# to argv[2]: h5py and hdf5plugin cannot be imported (nothing of theirs may help), so the
+# codecs are those `pip install vzarr` brings through zarr's entry points.
+READER = r"""
+import sys
+sys.modules["h5py"] = None
+sys.modules["hdf5plugin"] = None
+import json, fsspec, numpy as np, zarr
+zarr.config.set({"array.rectilinear_chunks": True})
+refs = json.load(open(sys.argv[1]))
+fs = fsspec.filesystem("reference", fo=refs, remote_protocol="file", asynchronous=True,
+                       remote_options={"asynchronous": True})
+g = zarr.open_group(zarr.storage.FsspecStore(fs, path="/", read_only=True), mode="r")
+out = {n: g[n][...] for n in g.array_keys()}
+out["__codecs__"] = np.array(json.dumps({n: [c.to_dict()["name"] for c in g[n].metadata.codecs]
+                                         for n in g.array_keys()}))
+np.savez(sys.argv[2], **out)
+"""
+
+
+def write(path, cases):
+    with h5py.File(path, "w") as f:
+        for name, (data, kw, *_) in cases.items():
+            f.create_dataset(name, data=data, **kw)
+    return path
+
+
+def zarr_python_alone(refs_path, tmp_path):
+    """Every array of the references read by zarr-python with only vzarr's dependencies."""
+    out = tmp_path / (refs_path.stem + ".npz")
+    p = subprocess.run([sys.executable, "-c", READER, str(refs_path), str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-3000:]
+    with np.load(out) as z:
+        got = {k: z[k] for k in z.files}
+    return got, json.loads(str(got.pop("__codecs__")))
+
+
+@pytest.fixture(scope="module")
+def filtered(tmp_path_factory):
+    return write(tmp_path_factory.mktemp("filters") / "filters.h5", CASES)
+
+
+@pytest.mark.parametrize("small_chunks", ["keep", "inline"])
+def test_zarr_python_with_only_vzarr_reads_every_filter(filtered, tmp_path, small_chunks):
+    out = tmp_path / "filters.json"
+    b = run_vzarr("build", filtered, "-o", out, "--small-chunks", small_chunks)
+    assert "left out" not in b.stderr.replace("0 left out", ""), b.stderr
+    got, codecs = zarr_python_alone(out, tmp_path)
+    with h5py.File(filtered) as f:
+        for name in CASES:
+            np.testing.assert_array_equal(got[name], f[name][...], err_msg=name)
+            assert got[name].dtype == f[name].dtype.newbyteorder("=") or got[name].dtype == f[name].dtype, name
+    if small_chunks == "keep":
+        # Each filter became the codec FORMAT.md names (nothing was re-encoded).
+        expect = {"lzf": "vzarr.lzf", "bzip2": "numcodecs.bz2", "lz4": "imagecodecs_lz4h5",
+                  "bitshuffle": "vzarr.bitshuffle", "blosc": "blosc", "zstd": "zstd", "zfp": "vzarr.zfp"}
+        for name, names in codecs.items():
+            assert expect[name.split("_")[0]] in names, (name, names)
+    verify_refs(out)
+
+
+def test_vzarr_cat_prints_the_values(filtered, tmp_path):
+    out = tmp_path / "filters.json"
+    run_vzarr("build", filtered, "-o", out, "--small-chunks", "keep")
+    with h5py.File(filtered) as f:
+        for name in ("lzf_f4", "bzip2_1_i4", "lz4_blocks_i8be", "bitshuffle_zstd_f8", "bitshuffle_none_i1",
+                     "zfp_precision_f4"):
+            p = run_vzarr("cat", out, f"{name}[100:103,240:250]", "--trust-references")
+            got = np.array([[float(x) for x in line.split()] for line in p.stdout.split("\n") if line.strip()])
+            want = f[name][100:103, 240:250]
+            np.testing.assert_array_equal(got.astype(want.dtype), want, err_msg=name)
+
+
+def test_icechunk_repository_carries_the_same_codecs(filtered, tmp_path):
+    from test_icechunk import build_repo, open_local, zarr_group
+
+    repo_path = tmp_path / "repo"
+    build_repo(repo_path, filtered)
+    repo, _ = open_local(repo_path)
+    g = zarr_group(repo)
+    with h5py.File(filtered) as f:
+        for name in CASES:
+            np.testing.assert_array_equal(g[name][...], f[name][...], err_msg=name)
+    assert g["lzf_f4"].metadata.codecs[-1].to_dict()["name"] == "vzarr.lzf"
+    verify_refs(repo_path)
+
+
+def chunk_at(path, name):
+    """(offset, size) in the file of the first stored chunk of `name`."""
+    with h5py.File(path) as f:
+        info = f[name].id.get_chunk_info(0)
+        return info.byte_offset, info.size
+
+
+@pytest.mark.parametrize("name", ["lzf_f4", "bzip2_9_f8", "lz4_f4", "bitshuffle_lz4_u2",
+                                  "bitshuffle_zstd_f8", "bitshuffle_none_i1", "zfp_rate_f8"])
+def test_mutated_chunks_give_a_clean_error(filtered, tmp_path, name):
+    """A chunk whose stored bytes were damaged (its header declaring 2^64 - 1 bytes, its body
+    overwritten, cut short) is an error from vzarr cat, vzarr verify and zarr-python, naming
+    the chunk; never a panic, an abort or a hang."""
+    src = tmp_path / "damaged.h5"
+    shutil.copy(filtered, src)
+    out = tmp_path / "damaged.json"
+    run_vzarr("build", src, "-o", out, "--small-chunks", "keep")
+    refs = json.loads(out.read_text())
+    offset, size = chunk_at(src, name)
+    with open(src, "r+b") as fh:
+        fh.seek(offset)
+        if name == "bitshuffle_none_i1":
+            # No header and no redundancy: a shorter reference is what can be noticed.
+            key = f"{name}/c/0/0"
+            refs["refs"][key][2] -= 3
+            out.write_text(json.dumps(refs))
+        elif name.startswith("zfp"):
+            # Every bit pattern is a zfp stream (no header, no checksum): a stream cut short is
+            # what can be noticed.
+            key = f"{name}/c/0/0"
+            refs["refs"][key][2] //= 2
+            out.write_text(json.dumps(refs))
+        else:
+            fh.write(b"\xff" * min(16, size))
+    cat = run_vzarr("cat", out, f"{name}[0:2,0:2]", "--trust-references", "--ignore-stale", check=False)
+    assert cat.returncode not in (0, -6, -9, -11, 101), (cat.returncode, cat.stderr)
+    assert "panicked" not in cat.stderr and f"{name}" in cat.stderr, cat.stderr
+    ver = run_vzarr("verify", out, "--trust-references", "--ignore-stale", "--readers", "native",
+                    "--array", name, check=False)
+    assert ver.returncode == 1 and "panicked" not in ver.stderr, (ver.returncode, ver.stdout, ver.stderr)
+    p = subprocess.run([sys.executable, "-c", READER, str(out), str(tmp_path / "x.npz")],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "Traceback" in p.stderr, (p.returncode, p.stderr[-2000:])
+
+
+def test_szip_through_zarr_python_alone_and_vzarr(tmp_path):
+    """szip arrays (both byte orders, 1 to 8 byte pixels, scanlines padded to whole blocks,
+    NN and EC): zarr-python with only vzarr's dependencies (imagecodecs_szip) and vzarr cat
+    equal h5py; vzarr verify with its own reader; a damaged chunk is an error."""
+    src = write(tmp_path / "szip.h5", SZIP)
+    out = tmp_path / "szip.json"
+    b = run_vzarr("build", src, "-o", out, "--small-chunks", "keep")
+    assert "left out" not in b.stderr.replace("0 left out", ""), b.stderr
+    got, codecs = zarr_python_alone(out, tmp_path)
+    with h5py.File(src) as f:
+        for name in SZIP:
+            np.testing.assert_array_equal(got[name], f[name][...], err_msg=name)
+            assert "imagecodecs_szip" in codecs[name], codecs[name]
+        p = run_vzarr("cat", out, "szip_nn16_u2be[100:103,60:77]", "--trust-references")
+        cat = np.array([[int(x) for x in line.split()] for line in p.stdout.split("\n") if line.strip()])
+        np.testing.assert_array_equal(cat, f["szip_nn16_u2be"][100:103, 60:77])
+    ver = run_vzarr("verify", out, "--trust-references", "--readers", "native")
+    assert "all values match" in ver.stdout, ver.stdout
+    offset, size = chunk_at(src, "szip_nn8_i4")
+    with open(src, "r+b") as fh:
+        fh.seek(offset)
+        fh.write(b"\xff" * 16)
+    cat = run_vzarr("cat", out, "szip_nn8_i4[0:2,0:2]", "--trust-references", "--ignore-stale", check=False)
+    assert cat.returncode not in (0, -6, -9, -11, 101) and "panicked" not in cat.stderr, cat.stderr
+    p = subprocess.run([sys.executable, "-c", READER, str(out), str(tmp_path / "x.npz")],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "Traceback" in p.stderr, (p.returncode, p.stderr[-2000:])
+
+
+def test_concatenation_refuses_files_compressed_differently(tmp_path):
+    files = []
+    for i, comp in enumerate([dict(compression="lzf"), dict(compression=hdf5plugin.Bitshuffle())]):
+        p = tmp_path / f"part{i}.h5"
+        with h5py.File(p, "w") as f:
+            t = f.create_dataset("time", data=np.arange(10, dtype="f8") + 10 * i)
+            t.attrs["units"] = "days since 2000-01-01"
+            t.make_scale("time")
+            v = f.create_dataset("v", data=np.arange(100, dtype="f4").reshape(10, 10), chunks=(5, 10), **comp)
+            v.dims[0].attach_scale(t)
+        files.append(p)
+    b = run_vzarr("build", *files, "--concat-dim", "time", "-o", tmp_path / "x.json", check=False)
+    assert b.returncode != 0
+    assert "part0.h5" in b.stderr and "part1.h5" in b.stderr, b.stderr
+    assert "lzf" in b.stderr and "bitshuffle" in b.stderr, b.stderr
+
+
+def test_a_filter_nobody_decodes_is_left_out_and_named(tmp_path):
+    src = write(tmp_path / "lossy.h5", {**LEFT_OUT, "lzf_f4": CASES["lzf_f4"]})
+    skipped = {s["path"]: s["reason"] for s in inspect_json(src)["skipped"]}
+    for name, (_, _, filt) in LEFT_OUT.items():
+        assert filt in skipped[name], skipped
+    out = tmp_path / "lossy.json"
+    b = run_vzarr("build", src, "-o", out)
+    assert "SZ3" in b.stderr and "SPERR" in b.stderr, b.stderr
+    assert set(json.loads(out.read_text())["refs"]) >= {"lzf_f4/zarr.json"}
+    assert run_vzarr("build", src, "-o", out, "--strict", check=False).returncode != 0
+
