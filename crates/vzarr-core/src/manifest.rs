@@ -333,6 +333,29 @@ impl ChunkManifest {
         &self,
         range: std::ops::Range<usize>,
     ) -> Box<dyn Iterator<Item = (usize, ChunkRef<'_>)> + '_> {
+        Box::new(
+            self.slots_in(range)
+                .map(move |(i, s)| (i, self.chunk_ref(s))),
+        )
+    }
+
+    /// The stored chunks with their positions and, for references, the id of their source
+    /// (its index in [`ChunkManifest::sources`]), in C order: for writers of formats that
+    /// keep sources in a table (VirtualiZarr's manifests) without looking URLs up.
+    pub fn iter_stored_with_ids(
+        &self,
+    ) -> Box<dyn Iterator<Item = (usize, Option<u32>, ChunkRef<'_>)> + '_> {
+        Box::new(self.slots_in(0..self.len).map(move |(i, s)| {
+            let id = (s.id != INLINE && s.id != MISSING).then_some(s.id);
+            (i, id, self.chunk_ref(s))
+        }))
+    }
+
+    /// The stored slots at positions in `range` (clamped to the manifest), in C order.
+    fn slots_in(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> Box<dyn Iterator<Item = (usize, Slot)> + '_> {
         let end = range.end.min(self.len);
         let start = range.start.min(end);
         match &self.slots {
@@ -352,12 +375,10 @@ impl ChunkManifest {
                             offset: offsets[i],
                             length: lengths[i],
                         };
-                        (i, self.chunk_ref(s))
+                        (i, s)
                     }),
             ),
-            Slots::Sparse(map) => {
-                Box::new(map.range(start..end).map(|(&i, &s)| (i, self.chunk_ref(s))))
-            }
+            Slots::Sparse(map) => Box::new(map.range(start..end).map(|(&i, &s)| (i, s))),
         }
     }
 
@@ -484,6 +505,30 @@ mod tests {
         assert!(m.set_range(1, a, 0, 1).is_err(), "out of range");
         assert!(m.set_range(0, a, u64::MAX, 1).is_err(), "overflow");
         assert!(m.set_inline(5, vec![]).is_err());
+    }
+
+    #[test]
+    fn ids_come_with_the_iteration() {
+        for dense in [true, false] {
+            let mut m = if dense {
+                ChunkManifest::new_missing(5)
+            } else {
+                ChunkManifest::new_missing(DENSE_CHUNKS + 5)
+            };
+            let a = m.intern("s3://b/a.nc").unwrap();
+            let b = m.intern("s3://b/b.nc").unwrap();
+            m.set_range(0, b, 10, 5).unwrap();
+            m.set_range(2, a, 20, 5).unwrap();
+            m.set_inline(3, vec![1u8, 2]).unwrap();
+            let got: Vec<(usize, Option<u32>)> =
+                m.iter_stored_with_ids().map(|(i, id, _)| (i, id)).collect();
+            assert_eq!(got, vec![(0, Some(b)), (2, Some(a)), (3, None)]);
+            for (_, id, r) in m.iter_stored_with_ids() {
+                if let (Some(id), ChunkRef::Range { source, .. }) = (id, r) {
+                    assert_eq!(&*m.sources()[id as usize], source);
+                }
+            }
+        }
     }
 
     #[test]

@@ -468,7 +468,7 @@ fn scan_manifests(
         let mut lengths = vec![0u64; n];
         let mut inline = Vec::new();
         let sources: Vec<String> = a.manifest.sources().iter().map(|s| s.to_string()).collect();
-        for (i, chunk) in a.manifest.iter_stored() {
+        for (i, id, chunk) in a.manifest.iter_stored_with_ids() {
             match chunk {
                 vzarr_core::ChunkRef::Missing => {}
                 vzarr_core::ChunkRef::Inline(b) => {
@@ -476,13 +476,9 @@ fn scan_manifests(
                     lengths[i] = b.len() as u64;
                     inline.push((a.grid.chunk_index(i as u64), PyBytes::new(py, b).unbind()));
                 }
-                vzarr_core::ChunkRef::Range {
-                    source,
-                    offset,
-                    length,
-                } => {
-                    // Interned: the position of the source among the manifest's sources.
-                    ids[i] = sources.iter().position(|s| s == source).unwrap_or(0) as u32;
+                vzarr_core::ChunkRef::Range { offset, length, .. } => {
+                    // The manifest's own id: the position of the source in `sources`.
+                    ids[i] = id.unwrap_or(0);
                     offsets[i] = offset;
                     lengths[i] = length;
                 }
