@@ -16,6 +16,13 @@ import time
 from pathlib import Path
 
 import fsspec
+
+# h5py and hdf5plugin before any test module imports netCDF4: netCDF4's bundled netCDF-C
+# registers its own Blosc filter (32001) with the HDF5 library when imported first, and
+# hdf5plugin then leaves it in place; h5py then fails to create Blosc datasets ("error during
+# user callback"). conftest is imported before every test module.
+import h5py  # noqa: F401
+import hdf5plugin  # noqa: F401
 import numpy as np
 import pytest
 import zarr
@@ -32,7 +39,10 @@ zarr.config.set({"array.rectilinear_chunks": True})
 # its libhdf5 load the same plugins a second time (creating datasets then fails).
 HDF5_PLUGIN_PATH = str(
     Path(importlib.util.find_spec("hdf5plugin").submodule_search_locations[0]) / "plugins")
-VZARR_ENV = dict(os.environ, HDF5_PLUGIN_PATH=os.environ.get("HDF5_PLUGIN_PATH", HDF5_PLUGIN_PATH))
+def vzarr_env() -> dict:
+    """The environment of the vzarr binary: this process's as it is now (tests set credentials
+    with monkeypatch), with HDF5_PLUGIN_PATH."""
+    return dict(os.environ, HDF5_PLUGIN_PATH=os.environ.get("HDF5_PLUGIN_PATH", HDF5_PLUGIN_PATH))
 
 
 def vzarr_bin() -> str:
@@ -44,7 +54,8 @@ def vzarr_bin() -> str:
 
 def run_vzarr(*args, check=True):
     """Runs the vzarr binary; returns the CompletedProcess."""
-    p = subprocess.run([vzarr_bin(), *map(str, args)], capture_output=True, text=True, env=VZARR_ENV)
+    p = subprocess.run([vzarr_bin(), *map(str, args)], capture_output=True, text=True,
+                       env=vzarr_env())
     if check and p.returncode != 0:
         raise AssertionError(f"vzarr {' '.join(map(str, args))} failed ({p.returncode}):\n{p.stderr}")
     return p

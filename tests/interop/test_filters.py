@@ -100,7 +100,10 @@ np.savez(sys.argv[2], **out)
 def write(path, cases):
     with h5py.File(path, "w") as f:
         for name, (data, kw, *_) in cases.items():
-            f.create_dataset(name, data=data, **kw)
+            try:
+                f.create_dataset(name, data=data, **kw)
+            except ValueError as e:
+                raise ValueError(f"h5py + hdf5plugin could not write {name} ({kw}): {e}") from e
     return path
 
 
