@@ -39,10 +39,10 @@ zarr.config.set({"array.rectilinear_chunks": True})
 # its libhdf5 load the same plugins a second time (creating datasets then fails).
 HDF5_PLUGIN_PATH = str(
     Path(importlib.util.find_spec("hdf5plugin").submodule_search_locations[0]) / "plugins")
-def vzarr_env() -> dict:
-    """The environment of the vzarr binary: this process's as it is now (tests set credentials
-    with monkeypatch), with HDF5_PLUGIN_PATH."""
-    return dict(os.environ, HDF5_PLUGIN_PATH=os.environ.get("HDF5_PLUGIN_PATH", HDF5_PLUGIN_PATH))
+# The environment of the vzarr binary: this process's at start (fixtures of later tests set
+# variables that must not reach other tests' builds), with HDF5_PLUGIN_PATH; a test passes
+# what it needs on top (run_vzarr's env=).
+VZARR_ENV = dict(os.environ, HDF5_PLUGIN_PATH=os.environ.get("HDF5_PLUGIN_PATH", HDF5_PLUGIN_PATH))
 
 
 def vzarr_bin() -> str:
@@ -52,10 +52,11 @@ def vzarr_bin() -> str:
     return b
 
 
-def run_vzarr(*args, check=True):
-    """Runs the vzarr binary; returns the CompletedProcess."""
+def run_vzarr(*args, check=True, env=None):
+    """Runs the vzarr binary (with `env`'s variables on top of VZARR_ENV); returns the
+    CompletedProcess."""
     p = subprocess.run([vzarr_bin(), *map(str, args)], capture_output=True, text=True,
-                       env=vzarr_env())
+                       env=dict(VZARR_ENV, **(env or {})))
     if check and p.returncode != 0:
         raise AssertionError(f"vzarr {' '.join(map(str, args))} failed ({p.returncode}):\n{p.stderr}")
     return p

@@ -429,7 +429,8 @@ def test_output_to_object_storage(tmp_path, moto_server, monkeypatch):
     report = vzarr.build(MONTHS[:2], concat_dim="time", output="s3://pyvz-out/refs/tas.json")
     assert report.output == "s3://pyvz-out/refs/tas.json" and report.commit is None
     assert get("refs/tas.json") == want
-    run_vzarr("build", *MONTHS[:2], "--concat-dim", "time", "-o", "s3://pyvz-out/refs/cli.json")
+    run_vzarr("build", *MONTHS[:2], "--concat-dim", "time", "-o", "s3://pyvz-out/refs/cli.json",
+              env=env)
     assert get("refs/cli.json") == want
     # Appending the next month rewrites the object as a build of the three.
     vzarr.build(MONTHS[2], output="s3://pyvz-out/refs/tas.json", append=True)
