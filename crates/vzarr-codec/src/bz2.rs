@@ -25,22 +25,19 @@
 //! # assert_eq!(codec, vzarr_core::Codec::Bz2 { level: 9 });
 //! ```
 
-use std::io::{Read, Write};
+use std::io::Write;
 
 use zarrs::array::codec::api::CodecError;
 
+use crate::bounded::read_bounded;
+
 /// Decodes the bzip2 stream(s) of `encoded` to at most `limit` bytes.
 pub fn bz2_decode_bounded(encoded: &[u8], limit: u64) -> Result<Vec<u8>, CodecError> {
-    let mut out = Vec::with_capacity(usize::try_from(limit.min(1 << 26)).unwrap_or(0));
-    bzip2::read::MultiBzDecoder::new(encoded)
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut out)?;
-    if out.len() as u64 > limit {
-        return Err(CodecError::Other(format!(
-            "bzip2 stream decodes past the {limit} bytes the chunk can hold"
-        )));
-    }
-    Ok(out)
+    read_bounded(
+        bzip2::read::MultiBzDecoder::new(encoded),
+        limit,
+        "bzip2 stream decodes",
+    )
 }
 
 /// Encodes `raw` as one bzip2 stream of block size `level` (1-9).

@@ -18,8 +18,8 @@ use zarrs::array::codec::api::{
 use zarrs::metadata::Configuration;
 use zarrs::plugin::{ExtensionName, PluginCreateError, ZarrVersion};
 
-use crate::UNBOUNDED_DECODE_LIMIT;
 use crate::bitshuffle::Bitshuffle;
+use crate::bounded::{WHOLE_CHUNK_DECODER, WHOLE_CHUNK_ENCODER, decode_limit};
 use crate::szip::SzipHdf5;
 use crate::zfp::ZfpHdf5;
 
@@ -127,16 +127,11 @@ impl CodecTraits for FilterCodec {
     }
 
     fn partial_decoder_capability(&self) -> PartialDecoderCapability {
-        PartialDecoderCapability {
-            partial_read: false,
-            partial_decode: false,
-        }
+        WHOLE_CHUNK_DECODER
     }
 
     fn partial_encoder_capability(&self) -> PartialEncoderCapability {
-        PartialEncoderCapability {
-            partial_encode: false,
-        }
+        WHOLE_CHUNK_ENCODER
     }
 }
 
@@ -179,10 +174,7 @@ impl BytesToBytesCodecTraits for FilterCodec {
         decoded_representation: &BytesRepresentation,
         _options: &CodecOptions,
     ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        let limit = decoded_representation
-            .size()
-            .unwrap_or(UNBOUNDED_DECODE_LIMIT);
-        let out = self.decode_bounded(&encoded, limit)?;
+        let out = self.decode_bounded(&encoded, decode_limit(decoded_representation))?;
         // A chunk of a fixed size decodes to exactly that many bytes: a shorter one is damaged
         // (or its reference cut short), even where a partial read would not notice.
         if let BytesRepresentation::FixedSize(n) = decoded_representation

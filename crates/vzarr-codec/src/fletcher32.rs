@@ -39,6 +39,8 @@ use zarrs::array::codec::api::{
 use zarrs::metadata::Configuration;
 use zarrs::plugin::{ExtensionName, PluginCreateError, ZarrVersion};
 
+use crate::bounded::{WHOLE_CHUNK_DECODER, WHOLE_CHUNK_ENCODER};
+
 /// HDF5's Fletcher-32 checksum (`H5_checksum_fletcher32`), odd trailing byte included.
 pub fn h5_fletcher32(data: &[u8]) -> u32 {
     let mut sum1: u32 = 0;
@@ -95,16 +97,11 @@ impl CodecTraits for Fletcher32Codec {
     }
 
     fn partial_decoder_capability(&self) -> PartialDecoderCapability {
-        PartialDecoderCapability {
-            partial_read: false,
-            partial_decode: false,
-        }
+        WHOLE_CHUNK_DECODER
     }
 
     fn partial_encoder_capability(&self) -> PartialEncoderCapability {
-        PartialEncoderCapability {
-            partial_encode: false,
-        }
+        WHOLE_CHUNK_ENCODER
     }
 }
 

@@ -13,6 +13,7 @@
 
 mod aec;
 pub mod bitshuffle;
+mod bounded;
 pub mod bz2;
 pub mod filters;
 mod fletcher32;
@@ -24,9 +25,10 @@ pub mod zfp;
 mod zlib;
 mod zstd;
 
+pub use bounded::{BoundedCodec, BoundedDecompressor, UNBOUNDED_DECODE_LIMIT};
 pub use filters::{FILTER_CODEC_NAMES, FilterCodec};
 pub use fletcher32::{Fletcher32Codec, h5_fletcher32, register_zarrs_fixes};
-pub use zlib::{BoundedZlibCodec, UNBOUNDED_DECODE_LIMIT, inflate_bounded};
+pub use zlib::{BoundedZlibCodec, inflate_bounded};
 pub use zstd::{BoundedZstdCodec, zstd_decode_bounded};
 
 use std::borrow::Cow;

@@ -27,120 +27,29 @@
 //! # assert_eq!(codec, vzarr_core::Codec::Zlib { level: 4 });
 //! ```
 
-use std::borrow::Cow;
-use std::io::Read;
-use std::sync::Arc;
-
 use zarrs::array::codec::ZlibCodec;
-use zarrs::array::codec::api::{
-    ArrayBytesRaw, BytesRepresentation, BytesToBytesCodecTraits, CodecError, CodecMetadataOptions,
-    CodecOptions, CodecTraits, PartialDecoderCapability, PartialEncoderCapability,
-    RecommendedConcurrency,
-};
-use zarrs::metadata::Configuration;
-use zarrs::plugin::ZarrVersion;
+use zarrs::array::codec::api::CodecError;
 
-/// Largest decoded chunk when the metadata does not bound it (never the case for the fixed
-/// size data types vzarr writes).
-pub const UNBOUNDED_DECODE_LIMIT: u64 = 1 << 32;
+use crate::bounded::{BoundedCodec, BoundedDecompressor, read_bounded};
 
 /// `numcodecs.zlib` decoding at most the chunk's size.
-#[derive(Clone, Debug)]
-pub struct BoundedZlibCodec {
-    inner: ZlibCodec,
-}
-
-impl BoundedZlibCodec {
-    /// The bounded codec over zarrs' codec.
-    pub fn new(inner: ZlibCodec) -> Self {
-        BoundedZlibCodec { inner }
-    }
-}
+pub type BoundedZlibCodec = BoundedCodec<ZlibCodec>;
 
 /// Inflates `encoded` to at most `limit` bytes; more is an error.
 pub fn inflate_bounded(encoded: &[u8], limit: u64) -> Result<Vec<u8>, CodecError> {
-    let mut out = Vec::with_capacity(usize::try_from(limit.min(1 << 26)).unwrap_or(0));
-    flate2::read::ZlibDecoder::new(encoded)
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut out)?;
-    if out.len() as u64 > limit {
-        return Err(CodecError::Other(format!(
-            "zlib stream inflates past the {limit} bytes the chunk can hold"
-        )));
-    }
-    Ok(out)
+    read_bounded(
+        flate2::read::ZlibDecoder::new(encoded),
+        limit,
+        "zlib stream inflates",
+    )
 }
 
-impl CodecTraits for BoundedZlibCodec {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
+impl BoundedDecompressor for ZlibCodec {
+    const NAME_V3: &'static str = "numcodecs.zlib";
+    const NAME_V2: &'static str = "zlib";
 
-    fn configuration(
-        &self,
-        version: ZarrVersion,
-        options: &CodecMetadataOptions,
-    ) -> Option<Configuration> {
-        self.inner.configuration(version, options)
-    }
-
-    fn partial_decoder_capability(&self) -> PartialDecoderCapability {
-        PartialDecoderCapability {
-            partial_read: false,
-            partial_decode: false,
-        }
-    }
-
-    fn partial_encoder_capability(&self) -> PartialEncoderCapability {
-        PartialEncoderCapability {
-            partial_encode: false,
-        }
-    }
-}
-
-impl zarrs::plugin::ExtensionName for BoundedZlibCodec {
-    fn name(&self, version: ZarrVersion) -> Option<Cow<'static, str>> {
-        Some(Cow::Borrowed(match version {
-            ZarrVersion::V3 => "numcodecs.zlib",
-            ZarrVersion::V2 => "zlib",
-        }))
-    }
-}
-
-impl BytesToBytesCodecTraits for BoundedZlibCodec {
-    fn into_dyn(self: Arc<Self>) -> Arc<dyn BytesToBytesCodecTraits> {
-        self as Arc<dyn BytesToBytesCodecTraits>
-    }
-
-    fn recommended_concurrency(
-        &self,
-        decoded_representation: &BytesRepresentation,
-    ) -> Result<RecommendedConcurrency, CodecError> {
-        self.inner.recommended_concurrency(decoded_representation)
-    }
-
-    fn encode<'a>(
-        &self,
-        decoded: ArrayBytesRaw<'a>,
-        options: &CodecOptions,
-    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        self.inner.encode(decoded, options)
-    }
-
-    fn decode<'a>(
-        &self,
-        encoded: ArrayBytesRaw<'a>,
-        decoded_representation: &BytesRepresentation,
-        _options: &CodecOptions,
-    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        let limit = decoded_representation
-            .size()
-            .unwrap_or(UNBOUNDED_DECODE_LIMIT);
-        Ok(Cow::Owned(inflate_bounded(&encoded, limit)?))
-    }
-
-    fn encoded_representation(&self, decoded: &BytesRepresentation) -> BytesRepresentation {
-        self.inner.encoded_representation(decoded)
+    fn decode_bounded(encoded: &[u8], limit: u64) -> Result<Vec<u8>, CodecError> {
+        inflate_bounded(encoded, limit)
     }
 }
 

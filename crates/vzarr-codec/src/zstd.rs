@@ -27,119 +27,30 @@
 //! # assert_eq!(codec, vzarr_core::Codec::Zstd { level: 3 });
 //! ```
 
-use std::borrow::Cow;
-use std::io::Read;
-use std::sync::Arc;
-
 use zarrs::array::codec::ZstdCodec;
-use zarrs::array::codec::api::{
-    ArrayBytesRaw, BytesRepresentation, BytesToBytesCodecTraits, CodecError, CodecMetadataOptions,
-    CodecOptions, CodecTraits, PartialDecoderCapability, PartialEncoderCapability,
-    RecommendedConcurrency,
-};
-use zarrs::metadata::Configuration;
-use zarrs::plugin::ZarrVersion;
+use zarrs::array::codec::api::CodecError;
 
-use crate::UNBOUNDED_DECODE_LIMIT;
+use crate::bounded::{BoundedCodec, BoundedDecompressor, read_bounded};
 
 /// `zstd` decoding at most the chunk's size.
-#[derive(Clone, Debug)]
-pub struct BoundedZstdCodec {
-    inner: ZstdCodec,
-}
-
-impl BoundedZstdCodec {
-    /// The bounded codec over zarrs' codec.
-    pub fn new(inner: ZstdCodec) -> Self {
-        BoundedZstdCodec { inner }
-    }
-}
+pub type BoundedZstdCodec = BoundedCodec<ZstdCodec>;
 
 /// Decodes the zstd frames of `encoded` to at most `limit` bytes; more is an error, as is
 /// anything that is not zstd. The content size a frame declares is not trusted.
 pub fn zstd_decode_bounded(encoded: &[u8], limit: u64) -> Result<Vec<u8>, CodecError> {
-    let mut out = Vec::with_capacity(usize::try_from(limit.min(1 << 26)).unwrap_or(0));
-    ::zstd::stream::read::Decoder::new(encoded)?
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut out)?;
-    if out.len() as u64 > limit {
-        return Err(CodecError::Other(format!(
-            "zstd frame decodes past the {limit} bytes the chunk can hold"
-        )));
-    }
-    Ok(out)
+    read_bounded(
+        ::zstd::stream::read::Decoder::new(encoded)?,
+        limit,
+        "zstd frame decodes",
+    )
 }
 
-impl CodecTraits for BoundedZstdCodec {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
+impl BoundedDecompressor for ZstdCodec {
+    const NAME_V3: &'static str = "zstd";
+    const NAME_V2: &'static str = "zstd";
 
-    fn configuration(
-        &self,
-        version: ZarrVersion,
-        options: &CodecMetadataOptions,
-    ) -> Option<Configuration> {
-        self.inner.configuration(version, options)
-    }
-
-    fn partial_decoder_capability(&self) -> PartialDecoderCapability {
-        PartialDecoderCapability {
-            partial_read: false,
-            partial_decode: false,
-        }
-    }
-
-    fn partial_encoder_capability(&self) -> PartialEncoderCapability {
-        PartialEncoderCapability {
-            partial_encode: false,
-        }
-    }
-}
-
-impl zarrs::plugin::ExtensionName for BoundedZstdCodec {
-    fn name(&self, version: ZarrVersion) -> Option<Cow<'static, str>> {
-        Some(Cow::Borrowed(match version {
-            ZarrVersion::V3 => "zstd",
-            ZarrVersion::V2 => "zstd",
-        }))
-    }
-}
-
-impl BytesToBytesCodecTraits for BoundedZstdCodec {
-    fn into_dyn(self: Arc<Self>) -> Arc<dyn BytesToBytesCodecTraits> {
-        self as Arc<dyn BytesToBytesCodecTraits>
-    }
-
-    fn recommended_concurrency(
-        &self,
-        decoded_representation: &BytesRepresentation,
-    ) -> Result<RecommendedConcurrency, CodecError> {
-        self.inner.recommended_concurrency(decoded_representation)
-    }
-
-    fn encode<'a>(
-        &self,
-        decoded: ArrayBytesRaw<'a>,
-        options: &CodecOptions,
-    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        self.inner.encode(decoded, options)
-    }
-
-    fn decode<'a>(
-        &self,
-        encoded: ArrayBytesRaw<'a>,
-        decoded_representation: &BytesRepresentation,
-        _options: &CodecOptions,
-    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        let limit = decoded_representation
-            .size()
-            .unwrap_or(UNBOUNDED_DECODE_LIMIT);
-        Ok(Cow::Owned(zstd_decode_bounded(&encoded, limit)?))
-    }
-
-    fn encoded_representation(&self, decoded: &BytesRepresentation) -> BytesRepresentation {
-        self.inner.encoded_representation(decoded)
+    fn decode_bounded(encoded: &[u8], limit: u64) -> Result<Vec<u8>, CodecError> {
+        zstd_decode_bounded(encoded, limit)
     }
 }
 
