@@ -331,18 +331,10 @@ pub(crate) fn hdf5_read(
                         H5Screate_simple(rank, count.as_ptr(), ptr::null()),
                         H5Sclose,
                     );
-                    if mem.0 < 0
-                        || H5Sselect_hyperslab(
-                            space.0,
-                            H5S_seloper_t::H5S_SELECT_SET,
-                            start.as_ptr(),
-                            ptr::null(),
-                            count.as_ptr(),
-                            ptr::null(),
-                        ) < 0
-                    {
+                    if mem.0 < 0 {
                         return Err("hyperslab selection failed".into());
                     }
+                    select_region(space.0, start, count)?;
                     H5Dread(
                         id,
                         ftype.0,
@@ -362,6 +354,30 @@ pub(crate) fn hdf5_read(
             Ok(SourceValues { dtype, bytes: buf })
         }
     })
+}
+
+/// Selects the region `start`+`count` of the dataspace `space` (a hyperslab, the selection
+/// `H5Dread` then reads).
+///
+/// # Safety
+/// `space` a valid dataspace identifier of as many dimensions as `start` and `count` have;
+/// call inside `hdf5::sync::sync`.
+unsafe fn select_region(space: hid_t, start: &[u64], count: &[u64]) -> Result<(), String> {
+    // SAFETY: the caller's dataspace; `start` and `count` hold one value per dimension.
+    let status = unsafe {
+        H5Sselect_hyperslab(
+            space,
+            H5S_seloper_t::H5S_SELECT_SET,
+            start.as_ptr(),
+            ptr::null(),
+            count.as_ptr(),
+            ptr::null(),
+        )
+    };
+    if status < 0 {
+        return Err("hyperslab selection failed".into());
+    }
+    Ok(())
 }
 
 /// Reads the region `start`+`count` (`n` elements) of a variable-length string dataset `id`
@@ -407,17 +423,8 @@ unsafe fn hdf5_read_strings(
         if mem.0 < 0 {
             return Err("cannot make the memory dataspace".into());
         }
-        if rank > 0
-            && H5Sselect_hyperslab(
-                space,
-                H5S_seloper_t::H5S_SELECT_SET,
-                start.as_ptr(),
-                ptr::null(),
-                count.as_ptr(),
-                ptr::null(),
-            ) < 0
-        {
-            return Err("hyperslab selection failed".into());
+        if rank > 0 {
+            select_region(space, start, count)?;
         }
         let mut buf: Vec<*mut std::ffi::c_char> = vec![ptr::null_mut(); n];
         let status = H5Dread(

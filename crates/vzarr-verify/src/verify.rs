@@ -364,6 +364,21 @@ struct ChunkCtx<'a> {
     count: &'a [u64],
 }
 
+impl ChunkCtx<'_> {
+    /// The mismatch of this chunk when a side could not be read or compared: no values
+    /// differ, `reason` says why, `source` is the source it concerns.
+    fn unreadable(&self, source: String, reason: String) -> Mismatch {
+        Mismatch {
+            array: self.path.to_string(),
+            chunk: self.idx.to_vec(),
+            source,
+            differing: 0,
+            first_index: None,
+            reason,
+        }
+    }
+}
+
 /// The path in the source of the array at `path`: each component's source name, kept in the
 /// attribute `vzarr:original_name` of groups and arrays whose names were mapped.
 fn source_path(ds: &vzarr_core::VirtualDataset, path: &str) -> String {
@@ -475,17 +490,13 @@ fn check_chunk(
         vzarr_read::max_chunk_bytes(c.array)
     };
     if region > limit || nominal > limit {
-        let m = Mismatch {
-            array: c.path.to_string(),
-            chunk: c.idx.to_vec(),
-            source: String::new(),
-            differing: 0,
-            first_index: None,
-            reason: format!(
+        let m = c.unreadable(
+            String::new(),
+            format!(
                 "chunk of {} bytes is too large to verify in memory (limit {limit} bytes)",
                 region.max(nominal)
             ),
-        };
+        );
         let mut counted = false;
         fail(report, opts, m, &mut counted);
         return;
@@ -508,14 +519,10 @@ fn check_chunk(
     let ours = match ours() {
         Ok(b) => b,
         Err(e) => {
-            let m = Mismatch {
-                array: c.path.to_string(),
-                chunk: c.idx.to_vec(),
-                source: first_url,
-                differing: 0,
-                first_index: None,
-                reason: format!("reading through the manifest failed: {e}"),
-            };
+            let m = c.unreadable(
+                first_url,
+                format!("reading through the manifest failed: {e}"),
+            );
             fail(report, opts, m, &mut counted);
             return;
         }
@@ -525,14 +532,7 @@ fn check_chunk(
         match vlen_utf8::decode(&ours, n as usize) {
             Ok(v) => v,
             Err(e) => {
-                let m = Mismatch {
-                    array: c.path.to_string(),
-                    chunk: c.idx.to_vec(),
-                    source: first_url,
-                    differing: 0,
-                    first_index: None,
-                    reason: format!("decoded strings unreadable: {e}"),
-                };
+                let m = c.unreadable(first_url, format!("decoded strings unreadable: {e}"));
                 fail(report, opts, m, &mut counted);
                 return;
             }
@@ -541,14 +541,10 @@ fn check_chunk(
         Vec::new()
     };
     if !strings && ours.len() as u64 != region {
-        let m = Mismatch {
-            array: c.path.to_string(),
-            chunk: c.idx.to_vec(),
-            source: first_url,
-            differing: 0,
-            first_index: None,
-            reason: format!("decoded {} bytes, expected {region}", ours.len()),
-        };
+        let m = c.unreadable(
+            first_url,
+            format!("decoded {} bytes, expected {region}", ours.len()),
+        );
         fail(report, opts, m, &mut counted);
         return;
     }
@@ -569,14 +565,10 @@ fn check_chunk(
         let theirs = match direct.read(&s.url, c.source_path, &src_start, &src_count) {
             Ok(v) => v,
             Err(e) => {
-                let m = Mismatch {
-                    array: c.path.to_string(),
-                    chunk: c.idx.to_vec(),
-                    source: s.url.clone(),
-                    differing: 0,
-                    first_index: None,
-                    reason: format!("reading the source directly failed: {e}"),
-                };
+                let m = c.unreadable(
+                    s.url.clone(),
+                    format!("reading the source directly failed: {e}"),
+                );
                 fail(report, opts, m, &mut counted);
                 continue;
             }
