@@ -15,7 +15,7 @@ use crate::btree::v1;
 use crate::btree::v2::BTreeV2;
 use crate::decode::Cursor;
 use crate::error::{Error, Result, ResultExt};
-use crate::file::{File, expect_signature};
+use crate::file::File;
 use crate::heap::fractal::FractalHeap;
 use crate::heap::local;
 use crate::messages::datatype::CharacterSet;
@@ -183,17 +183,8 @@ impl File {
                 self.prefetch(&ranges);
             }
             let mut img = self.read_upto(WHAT_SNOD, addr, full)?;
-            expect_signature(WHAT_SNOD, addr, &img, "SNOD")?;
             let mut c = Cursor::new(&img, WHAT_SNOD, addr, sizes);
-            c.skip(4)?;
-            let version = c.u8()?;
-            if version != 1 {
-                return Err(Error::Version {
-                    structure: WHAT_SNOD,
-                    address: addr,
-                    version,
-                });
-            }
+            c.prefix("SNOD", 1)?;
             c.skip(1)?;
             let n = usize::from(c.u16()?);
             let need = 8 + n * entry;
