@@ -230,13 +230,7 @@ impl File {
     /// Links of a dense group; with `only`, just those whose name hash matches it.
     fn dense_links_matching(&self, li: &LinkInfo, only: Option<&[u8]>) -> Result<Vec<Link>> {
         let want = only.map(|n| crate::checksum::lookup3(n, 0));
-        let (Some(heap_addr), Some(bt_addr)) = (li.heap_address, li.name_index_address) else {
-            return Err(Error::invalid(
-                "link info message",
-                0,
-                "dense storage without a name index",
-            ));
-        };
+        let (heap_addr, bt_addr) = li.heap_and_name_index("link info message")?;
         let heap = FractalHeap::open(self, heap_addr)?;
         let bt = BTreeV2::open(self, bt_addr, Some(5))?;
         let sizes = self.sizes();

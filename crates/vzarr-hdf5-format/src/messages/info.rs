@@ -6,7 +6,7 @@
 //! bytes for links, 2 for attributes): one type, [`DenseStorageInfo`], holds either.
 
 use crate::decode::Cursor;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Link info or attribute info message: where links or attributes are kept in dense storage.
 /// `I` is the type of the largest creation index (`u64` for links, `u16` for attributes).
@@ -25,6 +25,21 @@ pub struct DenseStorageInfo<I> {
     /// v2 B-tree creation-order index of dense storage (record type 6 for links, 9 for
     /// attributes).
     pub creation_order_index_address: Option<u64>,
+}
+
+impl<I> DenseStorageInfo<I> {
+    /// Addresses of the fractal heap and the name index of dense storage; an error naming
+    /// the message `what` when either is undefined.
+    pub(crate) fn heap_and_name_index(&self, what: &'static str) -> Result<(u64, u64)> {
+        match (self.heap_address, self.name_index_address) {
+            (Some(heap), Some(name_index)) => Ok((heap, name_index)),
+            _ => Err(Error::invalid(
+                what,
+                0,
+                "dense storage without a name index",
+            )),
+        }
+    }
 }
 
 /// Decodes the message `what` (`"link info"` or `"attribute info"`, for errors), whose
