@@ -30,29 +30,40 @@ pub struct DateTime {
     nanosecond: u32,
 }
 
-/// Formats date-time fields as `YYYY-MM-DD HH:MM:SS[.ffffff|.fffffffff]`.
-fn format_fields(
-    year: i64,
-    month: u32,
-    day: u32,
-    hour: u32,
-    minute: u32,
-    second: u32,
-    nanosecond: u32,
-) -> String {
-    let y = if year < 0 {
-        format!("-{:04}", year.unsigned_abs())
-    } else {
-        format!("{year:04}")
-    };
-    let frac = if nanosecond == 0 {
-        String::new()
-    } else if nanosecond.is_multiple_of(1000) {
-        format!(".{:06}", nanosecond / 1000)
-    } else {
-        format!(".{nanosecond:09}")
-    };
-    format!("{y}-{month:02}-{day:02} {hour:02}:{minute:02}:{second:02}{frac}")
+/// The fields of a date-time as written, not yet checked against a calendar (wide enough
+/// for what parsers read).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Fields {
+    pub(crate) year: i64,
+    pub(crate) month: u32,
+    pub(crate) day: u32,
+    pub(crate) hour: u32,
+    pub(crate) minute: u32,
+    pub(crate) second: u32,
+    pub(crate) nanosecond: u32,
+}
+
+impl Fields {
+    /// Formats the fields as `YYYY-MM-DD HH:MM:SS[.ffffff|.fffffffff]`.
+    fn to_iso_string(self) -> String {
+        let (year, nanosecond) = (self.year, self.nanosecond);
+        let y = if year < 0 {
+            format!("-{:04}", year.unsigned_abs())
+        } else {
+            format!("{year:04}")
+        };
+        let frac = if nanosecond == 0 {
+            String::new()
+        } else if nanosecond.is_multiple_of(1000) {
+            format!(".{:06}", nanosecond / 1000)
+        } else {
+            format!(".{nanosecond:09}")
+        };
+        format!(
+            "{y}-{:02}-{:02} {:02}:{:02}:{:02}{frac}",
+            self.month, self.day, self.hour, self.minute, self.second
+        )
+    }
 }
 
 impl DateTime {
@@ -71,29 +82,26 @@ impl DateTime {
         minute: u32,
         second: u32,
     ) -> Result<DateTime> {
-        Self::checked(
-            calendar,
-            i64::from(year),
+        let fields = Fields {
+            year: year.into(),
             month,
             day,
             hour,
             minute,
             second,
-            0,
-        )
+            nanosecond: 0,
+        };
+        Self::checked(calendar, fields)
     }
 
     /// The same date-time with the fraction of the second set to `nanosecond` (0..1e9).
     pub fn with_nanosecond(self, nanosecond: u32) -> Result<DateTime> {
         Self::checked(
             self.calendar,
-            i64::from(self.year),
-            self.month.into(),
-            self.day.into(),
-            self.hour.into(),
-            self.minute.into(),
-            self.second.into(),
-            nanosecond,
+            Fields {
+                nanosecond,
+                ..self.fields()
+            },
         )
     }
 
@@ -105,17 +113,7 @@ impl DateTime {
                 calendar,
                 reason,
             })?;
-        let local = DateTime::checked(
-            calendar,
-            parsed.year,
-            parsed.month,
-            parsed.day,
-            parsed.hour,
-            parsed.minute,
-            parsed.second,
-            parsed.nanosecond,
-        )
-        .map_err(|e| match e {
+        let local = DateTime::checked(calendar, parsed.local).map_err(|e| match e {
             CfTimeError::InvalidDateTime { reason, .. } => CfTimeError::InvalidDateTime {
                 text: text.to_string(),
                 calendar,
@@ -138,22 +136,21 @@ impl DateTime {
     }
 
     /// Validating constructor over wide integer fields (used by parsers).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn checked(
-        calendar: Calendar,
-        year: i64,
-        month: u32,
-        day: u32,
-        hour: u32,
-        minute: u32,
-        second: u32,
-        nanosecond: u32,
-    ) -> Result<DateTime> {
+    pub(crate) fn checked(calendar: Calendar, fields: Fields) -> Result<DateTime> {
         let fail = |reason: String| CfTimeError::InvalidDateTime {
-            text: format_fields(year, month, day, hour, minute, second, nanosecond),
+            text: fields.to_iso_string(),
             calendar,
             reason,
         };
+        let Fields {
+            year,
+            month,
+            day,
+            hour,
+            minute,
+            second,
+            nanosecond,
+        } = fields;
         if year < i64::from(MIN_YEAR) || year > i64::from(MAX_YEAR) {
             return Err(fail(format!(
                 "year {year} is outside the supported range {MIN_YEAR}..={MAX_YEAR}"
@@ -265,15 +262,20 @@ impl DateTime {
 
     /// `YYYY-MM-DD HH:MM:SS` plus `.ffffff` (or 9 digits) when there is a fraction; negative years as `-YYYY`.
     pub fn to_iso_string(&self) -> String {
-        format_fields(
-            self.year.into(),
-            self.month.into(),
-            self.day.into(),
-            self.hour.into(),
-            self.minute.into(),
-            self.second.into(),
-            self.nanosecond,
-        )
+        self.fields().to_iso_string()
+    }
+
+    /// The fields of this date-time, widened.
+    fn fields(&self) -> Fields {
+        Fields {
+            year: self.year.into(),
+            month: self.month.into(),
+            day: self.day.into(),
+            hour: self.hour.into(),
+            minute: self.minute.into(),
+            second: self.second.into(),
+            nanosecond: self.nanosecond,
+        }
     }
 
     /// Key for ordering within one calendar.

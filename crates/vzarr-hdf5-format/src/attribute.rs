@@ -86,13 +86,7 @@ impl File {
     }
 
     fn dense_attributes(&self, info: &AttributeInfo) -> Result<Vec<Attribute>> {
-        let (Some(heap_addr), Some(bt_addr)) = (info.heap_address, info.name_index_address) else {
-            return Err(Error::invalid(
-                "attribute info message",
-                0,
-                "dense storage without a name index",
-            ));
-        };
+        let (heap_addr, bt_addr) = info.heap_and_name_index("attribute info message")?;
         let heap = FractalHeap::open(self, heap_addr)?;
         let bt = BTreeV2::open(self, bt_addr, Some(8))?;
         let sizes = self.sizes();

@@ -50,11 +50,6 @@ impl<'a> Cursor<'a> {
         self.buf.len() - self.pos
     }
 
-    /// The whole slice this cursor reads.
-    pub(crate) fn buf(&self) -> &'a [u8] {
-        self.buf
-    }
-
     /// Absolute file offset of the current position.
     pub(crate) fn here(&self) -> u64 {
         self.addr.saturating_add(self.pos as u64)
@@ -72,6 +67,32 @@ impl<'a> Cursor<'a> {
 
     pub(crate) fn invalid(&self, detail: impl Into<String>) -> Error {
         Error::invalid(self.what, self.addr, detail)
+    }
+
+    /// Checks that the structure starts with the 4-byte signature `sig` and steps past it.
+    pub(crate) fn signature(&mut self, sig: &'static str) -> Result<()> {
+        crate::file::expect_signature(self.what, self.addr, self.buf, sig)?;
+        self.skip(4)
+    }
+
+    /// Reads a version byte, an [`Error::Version`] unless it is `expected`.
+    pub(crate) fn version(&mut self, expected: u8) -> Result<()> {
+        let version = self.u8()?;
+        if version != expected {
+            return Err(Error::Version {
+                structure: self.what,
+                address: self.addr,
+                version,
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks the signature `sig` and the version byte after it (see [`Cursor::signature`],
+    /// [`Cursor::version`]).
+    pub(crate) fn prefix(&mut self, sig: &'static str, version: u8) -> Result<()> {
+        self.signature(sig)?;
+        self.version(version)
     }
 
     pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {

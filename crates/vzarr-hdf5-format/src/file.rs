@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
 
-use crate::decode::Sizes;
+use crate::decode::{Cursor, Sizes};
 use crate::error::{Error, Result};
 use crate::heap::global::GlobalHeapCache;
 use crate::object_header::ObjectHeader;
@@ -20,6 +20,10 @@ use crate::superblock::{self, Superblock};
 /// in any file the library writes (the largest are global heap collections and huge heap
 /// objects holding big attribute values).
 pub const MAX_READ: u64 = 512 << 20;
+
+/// Bytes of the signature and version byte that begin a structure read with
+/// [`File::read_signed`].
+pub(crate) const SIGNED_PREFIX: usize = 5;
 
 /// An HDF5 file opened for reading its structure.
 ///
@@ -174,6 +178,26 @@ impl File {
         } else {
             Ok(())
         }
+    }
+
+    /// Reads the `len` bytes of a structure at `addr` that starts with the signature `sig` and
+    /// a version byte and ends with the checksum of the rest; checks the signature, then the
+    /// checksum (when checksums are verified), then that the version is `version`. The fields
+    /// start at byte [`SIGNED_PREFIX`].
+    pub(crate) fn read_signed(
+        &self,
+        what: &'static str,
+        addr: u64,
+        len: u64,
+        sig: &'static str,
+        version: u8,
+    ) -> Result<Bytes> {
+        let img = self.read(what, addr, len)?;
+        let mut c = Cursor::new(&img, what, addr, self.sizes);
+        c.signature(sig)?;
+        self.verify_trailing(what, addr, &img)?;
+        c.version(version)?;
+        Ok(img)
     }
 
     /// Checks the checksum `stored` of `covered` (when checksums are verified).

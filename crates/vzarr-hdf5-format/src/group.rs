@@ -15,7 +15,7 @@ use crate::btree::v1;
 use crate::btree::v2::BTreeV2;
 use crate::decode::Cursor;
 use crate::error::{Error, Result, ResultExt};
-use crate::file::{File, expect_signature};
+use crate::file::File;
 use crate::heap::fractal::FractalHeap;
 use crate::heap::local;
 use crate::messages::datatype::CharacterSet;
@@ -183,17 +183,8 @@ impl File {
                 self.prefetch(&ranges);
             }
             let mut img = self.read_upto(WHAT_SNOD, addr, full)?;
-            expect_signature(WHAT_SNOD, addr, &img, "SNOD")?;
             let mut c = Cursor::new(&img, WHAT_SNOD, addr, sizes);
-            c.skip(4)?;
-            let version = c.u8()?;
-            if version != 1 {
-                return Err(Error::Version {
-                    structure: WHAT_SNOD,
-                    address: addr,
-                    version,
-                });
-            }
+            c.prefix("SNOD", 1)?;
             c.skip(1)?;
             let n = usize::from(c.u16()?);
             let need = 8 + n * entry;
@@ -239,13 +230,7 @@ impl File {
     /// Links of a dense group; with `only`, just those whose name hash matches it.
     fn dense_links_matching(&self, li: &LinkInfo, only: Option<&[u8]>) -> Result<Vec<Link>> {
         let want = only.map(|n| crate::checksum::lookup3(n, 0));
-        let (Some(heap_addr), Some(bt_addr)) = (li.heap_address, li.name_index_address) else {
-            return Err(Error::invalid(
-                "link info message",
-                0,
-                "dense storage without a name index",
-            ));
-        };
+        let (heap_addr, bt_addr) = li.heap_and_name_index("link info message")?;
         let heap = FractalHeap::open(self, heap_addr)?;
         let bt = BTreeV2::open(self, bt_addr, Some(5))?;
         let sizes = self.sizes();

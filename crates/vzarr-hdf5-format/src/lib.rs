@@ -80,6 +80,7 @@ pub use messages::datatype::{
 };
 pub use messages::fill::{AllocationTime, FillStatus, FillTime, FillValue};
 pub use messages::filters::{Filter, FilterPipeline};
+pub use messages::info::DenseStorageInfo;
 pub use messages::layout::{ChunkIndex, ChunkedLayout, Layout, LayoutMessage};
 pub use messages::link::{GroupInfo, Link, LinkInfo, LinkTarget, SymbolTable};
 pub use object_header::{Message, ObjectHeader, ObjectTimes};

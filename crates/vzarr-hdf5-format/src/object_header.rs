@@ -149,14 +149,7 @@ fn read_inner(file: &File, addr: u64, available: bool) -> Result<ObjectHeader> {
     let (chunk0, msgs): (Bytes, Range<usize>) = if first.starts_with(b"OHDR") {
         let mut c = Cursor::new(&first, WHAT, addr, sizes);
         c.skip(4)?;
-        let version = c.u8()?;
-        if version != 2 {
-            return Err(Error::Version {
-                structure: WHAT,
-                address: addr,
-                version,
-            });
-        }
+        c.version(2)?;
         let flags = c.u8()?;
         oh.version = 2;
         oh.flags = flags;

@@ -63,11 +63,63 @@ impl Superblock {
 
 const WHAT: &str = "superblock";
 
-fn check_size(c: &Cursor, what: &str, v: u8) -> Result<u8> {
+/// Reads the size of offsets or lengths (`what`), which must be 2, 4 or 8.
+fn read_size(c: &mut Cursor, what: &str) -> Result<u8> {
+    let v = c.u8()?;
     if matches!(v, 2 | 4 | 8) {
         Ok(v)
     } else {
         Err(c.invalid(format!("size of {what} is {v}, not 2, 4 or 8")))
+    }
+}
+
+/// Switches `c` to the sizes of offsets `so` and lengths `sl`, relative to the superblock's
+/// offset, then reads the base address, the address after it (free space info in versions 0
+/// and 1, the superblock extension in versions 2 and 3) and the end of file address.
+fn read_addresses(c: &mut Cursor, so: u8, sl: u8) -> Result<(Option<u64>, u64)> {
+    c.sizes = Sizes {
+        offset: so,
+        length: sl,
+        base: c.addr,
+    };
+    // Stored base address: the library replaces it by the superblock's offset.
+    let _stored_base = c.uint(usize::from(so))?;
+    let next = c.addr()?;
+    let eof = c.uint(usize::from(so))?;
+    Ok((next, eof))
+}
+
+/// Reads the address of the root group's object header, which must be defined.
+fn read_root(c: &mut Cursor) -> Result<u64> {
+    c.addr()?
+        .ok_or_else(|| c.invalid("undefined root group object header address"))
+}
+
+/// The superblock of `version` at `offset` with the fields all versions store, and those
+/// only versions 0 and 1 store set as the library does for versions 2 and 3 (no driver info
+/// block; K values 4, 16 and 32).
+fn common(
+    version: u8,
+    offset: u64,
+    (so, sl): (u8, u8),
+    consistency_flags: u32,
+    root: u64,
+    eof: u64,
+) -> Superblock {
+    Superblock {
+        version,
+        address: offset,
+        base_address: offset,
+        size_of_offsets: so,
+        size_of_lengths: sl,
+        consistency_flags,
+        root_object_header: root,
+        end_of_file: undefined_to_none(eof, so),
+        extension: None,
+        driver_info: None,
+        group_leaf_k: 4,
+        group_internal_k: 16,
+        chunk_btree_k: 32,
     }
 }
 
@@ -113,10 +165,8 @@ fn decode_at(storage: &dyn Storage, offset: u64, verify_checksum: bool) -> Resul
             let _root_stab_version = c.u8()?;
             c.skip(1)?;
             let _shared_header_version = c.u8()?;
-            let so = c.u8()?;
-            check_size(&c, "offsets", so)?;
-            let sl = c.u8()?;
-            check_size(&c, "lengths", sl)?;
+            let so = read_size(&mut c, "offsets")?;
+            let sl = read_size(&mut c, "lengths")?;
             c.skip(1)?;
             let group_leaf_k = c.u16()?;
             let group_internal_k = c.u16()?;
@@ -128,75 +178,35 @@ fn decode_at(storage: &dyn Storage, offset: u64, verify_checksum: bool) -> Resul
             } else {
                 32
             };
-            c.sizes = Sizes {
-                offset: so,
-                length: sl,
-                base: offset,
-            };
-            // Stored base address: the library replaces it by the superblock's offset.
-            let _stored_base = c.uint(usize::from(so))?;
-            let _free_space = c.addr()?;
-            let eof = c.uint(usize::from(so))?;
+            let (_free_space, eof) = read_addresses(&mut c, so, sl)?;
             let driver_info = c.addr()?;
             // Root group symbol table entry; its cached scratch-pad is not trusted.
             let _name_offset = c.length()?;
-            let root = c
-                .addr()?
-                .ok_or_else(|| c.invalid("undefined root group object header address"))?;
+            let root = read_root(&mut c)?;
             if group_leaf_k == 0 || group_internal_k == 0 || chunk_btree_k == 0 {
                 return Err(c.invalid("a B-tree K value is 0"));
             }
             Superblock {
-                version,
-                address: offset,
-                base_address: offset,
-                size_of_offsets: so,
-                size_of_lengths: sl,
-                consistency_flags,
-                root_object_header: root,
-                end_of_file: undefined_to_none(eof, so),
-                extension: None,
                 driver_info,
                 group_leaf_k,
                 group_internal_k,
                 chunk_btree_k,
+                ..common(version, offset, (so, sl), consistency_flags, root, eof)
             }
         }
         2 | 3 => {
-            let so = c.u8()?;
-            check_size(&c, "offsets", so)?;
-            let sl = c.u8()?;
-            check_size(&c, "lengths", sl)?;
+            let so = read_size(&mut c, "offsets")?;
+            let sl = read_size(&mut c, "lengths")?;
             let consistency_flags = u32::from(c.u8()?);
-            c.sizes = Sizes {
-                offset: so,
-                length: sl,
-                base: offset,
-            };
-            let _stored_base = c.uint(usize::from(so))?;
-            let extension = c.addr()?;
-            let eof = c.uint(usize::from(so))?;
-            let root = c
-                .addr()?
-                .ok_or_else(|| c.invalid("undefined root group object header address"))?;
+            let (extension, eof) = read_addresses(&mut c, so, sl)?;
+            let root = read_root(&mut c)?;
             let covered = c.pos();
             if verify_checksum || buf.len() < covered + 4 {
                 checksum::verify(WHAT, offset, &buf[..covered], &buf[covered..])?;
             }
             Superblock {
-                version,
-                address: offset,
-                base_address: offset,
-                size_of_offsets: so,
-                size_of_lengths: sl,
-                consistency_flags,
-                root_object_header: root,
-                end_of_file: undefined_to_none(eof, so),
                 extension,
-                driver_info: None,
-                group_leaf_k: 4,
-                group_internal_k: 16,
-                chunk_btree_k: 32,
+                ..common(version, offset, (so, sl), consistency_flags, root, eof)
             }
         }
         v => {

@@ -285,15 +285,7 @@ pub(crate) fn slice_prefix_items<T: Clone>(
     axis: usize,
     keep: u64,
 ) -> Vec<T> {
-    let outer: u64 = shape[..axis].iter().product();
-    let inner = shape[axis + 1..].iter().product::<u64>() as usize;
-    let stride = shape[axis] as usize * inner;
-    let run = keep as usize * inner;
-    let mut out = Vec::with_capacity(outer as usize * run);
-    for o in 0..outer as usize {
-        out.extend_from_slice(&items[o * stride..o * stride + run]);
-    }
-    out
+    slice_prefix_units(items, shape, axis, keep, 1)
 }
 
 /// Keeps the first `keep` indices along `axis` of a C-order chunk of `shape`.
@@ -304,13 +296,25 @@ pub(crate) fn slice_prefix(
     keep: u64,
     esize: usize,
 ) -> Vec<u8> {
+    slice_prefix_units(raw, shape, axis, keep, esize)
+}
+
+/// Keeps the first `keep` indices along `axis` of a C-order chunk of `shape` whose elements
+/// are `unit` consecutive items of `items` each.
+fn slice_prefix_units<T: Clone>(
+    items: &[T],
+    shape: &[u64],
+    axis: usize,
+    keep: u64,
+    unit: usize,
+) -> Vec<T> {
     let outer: u64 = shape[..axis].iter().product();
-    let inner = shape[axis + 1..].iter().product::<u64>() as usize * esize;
+    let inner = shape[axis + 1..].iter().product::<u64>() as usize * unit;
     let stride = shape[axis] as usize * inner;
     let run = keep as usize * inner;
     let mut out = Vec::with_capacity(outer as usize * run);
     for o in 0..outer as usize {
-        out.extend_from_slice(&raw[o * stride..o * stride + run]);
+        out.extend_from_slice(&items[o * stride..o * stride + run]);
     }
     out
 }

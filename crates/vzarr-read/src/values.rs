@@ -340,6 +340,42 @@ pub struct Difference {
     pub theirs: String,
 }
 
+impl Difference {
+    /// `ours` values against `theirs` values: lists of different lengths differ from the
+    /// first position on.
+    fn lengths(ours: usize, theirs: usize) -> Difference {
+        Difference {
+            count: ours.max(theirs) as u64,
+            first: 0,
+            ours: format!("{ours} values"),
+            theirs: format!("{theirs} values"),
+        }
+    }
+
+    /// Compares the pairs of values `pair(i)` for `i` in `0..n` with `equal`, counting those
+    /// that differ; `texts` gives the first differing pair as text, ours then theirs. `None`
+    /// when all are equal.
+    fn tally<A, B>(
+        n: usize,
+        pair: impl Fn(usize) -> (A, B),
+        equal: impl Fn(&A, &B) -> bool,
+        texts: impl FnOnce(A, B) -> (String, String),
+    ) -> Option<Difference> {
+        let mut at = (0..n)
+            .map(|i| (i, pair(i)))
+            .filter(|(_, (a, b))| !equal(a, b));
+        let (first, (a, b)) = at.next()?;
+        let count = 1 + at.count() as u64;
+        let (ours, theirs) = texts(a, b);
+        Some(Difference {
+            count,
+            first,
+            ours,
+            theirs,
+        })
+    }
+}
+
 fn as_i128(s: Scalar<'_>) -> Option<i128> {
     match s {
         Scalar::Bool(v) => Some(i128::from(v)),
@@ -381,35 +417,22 @@ pub fn compare(
     let (ea, eb) = (ours_dt.size().max(1), theirs_dt.size().max(1));
     let n = ours.len() / ea;
     if theirs.len() / eb != n {
-        return Some(Difference {
-            count: n.max(theirs.len() / eb) as u64,
-            first: 0,
-            ours: format!("{n} values"),
-            theirs: format!("{} values", theirs.len() / eb),
-        });
+        return Some(Difference::lengths(n, theirs.len() / eb));
     }
     if ours_dt == theirs_dt && ours == theirs {
         return None;
     }
-    let mut diff: Option<Difference> = None;
-    for i in 0..n {
-        let a = &ours[i * ea..(i + 1) * ea];
-        let b = &theirs[i * eb..(i + 1) * eb];
-        if !element_equal(&ours_dt, a, &theirs_dt, b) {
-            match &mut diff {
-                Some(d) => d.count += 1,
-                None => {
-                    diff = Some(Difference {
-                        count: 1,
-                        first: i,
-                        ours: scalar(&ours_dt, a).to_text(),
-                        theirs: scalar(&theirs_dt, b).to_text(),
-                    });
-                }
-            }
-        }
-    }
-    diff
+    Difference::tally(
+        n,
+        |i| (&ours[i * ea..(i + 1) * ea], &theirs[i * eb..(i + 1) * eb]),
+        |a, b| element_equal(&ours_dt, a, &theirs_dt, b),
+        |a, b| {
+            (
+                scalar(&ours_dt, a).to_text(),
+                scalar(&theirs_dt, b).to_text(),
+            )
+        },
+    )
 }
 
 /// Whether element `a` of type `ta` and element `b` of type `tb` hold the same value: of one
@@ -470,31 +493,14 @@ pub fn compare_strings<A: AsRef<str>, B: AsRef<str>>(
     theirs: &[B],
 ) -> Option<Difference> {
     if ours.len() != theirs.len() {
-        return Some(Difference {
-            count: ours.len().max(theirs.len()) as u64,
-            first: 0,
-            ours: format!("{} values", ours.len()),
-            theirs: format!("{} values", theirs.len()),
-        });
+        return Some(Difference::lengths(ours.len(), theirs.len()));
     }
-    let mut diff: Option<Difference> = None;
-    for (i, (a, b)) in ours.iter().zip(theirs).enumerate() {
-        let (a, b) = (a.as_ref(), b.as_ref());
-        if a != b {
-            match &mut diff {
-                Some(d) => d.count += 1,
-                None => {
-                    diff = Some(Difference {
-                        count: 1,
-                        first: i,
-                        ours: Scalar::Str(a).to_text(),
-                        theirs: Scalar::Str(b).to_text(),
-                    })
-                }
-            }
-        }
-    }
-    diff
+    Difference::tally(
+        ours.len(),
+        |i| (ours[i].as_ref(), theirs[i].as_ref()),
+        |a, b| a == b,
+        |a, b| (Scalar::Str(a).to_text(), Scalar::Str(b).to_text()),
+    )
 }
 
 /// Swaps each `esize`-byte element of `bytes` in place (big-endian to native on little-endian

@@ -170,17 +170,7 @@ impl Units {
             return Err(fail("missing reference date-time after 'since'".into()));
         }
         let p = parse_reference(reference).map_err(fail)?;
-        let local = DateTime::checked(
-            calendar,
-            p.year,
-            p.month,
-            p.day,
-            p.hour,
-            p.minute,
-            p.second,
-            p.nanosecond,
-        )
-        .map_err(|e| match e {
+        let local = DateTime::checked(calendar, p.local).map_err(|e| match e {
             CfTimeError::InvalidDateTime { reason, .. } => fail(format!(
                 "invalid reference date-time {reference:?}: {reason}"
             )),

@@ -2,18 +2,12 @@
 //! `DateTime` parses): a date, an optional time of day and an optional time zone, with a
 //! message naming what is wrong when the text is refused.
 
-use crate::datetime::{MAX_YEAR, MIN_YEAR};
+use crate::datetime::{Fields, MAX_YEAR, MIN_YEAR};
 
 /// Fields of a reference date-time as written (local time) plus its UTC offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ParsedReference {
-    pub(crate) year: i64,
-    pub(crate) month: u32,
-    pub(crate) day: u32,
-    pub(crate) hour: u32,
-    pub(crate) minute: u32,
-    pub(crate) second: u32,
-    pub(crate) nanosecond: u32,
+    pub(crate) local: Fields,
     pub(crate) utc_offset_minutes: i32,
 }
 
@@ -118,13 +112,12 @@ pub(crate) fn parse_reference(text: &str) -> std::result::Result<ParsedReference
     }
     let day = c.field("day", 2)?;
     let mut r = ParsedReference {
-        year,
-        month,
-        day,
-        hour: 0,
-        minute: 0,
-        second: 0,
-        nanosecond: 0,
+        local: Fields {
+            year,
+            month,
+            day,
+            ..Fields::default()
+        },
         utc_offset_minutes: 0,
     };
 
@@ -143,7 +136,7 @@ pub(crate) fn parse_reference(text: &str) -> std::result::Result<ParsedReference
     }
     if c.peek().is_some_and(|b| b.is_ascii_digit()) {
         has_time = true;
-        r.hour = c.field("hour", 2)?;
+        r.local.hour = c.field("hour", 2)?;
         if !c.eat(b':') {
             return Err(format!(
                 "expected hh:mm after the date, found {:?} (a bare number after the date is ambiguous: \
@@ -151,9 +144,9 @@ pub(crate) fn parse_reference(text: &str) -> std::result::Result<ParsedReference
                 c.rest()
             ));
         }
-        r.minute = c.field("minute", 2)?;
+        r.local.minute = c.field("minute", 2)?;
         if c.eat(b':') {
-            r.second = c.field("second", 2)?;
+            r.local.second = c.field("second", 2)?;
             if c.eat(b'.') {
                 let start = c.pos;
                 while c.peek().is_some_and(|b| b.is_ascii_digit()) {
@@ -169,7 +162,7 @@ pub(crate) fn parse_reference(text: &str) -> std::result::Result<ParsedReference
                     let d = frac.as_bytes().get(k).map_or(0, |b| u32::from(b - b'0'));
                     ns = ns * 10 + d;
                 }
-                r.nanosecond = ns;
+                r.local.nanosecond = ns;
             }
         }
     }

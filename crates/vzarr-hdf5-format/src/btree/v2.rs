@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use crate::decode::{Cursor, limit_enc_size};
 use crate::error::{Error, Result};
-use crate::file::{File, expect_signature};
+use crate::file::{File, SIGNED_PREFIX, expect_signature};
 
 const WHAT_HDR: &str = "v2 B-tree header";
 const WHAT_INT: &str = "v2 B-tree internal node";
@@ -64,19 +64,9 @@ impl BTreeV2 {
             + 2
             + u64::from(sizes.length)
             + 4;
-        let img = file.read(WHAT_HDR, addr, len)?;
-        expect_signature(WHAT_HDR, addr, &img, "BTHD")?;
-        file.verify_trailing(WHAT_HDR, addr, &img)?;
+        let img = file.read_signed(WHAT_HDR, addr, len, "BTHD", 0)?;
         let mut c = Cursor::new(&img, WHAT_HDR, addr, sizes);
-        c.skip(4)?;
-        let version = c.u8()?;
-        if version != 0 {
-            return Err(Error::Version {
-                structure: WHAT_HDR,
-                address: addr,
-                version,
-            });
-        }
+        c.skip(SIGNED_PREFIX)?;
         let t = c.u8()?;
         if let Some(want) = tree_type
             && t != want

@@ -19,10 +19,10 @@ use std::ops::Range;
 use bytes::Bytes;
 
 use super::fixed_array::Elements;
-use super::{Ctx, Scaler, Sink, bit};
+use super::{Ctx, Scaler, Sink, bit, check_block};
 use crate::decode::{Cursor, log2_floor};
 use crate::error::{Error, Result};
-use crate::file::expect_signature;
+use crate::file::SIGNED_PREFIX;
 
 const WHAT_HDR: &str = "extensible array header";
 const WHAT_IB: &str = "extensible array index block";
@@ -60,24 +60,9 @@ impl Params {
         4 + 1 + 1 + self.so + self.arr_off_size as u64 + 4
     }
 
+    /// Checks the prefix of a block of this array (see [`check_block`]).
     fn check(&self, c: &mut Cursor, sig: &'static str) -> Result<()> {
-        expect_signature(c.what, c.addr, c.buf(), sig)?;
-        c.skip(4)?;
-        let version = c.u8()?;
-        if version != 0 {
-            return Err(Error::Version {
-                structure: c.what,
-                address: c.addr,
-                version,
-            });
-        }
-        if c.u8()? != self.class {
-            return Err(c.invalid("array class differs from the header's"));
-        }
-        if c.addr()? != Some(self.hdr_addr) {
-            return Err(c.invalid("block belongs to another array"));
-        }
-        Ok(())
+        check_block(c, sig, self.class, self.hdr_addr)
     }
 }
 
@@ -87,19 +72,9 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
     let so = u64::from(sizes.offset);
     let hdr_addr = ctx.index_address;
     let hlen = 4 + 1 + 1 + 6 + 6 * u64::from(sizes.length) + so + 4;
-    let img = file.read(WHAT_HDR, hdr_addr, hlen)?;
-    expect_signature(WHAT_HDR, hdr_addr, &img, "EAHD")?;
-    file.verify_trailing(WHAT_HDR, hdr_addr, &img)?;
+    let img = file.read_signed(WHAT_HDR, hdr_addr, hlen, "EAHD", 0)?;
     let mut c = Cursor::new(&img, WHAT_HDR, hdr_addr, sizes);
-    c.skip(4)?;
-    let version = c.u8()?;
-    if version != 0 {
-        return Err(Error::Version {
-            structure: WHAT_HDR,
-            address: hdr_addr,
-            version,
-        });
-    }
+    c.skip(SIGNED_PREFIX)?;
     let class = c.u8()?;
     if class != u8::from(ctx.filtered) {
         return Err(c.invalid(format!("array class {class} does not match the pipeline")));

@@ -9,10 +9,10 @@
 
 use std::ops::Range;
 
-use super::{ChunkRecord, Ctx, Scaler, Sink, bit};
+use super::{ChunkRecord, Ctx, Scaler, Sink, bit, check_block};
 use crate::decode::{Cursor, le_uint};
 use crate::error::{Error, Result};
-use crate::file::expect_signature;
+use crate::file::SIGNED_PREFIX;
 
 const WHAT_HDR: &str = "fixed array header";
 const WHAT_DB: &str = "fixed array data block";
@@ -110,19 +110,9 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
     let so = u64::from(sizes.offset);
     let hdr_addr = ctx.index_address;
     let hlen = 4 + 1 + 1 + 1 + 1 + u64::from(sizes.length) + so + 4;
-    let img = file.read(WHAT_HDR, hdr_addr, hlen)?;
-    expect_signature(WHAT_HDR, hdr_addr, &img, "FAHD")?;
-    file.verify_trailing(WHAT_HDR, hdr_addr, &img)?;
+    let img = file.read_signed(WHAT_HDR, hdr_addr, hlen, "FAHD", 0)?;
     let mut c = Cursor::new(&img, WHAT_HDR, hdr_addr, sizes);
-    c.skip(4)?;
-    let version = c.u8()?;
-    if version != 0 {
-        return Err(Error::Version {
-            structure: WHAT_HDR,
-            address: hdr_addr,
-            version,
-        });
-    }
+    c.skip(SIGNED_PREFIX)?;
     let class = c.u8()?;
     if class != u8::from(ctx.filtered) {
         return Err(c.invalid(format!(
@@ -160,7 +150,8 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
             .and_then(|n| n.checked_add(prefix + 4))
             .ok_or_else(|| c.invalid("data block size overflows"))?;
         let db = file.read(WHAT_DB, db_addr, len)?;
-        check_block(&db, db_addr, hdr_addr, class, sizes)?;
+        let mut dc = Cursor::new(&db, WHAT_DB, db_addr, sizes);
+        check_block(&mut dc, "FADB", class, hdr_addr)?;
         file.verify_trailing(WHAT_DB, db_addr, &db)?;
         let raw = &db[prefix as usize..db.len() - 4];
         elems.visit(ctx, raw, 0, nelmts, &mut scaler, sink)?;
@@ -171,7 +162,8 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
     let bitmap_len = npages.div_ceil(8);
     let db_len = prefix + bitmap_len + 4;
     let db = file.read(WHAT_DB, db_addr, db_len)?;
-    check_block(&db, db_addr, hdr_addr, class, sizes)?;
+    let mut dc = Cursor::new(&db, WHAT_DB, db_addr, sizes);
+    check_block(&mut dc, "FADB", class, hdr_addr)?;
     file.verify_trailing(WHAT_DB, db_addr, &db)?;
     let bitmap = &db[prefix as usize..(prefix + bitmap_len) as usize];
     let page_len = page_n
@@ -227,33 +219,6 @@ pub(super) fn visit(ctx: &Ctx, sink: &mut Sink) -> Result<()> {
         )? {
             break;
         }
-    }
-    Ok(())
-}
-
-fn check_block(
-    db: &[u8],
-    addr: u64,
-    hdr_addr: u64,
-    class: u8,
-    sizes: crate::decode::Sizes,
-) -> Result<()> {
-    expect_signature(WHAT_DB, addr, db, "FADB")?;
-    let mut c = Cursor::new(db, WHAT_DB, addr, sizes);
-    c.skip(4)?;
-    let version = c.u8()?;
-    if version != 0 {
-        return Err(Error::Version {
-            structure: WHAT_DB,
-            address: addr,
-            version,
-        });
-    }
-    if c.u8()? != class {
-        return Err(c.invalid("array class differs from the header's"));
-    }
-    if c.addr()? != Some(hdr_addr) {
-        return Err(c.invalid("data block belongs to another array"));
     }
     Ok(())
 }

@@ -19,7 +19,7 @@ mod single;
 use std::ops::ControlFlow;
 
 use crate::dataset::Dataset;
-use crate::decode::log2_floor;
+use crate::decode::{Cursor, log2_floor};
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::messages::dataspace::UNLIMITED;
@@ -175,6 +175,25 @@ impl Scaler {
             self.scaled[d] = self.counter[k];
         }
     }
+}
+
+/// Checks the prefix of a fixed or extensible array block (HDF5 File Format Specification
+/// 3.0, appendix C, sections VII.C and VII.D): the signature `sig`, version 0, the array
+/// class of the header and the address `hdr_addr` of the header it belongs to.
+pub(super) fn check_block(
+    c: &mut Cursor,
+    sig: &'static str,
+    class: u8,
+    hdr_addr: u64,
+) -> Result<()> {
+    c.prefix(sig, 0)?;
+    if c.u8()? != class {
+        return Err(c.invalid("array class differs from the header's"));
+    }
+    if c.addr()? != Some(hdr_addr) {
+        return Err(c.invalid("block belongs to another array"));
+    }
+    Ok(())
 }
 
 /// Reads `n` bits (MSB first within each byte) — the page-initialized bitmaps.

@@ -18,7 +18,7 @@ use crate::btree::v2::BTreeV2;
 use crate::checksum;
 use crate::decode::{Cursor, log2_floor};
 use crate::error::{Error, Result};
-use crate::file::{File, expect_signature, lock};
+use crate::file::{File, SIGNED_PREFIX, lock};
 use crate::messages::filters::{self, FilterPipeline};
 
 const WHAT: &str = "fractal heap header";
@@ -66,17 +66,8 @@ impl FractalHeap {
         let fixed =
             4 + 1 + 2 + 2 + 1 + 4 + sl + so + sl + so + 8 * sl + 2 + sl + sl + 2 + 2 + so + 2;
         let first = file.read(WHAT, addr, fixed + 4)?;
-        expect_signature(WHAT, addr, &first, "FRHP")?;
         let mut c = Cursor::new(&first, WHAT, addr, sizes);
-        c.skip(4)?;
-        let version = c.u8()?;
-        if version != 0 {
-            return Err(Error::Version {
-                structure: WHAT,
-                address: addr,
-                version,
-            });
-        }
+        c.prefix("FRHP", 0)?;
         let id_len = usize::from(c.u16()?);
         let filter_len = c.u16()?;
         let flags = c.u8()?;
@@ -343,6 +334,19 @@ impl FractalHeap {
         }
     }
 
+    /// Checks the fields of a block after its signature and version: the address of this
+    /// heap's header and the block's heap offset, which must be `block_off`.
+    fn check_block(&self, c: &mut Cursor, block_off: u64) -> Result<()> {
+        if c.addr()? != Some(self.address) {
+            return Err(c.invalid("block belongs to another heap"));
+        }
+        let off = c.uint(self.heap_off_size)?;
+        if off != block_off {
+            return Err(c.invalid(format!("block offset {off}, expected {block_off}")));
+        }
+        Ok(())
+    }
+
     /// Reads an indirect block of `nrows` rows at `addr`, expected at heap offset `block_off`.
     fn iblock(&self, file: &File, addr: u64, nrows: u64, block_off: u64) -> Result<Bytes> {
         let len = self
@@ -351,26 +355,10 @@ impl FractalHeap {
         if let Some(img) = self.cached((addr, block_off, len)) {
             return Ok(img);
         }
-        let img = file.read(WHAT_IB, addr, len)?;
-        expect_signature(WHAT_IB, addr, &img, "FHIB")?;
-        file.verify_trailing(WHAT_IB, addr, &img)?;
+        let img = file.read_signed(WHAT_IB, addr, len, "FHIB", 0)?;
         let mut c = Cursor::new(&img, WHAT_IB, addr, file.sizes());
-        c.skip(4)?;
-        let version = c.u8()?;
-        if version != 0 {
-            return Err(Error::Version {
-                structure: WHAT_IB,
-                address: addr,
-                version,
-            });
-        }
-        if c.addr()? != Some(self.address) {
-            return Err(c.invalid("block belongs to another heap"));
-        }
-        let off = c.uint(self.heap_off_size)?;
-        if off != block_off {
-            return Err(c.invalid(format!("block offset {off}, expected {block_off}")));
-        }
+        c.skip(SIGNED_PREFIX)?;
+        self.check_block(&mut c, block_off)?;
         // Prefetch this block's direct blocks: lookups of neighbouring objects follow.
         let dir_rows = nrows.min(self.max_direct_rows);
         let mut ranges = Vec::new();
@@ -412,24 +400,9 @@ impl FractalHeap {
             }
             _ => file.read(WHAT_DB, addr, size)?,
         };
-        expect_signature(WHAT_DB, addr, &img, "FHDB")?;
         let mut c = Cursor::new(&img, WHAT_DB, addr, file.sizes());
-        c.skip(4)?;
-        let version = c.u8()?;
-        if version != 0 {
-            return Err(Error::Version {
-                structure: WHAT_DB,
-                address: addr,
-                version,
-            });
-        }
-        if c.addr()? != Some(self.address) {
-            return Err(c.invalid("block belongs to another heap"));
-        }
-        let stored_off = c.uint(self.heap_off_size)?;
-        if stored_off != block_off {
-            return Err(c.invalid(format!("block offset {stored_off}, expected {block_off}")));
-        }
+        c.prefix("FHDB", 0)?;
+        self.check_block(&mut c, block_off)?;
         if self.checksum_dblocks && !file.verifies_checksums() {
             c.u32()?;
         } else if self.checksum_dblocks {

@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use crate::decode::Cursor;
 use crate::error::{Error, Result};
-use crate::file::{File, expect_signature, lock};
+use crate::file::{File, lock};
 
 const WHAT: &str = "global heap collection";
 /// Collections kept decoded (most variable-length values of a file share a few).
@@ -111,17 +111,8 @@ fn load(file: &File, addr: u64) -> Result<Arc<Collection>> {
         return Ok(col.clone());
     }
     let first = file.read_upto(WHAT, addr, FIRST_READ)?;
-    expect_signature(WHAT, addr, &first, "GCOL")?;
     let mut c = Cursor::new(&first, WHAT, addr, file.sizes());
-    c.skip(4)?;
-    let version = c.u8()?;
-    if version != 1 {
-        return Err(Error::Version {
-            structure: WHAT,
-            address: addr,
-            version,
-        });
-    }
+    c.prefix("GCOL", 1)?;
     c.skip(3)?;
     let size = c.length()?;
     if size < c.pos() as u64 {

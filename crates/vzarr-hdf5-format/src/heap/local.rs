@@ -5,7 +5,7 @@ use bytes::Bytes;
 
 use crate::decode::Cursor;
 use crate::error::{Error, Result};
-use crate::file::{File, expect_signature};
+use crate::file::File;
 
 const WHAT: &str = "local heap";
 
@@ -25,17 +25,8 @@ pub(crate) fn header_len(file: &File) -> u64 {
 /// Reads the local heap at `addr` (header and data segment).
 pub(crate) fn read(file: &File, addr: u64) -> Result<LocalHeap> {
     let hdr = file.read(WHAT, addr, header_len(file))?;
-    expect_signature(WHAT, addr, &hdr, "HEAP")?;
     let mut c = Cursor::new(&hdr, WHAT, addr, file.sizes());
-    c.skip(4)?;
-    let version = c.u8()?;
-    if version != 0 {
-        return Err(Error::Version {
-            structure: WHAT,
-            address: addr,
-            version,
-        });
-    }
+    c.prefix("HEAP", 0)?;
     c.skip(3)?;
     let size = c.length()?;
     let _free = c.length()?;

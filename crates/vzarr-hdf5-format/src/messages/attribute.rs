@@ -1,6 +1,7 @@
 //! Attribute message, versions 1 to 3, and attribute info message (HDF5 File Format
 //! Specification 3.0, sections IV.A.2.m "Attribute Message" and IV.A.2.v "Attribute Info
-//! Message").
+//! Message"; the attribute info message has the layout of the link info message, see
+//! [`super::info`]).
 //!
 //! The datatype and dataspace of an attribute may be shared (stored elsewhere); this module
 //! only splits the message into its parts, [`crate::attribute`] resolves them.
@@ -10,6 +11,7 @@ use bytes::Bytes;
 use crate::decode::Cursor;
 use crate::error::Result;
 use crate::messages::datatype::CharacterSet;
+use crate::messages::info::{self, DenseStorageInfo};
 
 /// An attribute message split into its parts.
 #[derive(Clone, Debug)]
@@ -81,46 +83,10 @@ pub(crate) fn split(c: &mut Cursor, data: &Bytes) -> Result<RawAttribute> {
     })
 }
 
-/// Attribute info message: where an object keeps dense attributes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AttributeInfo {
-    /// Creation order of attributes is tracked.
-    pub track_creation_order: bool,
-    /// Creation order of attributes is indexed.
-    pub index_creation_order: bool,
-    /// Largest creation index used, when tracked.
-    pub max_creation_index: Option<u16>,
-    /// Fractal heap of dense attributes; `None` when attributes are compact.
-    pub heap_address: Option<u64>,
-    /// v2 B-tree name index (record type 8).
-    pub name_index_address: Option<u64>,
-    /// v2 B-tree creation-order index (record type 9).
-    pub creation_order_index_address: Option<u64>,
-}
+/// Attribute info message: where an object keeps dense attributes (its largest creation
+/// index is 2 bytes).
+pub type AttributeInfo = DenseStorageInfo<u16>;
 
 pub(crate) fn decode_info(c: &mut Cursor) -> Result<AttributeInfo> {
-    let version = c.u8()?;
-    if version != 0 {
-        return Err(c.invalid(format!("attribute info message version {version}")));
-    }
-    let flags = c.u8()?;
-    if flags & !0x03 != 0 {
-        return Err(c.invalid(format!("unknown attribute info flags {flags:#04x}")));
-    }
-    let max_creation_index = if flags & 0x01 != 0 {
-        Some(c.u16()?)
-    } else {
-        None
-    };
-    let heap_address = c.addr()?;
-    let name_index_address = c.addr()?;
-    let creation_order_index_address = if flags & 0x02 != 0 { c.addr()? } else { None };
-    Ok(AttributeInfo {
-        track_creation_order: flags & 0x01 != 0,
-        index_creation_order: flags & 0x02 != 0,
-        max_creation_index,
-        heap_address,
-        name_index_address,
-        creation_order_index_address,
-    })
+    info::decode(c, "attribute info", Cursor::u16)
 }

@@ -1,11 +1,13 @@
 //! Group-related messages: link (type 6), link info (type 2), group info (type 10) and
 //! symbol table (type 17) (HDF5 File Format Specification 3.0, sections IV.A.2.g "The Link
 //! Message", IV.A.2.c "The Link Info Message", IV.A.2.k "The Group Info Message" and
-//! IV.A.2.r "The Symbol Table Message").
+//! IV.A.2.r "The Symbol Table Message"; the link info message's layout, shared with the
+//! attribute info message, is decoded in [`super::info`]).
 
 use crate::decode::Cursor;
 use crate::error::Result;
 use crate::messages::datatype::CharacterSet;
+use crate::messages::info::{self, DenseStorageInfo};
 
 /// Where a link points.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,48 +120,12 @@ pub(crate) fn decode_link(c: &mut Cursor) -> Result<Link> {
     })
 }
 
-/// Link info message: where a new-style group keeps dense links.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LinkInfo {
-    /// Creation order of links is tracked.
-    pub track_creation_order: bool,
-    /// Creation order of links is indexed.
-    pub index_creation_order: bool,
-    /// Largest creation index used, when tracked.
-    pub max_creation_index: Option<u64>,
-    /// Fractal heap of dense links; `None` for compact storage.
-    pub heap_address: Option<u64>,
-    /// v2 B-tree name index of dense links.
-    pub name_index_address: Option<u64>,
-    /// v2 B-tree creation-order index of dense links.
-    pub creation_order_index_address: Option<u64>,
-}
+/// Link info message: where a new-style group keeps dense links (its largest creation index
+/// is 8 bytes).
+pub type LinkInfo = DenseStorageInfo<u64>;
 
 pub(crate) fn decode_link_info(c: &mut Cursor) -> Result<LinkInfo> {
-    let version = c.u8()?;
-    if version != 0 {
-        return Err(c.invalid(format!("link info message version {version}")));
-    }
-    let flags = c.u8()?;
-    if flags & !0x03 != 0 {
-        return Err(c.invalid(format!("unknown link info flags {flags:#04x}")));
-    }
-    let max_creation_index = if flags & 0x01 != 0 {
-        Some(c.u64()?)
-    } else {
-        None
-    };
-    let heap_address = c.addr()?;
-    let name_index_address = c.addr()?;
-    let creation_order_index_address = if flags & 0x02 != 0 { c.addr()? } else { None };
-    Ok(LinkInfo {
-        track_creation_order: flags & 0x01 != 0,
-        index_creation_order: flags & 0x02 != 0,
-        max_creation_index,
-        heap_address,
-        name_index_address,
-        creation_order_index_address,
-    })
+    info::decode(c, "link info", Cursor::u64)
 }
 
 /// Group info message: storage thresholds of a new-style group.

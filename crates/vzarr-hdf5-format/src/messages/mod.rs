@@ -12,6 +12,7 @@ pub mod dataspace;
 pub mod datatype;
 pub mod fill;
 pub mod filters;
+pub mod info;
 pub mod layout;
 pub mod link;
 
