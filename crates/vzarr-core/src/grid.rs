@@ -271,6 +271,48 @@ impl ChunkGrid {
         Ok(ChunkGrid { dims })
     }
 
+    /// The grid of one chunk holding the whole array (an axis of length 0 has chunks of 1).
+    pub fn whole(shape: &[u64]) -> Result<Self, CoreError> {
+        let chunk: Vec<u64> = shape.iter().map(|&d| d.max(1)).collect();
+        Self::regular(shape, &chunk)
+    }
+
+    /// The grid of an array stored contiguously in C order, rows of `row_bytes` bytes along
+    /// its first axis, split along that axis into virtual chunks of whole rows of at most
+    /// `target` bytes each (at least one row; the last chunk holds the remaining rows, a
+    /// regular grid when they divide evenly). `None` where the array stays one chunk: not
+    /// larger than `target`, at most one row, rows of no bytes, or more chunks than an array
+    /// may reference ([`crate::limits::MAX_ARRAY_REFERENCES`]). The one rule every scanner
+    /// splits by (HDF5 contiguous datasets, NetCDF3 fixed-size variables).
+    pub fn split_rows(
+        shape: &[u64],
+        row_bytes: u64,
+        target: u64,
+    ) -> Result<Option<Self>, CoreError> {
+        let Some((&n0, inner)) = shape.split_first() else {
+            return Ok(None);
+        };
+        let total = n0.checked_mul(row_bytes);
+        if row_bytes == 0 || n0 <= 1 || total.is_none_or(|t| t <= target) {
+            return Ok(None);
+        }
+        let rows = (target / row_bytes).clamp(1, n0);
+        if n0 / rows > crate::limits::MAX_ARRAY_REFERENCES {
+            return Ok(None);
+        }
+        let full = usize::try_from(n0 / rows)
+            .map_err(|_| CoreError::Grid(format!("{n0} rows in chunks of {rows}")))?;
+        let mut edges = vec![rows; full];
+        if n0 % rows != 0 {
+            edges.push(n0 % rows);
+        }
+        let mut dims = vec![DimGrid::from_edges(edges, n0)?];
+        for &d in inner {
+            dims.push(DimGrid::fixed(d.max(1), d)?);
+        }
+        Ok(Some(ChunkGrid { dims }))
+    }
+
     /// The per-axis grids.
     pub fn dims(&self) -> &[DimGrid] {
         &self.dims
@@ -465,6 +507,30 @@ pub fn chunk_key(path: &str, index: &[u64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_split_into_chunks_of_at_most_the_target() {
+        // 10 rows of 8 bytes in chunks of at most 24 bytes: 3 rows, the last chunk 1 row.
+        let g = ChunkGrid::split_rows(&[10, 2], 8, 24).unwrap().unwrap();
+        assert_eq!(g.dims()[0].edges(), vec![3, 3, 3, 1]);
+        assert_eq!(g.dims()[1], DimGrid::fixed(2, 2).unwrap());
+        // Rows that divide evenly: a regular grid.
+        let g = ChunkGrid::split_rows(&[9], 8, 24).unwrap().unwrap();
+        assert_eq!(g.dims()[0], DimGrid::fixed(3, 9).unwrap());
+        // A row larger than the target: one row a chunk.
+        let g = ChunkGrid::split_rows(&[4, 100], 400, 10).unwrap().unwrap();
+        assert_eq!(g.dims()[0], DimGrid::fixed(1, 4).unwrap());
+        // Not split: small enough, one row, no bytes, no axis, too many chunks.
+        assert_eq!(ChunkGrid::split_rows(&[3], 8, 24).unwrap(), None);
+        assert_eq!(ChunkGrid::split_rows(&[1, 100], 8, 24).unwrap(), None);
+        assert_eq!(ChunkGrid::split_rows(&[10, 0], 0, 24).unwrap(), None);
+        assert_eq!(ChunkGrid::split_rows(&[], 8, 0).unwrap(), None);
+        assert_eq!(ChunkGrid::split_rows(&[1 << 30], 1, 1).unwrap(), None);
+        assert_eq!(
+            ChunkGrid::whole(&[0, 3]).unwrap().dims(),
+            &[DimGrid::fixed(1, 0).unwrap(), DimGrid::fixed(3, 3).unwrap()]
+        );
+    }
 
     fn varying(edges: &[u64], extent: u64) -> DimGrid {
         DimGrid::varying(edges.to_vec(), extent).unwrap()

@@ -139,10 +139,10 @@ fn build_array(
     };
 
     // Per axis grid, then the chunks as (offset, length) computed from a rule.
-    let (dims, layout) = if var.shape.is_empty() {
+    let (grid, layout) = if var.shape.is_empty() {
         // Scalar: one chunk of one element.
         check(&|| "data".into(), Some(var.begin), var.slab_bytes)?;
-        (Vec::new(), Layout::Single)
+        (ChunkGrid::new(Vec::new()), Layout::Single)
     } else if var.is_record {
         let numrecs = var.shape.first().copied().unwrap_or(0);
         if let Some(last) = numrecs.checked_sub(1) {
@@ -171,53 +171,30 @@ fn build_array(
         for &ext in var.shape.iter().skip(1) {
             dims.push(DimGrid::fixed(ext.max(1), ext).map_err(core("chunk grid"))?);
         }
-        (dims, Layout::Records { per })
+        (ChunkGrid::new(dims), Layout::Records { per })
     } else {
         check(&|| "data".into(), Some(var.begin), var.slab_bytes)?;
         let rows = var.shape.first().copied().unwrap_or(0);
-        // Into no more chunks than an array may reference.
-        let split = opts.split_contiguous_bytes.filter(|&target| {
-            var.slab_bytes > target
-                && rows > 1
-                && rows / (target / (var.slab_bytes / rows).max(1)).clamp(1, rows)
-                    <= MAX_ARRAY_REFERENCES
-        });
+        let split = match opts.split_contiguous_bytes {
+            Some(target) if rows > 0 => {
+                ChunkGrid::split_rows(&var.shape, var.slab_bytes / rows, target)
+                    .map_err(core("chunk grid"))?
+            }
+            _ => None,
+        };
         match split {
-            Some(target) => {
-                // Whole rows of the outermost axis; the last chunk holds the remaining rows.
-                let row_bytes = var.slab_bytes / rows;
-                let r = target.checked_div(row_bytes).unwrap_or(1).clamp(1, rows);
-                let full = rows / r;
-                let rem = rows % r;
-                let axis0 = if rem == 0 {
-                    DimGrid::fixed(r, rows).map_err(core("chunk grid"))?
-                } else {
-                    let n = usize::try_from(full).map_err(|_| Nc3Error::SizeOverflow {
-                        url: url.to_string(),
-                        what: format!("variable '{}': chunk count", var.name),
-                    })?;
-                    let mut edges = vec![r; n];
-                    edges.push(rem);
-                    DimGrid::from_edges(edges, rows).map_err(core("chunk grid"))?
-                };
-                let mut dims = vec![axis0];
-                for &ext in var.shape.iter().skip(1) {
-                    dims.push(DimGrid::fixed(ext.max(1), ext).map_err(core("chunk grid"))?);
-                }
-                (dims, Layout::Rows { row_bytes })
-            }
-            None => {
-                let dims = var
-                    .shape
-                    .iter()
-                    .map(|&ext| DimGrid::fixed(ext.max(1), ext))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(core("chunk grid"))?;
-                (dims, Layout::Single)
-            }
+            Some(grid) => (
+                grid,
+                Layout::Rows {
+                    row_bytes: var.slab_bytes / rows,
+                },
+            ),
+            None => (
+                ChunkGrid::whole(&var.shape).map_err(core("chunk grid"))?,
+                Layout::Single,
+            ),
         }
     };
-    let grid = ChunkGrid::new(dims);
 
     let n = grid.n_chunks().map_err(core("chunk grid"))?;
     let n_usize = usize::try_from(n).map_err(|_| Nc3Error::SizeOverflow {
