@@ -1,6 +1,7 @@
-//! Dimension names: from the dimension scales a dataset's `DIMENSION_LIST` attaches to its
-//! axes (netCDF-4 dimensions), else phony dimensions (`phony_dim_N`) shared within a group by
-//! length, as netCDF-C names them.
+//! Dimension names: the dimension scales a dataset's `DIMENSION_LIST` attaches to its axes
+//! (netCDF-4 dimensions), resolved to their names through the HDF5 library; the names, and
+//! phony dimensions for axes without a scale, are the shared mapping's
+//! (`vzarr_hdf5_map::dims`).
 
 use std::collections::HashMap;
 
@@ -10,9 +11,6 @@ use hdf5_sys::h5i::hid_t;
 use crate::ffi;
 use crate::ffi::attr::{Attribute, References};
 use crate::walk::Ctx;
-
-/// The `NAME` of a netCDF dimension that is not a variable.
-pub(crate) const DIMENSION_ONLY: &str = "This is a netCDF dimension but not a netCDF variable";
 
 /// The path of every object of a file by its address, from one visit of the file (what
 /// `H5Rget_obj_name` finds by visiting the file once per reference).
@@ -88,37 +86,20 @@ pub(crate) fn dimension_names(
     is_scale: bool,
 ) -> Vec<String> {
     let own = path.rsplit('/').next().unwrap_or(path).to_string();
-    if is_scale && shape.len() == 1 {
-        return vec![own];
-    }
-    let list = dimension_list(id, shape.len(), ctx.root, &mut ctx.names).unwrap_or(None);
-    let mut names: Vec<Option<String>> = match list {
-        Some(l) => l
-            .into_iter()
-            .map(|p| p.map(|p| p.rsplit('/').next().unwrap_or(&p).to_string()))
-            .collect(),
-        None => vec![None; shape.len()],
+    // A 1-D scale names its own dimension: its list is not read.
+    let list = if is_scale && shape.len() == 1 {
+        None
+    } else {
+        dimension_list(id, shape.len(), ctx.root, &mut ctx.names)
+            .unwrap_or(None)
+            .map(|l| {
+                l.into_iter()
+                    .map(|p| p.map(|p| p.rsplit('/').next().unwrap_or(&p).to_string()))
+                    .collect()
+            })
     };
-    let mut used: Vec<String> = names.iter().flatten().cloned().collect();
-    for (axis, name) in names.iter_mut().enumerate() {
-        if name.is_some() {
-            continue;
-        }
-        let key = (group_path.to_string(), shape[axis]);
-        let existing = ctx
-            .phony
-            .get(&key)
-            .and_then(|v| v.iter().find(|c| !used.contains(c)).cloned());
-        let chosen = existing.unwrap_or_else(|| {
-            let n = format!("phony_dim_{}", ctx.phony_count);
-            ctx.phony_count += 1;
-            ctx.phony.entry(key).or_default().push(n.clone());
-            n
-        });
-        used.push(chosen.clone());
-        *name = Some(chosen);
-    }
-    names.into_iter().map(Option::unwrap_or_default).collect()
+    ctx.phony
+        .dimension_names(own, is_scale, list, group_path, shape)
 }
 
 #[cfg(test)]

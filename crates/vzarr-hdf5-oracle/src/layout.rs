@@ -12,17 +12,13 @@
 //! corrupt file, an error rather than a reference that fails later.
 
 use hdf5_sys::h5i::hid_t;
-use vzarr_core::{ChunkGrid, ChunkManifest, Codec, CoreError, DimGrid};
+use vzarr_core::{ChunkGrid, Codec, CoreError};
+pub(crate) use vzarr_hdf5_map::chunks::Chunks;
+use vzarr_hdf5_map::chunks::{ChunksError, new_manifest};
 
 use crate::Hdf5Error;
 use crate::ffi::{self, HADDR_UNDEF};
 use crate::walk::Ctx;
-
-/// A dataset's chunk grid and the references of its chunks.
-pub(crate) struct Chunks {
-    pub(crate) grid: ChunkGrid,
-    pub(crate) manifest: ChunkManifest,
-}
 
 /// What it takes to re-encode a chunk of a dataset.
 pub(crate) struct ChunkEncoding<'a> {
@@ -38,31 +34,9 @@ fn grid_error(ctx: &Ctx, path: &str, e: CoreError) -> Hdf5Error {
     ctx.object_error(path, e.to_string())
 }
 
-/// An empty manifest for `grid` and the source id of the file in it.
-fn new_manifest(
-    ctx: &Ctx,
-    grid: &ChunkGrid,
-    path: &str,
-) -> Result<(ChunkManifest, u32), Hdf5Error> {
-    let n = grid.n_chunks().map_err(|e| grid_error(ctx, path, e))?;
-    let n = usize::try_from(n).map_err(|_| ctx.object_error(path, "too many chunks"))?;
-    let mut m = ChunkManifest::new_missing(n);
-    let sid = m.intern(&ctx.url).map_err(|e| grid_error(ctx, path, e))?;
-    Ok((m, sid))
-}
-
-fn check_range(ctx: &Ctx, path: &str, what: &str, addr: u64, len: u64) -> Result<(), Hdf5Error> {
-    if addr.checked_add(len).is_none_or(|end| end > ctx.file_size) {
-        return Err(ctx.object_error(
-            path,
-            format!(
-                "{what} at byte {addr} with {len} bytes ends past the end of the file ({} bytes): \
-                 the file is truncated or corrupt",
-                ctx.file_size
-            ),
-        ));
-    }
-    Ok(())
+/// A dataset's storage that the shared mapping found wrong, as this scanner reports it.
+fn chunks_error(ctx: &Ctx, path: &str, e: ChunksError) -> Hdf5Error {
+    ctx.object_error(path, e.to_string())
 }
 
 /// A chunk stored with some filters skipped.
@@ -87,7 +61,8 @@ pub(crate) fn chunk_refs(
         .filter(|c| !c.contains(&0))
         .ok_or_else(|| ctx.object_error(path, "chunk shape unreadable"))?;
     let grid = ChunkGrid::regular(shape, &chunk).map_err(|e| grid_error(ctx, path, e))?;
-    let (mut manifest, sid) = new_manifest(ctx, &grid, path)?;
+    let (mut manifest, sid) =
+        new_manifest(&grid, &ctx.url).map_err(|e| chunks_error(ctx, path, e))?;
     let mut bad: Option<String> = None;
     let mut masked: Vec<MaskedChunk> = Vec::new();
     let file_size = ctx.file_size;
@@ -198,64 +173,9 @@ pub(crate) fn contiguous_refs(
     esize: usize,
     path: &str,
 ) -> Result<Chunks, Hdf5Error> {
-    let nelem = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
-    let nbytes = nelem
-        .and_then(|n| n.checked_mul(esize as u64))
-        .ok_or_else(|| ctx.object_error(path, "dataset size overflows"))?;
-    let row_bytes = shape
-        .iter()
-        .skip(1)
-        .try_fold(esize as u64, |a, &d| a.checked_mul(d))
-        .unwrap_or(0);
-    let grid = match (ctx.opts.split_contiguous_bytes, shape.first()) {
-        // Only written data is split (a never-written dataset has no bytes to point at), and
-        // into no more chunks than an array may reference.
-        (Some(target), Some(&n0))
-            if nbytes > target
-                && row_bytes > 0
-                && n0 > 1
-                && ds.offset().is_some()
-                && n0 / (target / row_bytes).clamp(1, n0)
-                    <= vzarr_core::limits::MAX_ARRAY_REFERENCES =>
-        {
-            let rows = (target / row_bytes).clamp(1, n0);
-            let mut edges = vec![rows; (n0 / rows) as usize];
-            if n0 % rows != 0 {
-                edges.push(n0 % rows);
-            }
-            let mut dims =
-                vec![DimGrid::from_edges(edges, n0).map_err(|e| grid_error(ctx, path, e))?];
-            for &d in &shape[1..] {
-                dims.push(DimGrid::fixed(d.max(1), d).map_err(|e| grid_error(ctx, path, e))?);
-            }
-            ChunkGrid::new(dims)
-        }
-        _ => {
-            let cs: Vec<u64> = shape.iter().map(|&d| d.max(1)).collect();
-            ChunkGrid::regular(shape, &cs).map_err(|e| grid_error(ctx, path, e))?
-        }
-    };
-    let (mut manifest, sid) = new_manifest(ctx, &grid, path)?;
-    // Never written (no address): every chunk reads as the fill value.
-    let Some(addr) = ds.offset().filter(|_| nbytes != 0) else {
-        return Ok(Chunks { grid, manifest });
-    };
-    check_range(ctx, path, "contiguous data", addr, nbytes)?;
-    if shape.is_empty() {
-        manifest
-            .set_range(0, sid, addr, nbytes)
-            .map_err(|e| grid_error(ctx, path, e))?;
-        return Ok(Chunks { grid, manifest });
-    }
-    let axis0 = &grid.dims()[0];
-    for i in 0..axis0.n_chunks() {
-        let start = axis0.chunk_start(i);
-        let rows = axis0.chunk_valid_len(i);
-        manifest
-            .set_range(i as usize, sid, addr + start * row_bytes, rows * row_bytes)
-            .map_err(|e| grid_error(ctx, path, e))?;
-    }
-    Ok(Chunks { grid, manifest })
+    let split = ctx.opts.split_contiguous_bytes;
+    vzarr_hdf5_map::chunks::contiguous(&ctx.url, ctx.file_size, ds.offset(), split, shape, esize)
+        .map_err(|e| chunks_error(ctx, path, e))
 }
 
 /// The one chunk of a compact dataset, copied inline.
@@ -267,25 +187,14 @@ pub(crate) fn compact_refs(
     esize: usize,
     path: &str,
 ) -> Result<Chunks, Hdf5Error> {
-    let cs: Vec<u64> = shape.iter().map(|&d| d.max(1)).collect();
-    let grid = ChunkGrid::regular(shape, &cs).map_err(|e| grid_error(ctx, path, e))?;
-    let (mut manifest, _) = new_manifest(ctx, &grid, path)?;
-    let nelem: u64 = shape.iter().product();
-    if nelem == 0 {
-        return Ok(Chunks { grid, manifest });
-    }
-    // Compact data lives in the object header, at most 64 KiB.
-    let nbytes = usize::try_from(nelem * esize as u64)
-        .ok()
-        .filter(|&n| n <= 1 << 16)
-        .ok_or_else(|| ctx.object_error(path, "compact dataset larger than 64 KiB"))?;
-    let mut buf = vec![0u8; nbytes];
-    // Read as the file type: the stored bytes, no conversion.
-    if !ffi::dataset::read_all(id, ftype, &mut buf) {
-        return Err(ctx.object_error(path, "compact data unreadable"));
-    }
-    manifest
-        .set_inline(0, buf)
-        .map_err(|e| grid_error(ctx, path, e))?;
-    Ok(Chunks { grid, manifest })
+    vzarr_hdf5_map::chunks::compact(&ctx.url, shape, esize, |nbytes| {
+        let mut buf = vec![0u8; nbytes];
+        // Read as the file type: the stored bytes, no conversion.
+        if ffi::dataset::read_all(id, ftype, &mut buf) {
+            Ok(buf)
+        } else {
+            Err("compact data unreadable".into())
+        }
+    })
+    .map_err(|e| chunks_error(ctx, path, e))
 }

@@ -8,17 +8,21 @@
 //! Callers that want such files to fail check `skipped` (the CLI's `--strict`). Files that
 //! cannot be read at all are an [`Hdf5Error`].
 //!
+//! This crate only asks libhdf5 what the file holds; how it is spelled in Zarr (data types,
+//! attribute values, fill values, phony dimensions, contiguous and compact chunks) is the
+//! shared mapping's (`vzarr-hdf5-map`), the one the native scanner fills too.
+//!
 //! # Modules
 //!
 //! | module       | what it does |
 //! |--------------|--------------|
 //! | `walk`       | the scan entry ([`scan_file`]): groups and links from the root, one dataset at a time |
-//! | `types`      | HDF5 datatypes to vzarr data types and byte orders, or why not |
+//! | `types`      | a datatype's facts asked of libhdf5, for the mapping |
 //! | `filters`    | HDF5 filter pipelines to Zarr v3 codecs, or why not |
 //! | `layout`     | chunked, contiguous and compact storage to chunk references; chunks stored with filters skipped, re-encoded |
 //! | `fill`       | the dataset fill value (what unwritten chunks read as) |
-//! | `attributes` | attributes as JSON; bookkeeping dropped; `_FillValue` in xarray's encoding |
-//! | `dims`       | dimension names from dimension scales; phony dimensions |
+//! | `attributes` | attribute values read through libhdf5, for the mapping |
+//! | `dims`       | the dimension scales `DIMENSION_LIST` attaches, resolved through libhdf5 |
 //! | `ffi`        | thin safe wrappers over the HDF5 C calls beyond `hdf5-metno`; the only `unsafe` code |
 //!
 //! Every HDF5 call runs under `hdf5-metno`'s global lock (the bundled HDF5 is not built

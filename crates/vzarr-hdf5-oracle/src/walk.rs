@@ -2,19 +2,22 @@
 //! dataset into a [`VirtualArray`] (type, filters, fill value, chunk references, attributes,
 //! dimension names) or a reason it is left out.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use hdf5::{IndexType, IterationOrder, LinkType, LocationType};
 use hdf5_sys::h5d::H5D_layout_t;
 use hdf5_sys::h5i::hid_t;
-use vzarr_core::{Group, SkippedVariable, VirtualArray, VirtualDataset};
+use vzarr_core::{Group, SkippedVariable, VirtualDataset};
+use vzarr_hdf5_map::attrs::convert_attributes;
+use vzarr_hdf5_map::dims::{PhonyDims, is_dimension_only, is_scale};
+use vzarr_hdf5_map::{Scanned, refusal};
+use vzarr_hdf5_map::{join, or_root};
 
-use crate::attributes::{convert_attributes, read_attributes, string_attr};
-use crate::dims::{DIMENSION_ONLY, ObjectNames, dimension_names};
+use crate::attributes::{read_attributes, string_attr};
+use crate::dims::{ObjectNames, dimension_names};
 use crate::ffi;
 use crate::fill::dataset_fill;
-use crate::layout::{ChunkEncoding, Chunks, chunk_refs, compact_refs, contiguous_refs};
+use crate::layout::{ChunkEncoding, chunk_refs, compact_refs, contiguous_refs};
 use crate::types::{data_type, type_info};
 use crate::{Hdf5Error, ScanOptions, filters};
 
@@ -29,9 +32,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) opts: &'a ScanOptions,
     /// What the scan found so far.
     pub(crate) out: VirtualDataset,
-    /// Phony dimensions per group: (group, length) -> names.
-    pub(crate) phony: HashMap<(String, u64), Vec<String>>,
-    pub(crate) phony_count: usize,
+    /// The phony dimensions named so far.
+    pub(crate) phony: PhonyDims,
     /// The root group, for resolving object references.
     pub(crate) root: hid_t,
     /// Object paths by address, built when the first reference is resolved.
@@ -85,8 +87,7 @@ pub fn scan_file(path: &Path, opts: &ScanOptions) -> Result<VirtualDataset, Hdf5
             file_size,
             opts,
             out: VirtualDataset::new(),
-            phony: HashMap::new(),
-            phony_count: 0,
+            phony: PhonyDims::new(),
             root: file.id(),
             names: None,
         };
@@ -122,19 +123,6 @@ pub(crate) fn open_reason(hdf5_message: &str) -> String {
     hdf5_message.to_string()
 }
 
-fn join(parent: &str, name: &str) -> String {
-    if parent.is_empty() {
-        name.to_string()
-    } else {
-        format!("{parent}/{name}")
-    }
-}
-
-/// A group path for messages: `/` for the root.
-pub(crate) fn or_root(path: &str) -> &str {
-    if path.is_empty() { "/" } else { path }
-}
-
 /// Links of a group in name order, with their kind.
 fn links(group: &hdf5::Group) -> Result<Vec<(String, LinkType)>, String> {
     let mut out = Vec::new();
@@ -150,7 +138,7 @@ fn links(group: &hdf5::Group) -> Result<Vec<(String, LinkType)>, String> {
 fn walk_group(ctx: &mut Ctx, group: &hdf5::Group, path: &str) -> Result<(), Hdf5Error> {
     let gid = group.id();
     let attrs = read_attributes(gid).map_err(|e| ctx.object_error(or_root(path), e))?;
-    let attributes = convert_attributes(ctx, path, attrs, false, None);
+    let attributes = convert_attributes(attrs, path, false, None, &mut ctx.out.skipped);
     ctx.out
         .groups
         .insert(path.to_string(), Group { attributes });
@@ -199,16 +187,6 @@ fn walk_group(ctx: &mut Ctx, group: &hdf5::Group, path: &str) -> Result<(), Hdf5
     Ok(())
 }
 
-/// What became of a dataset.
-enum Scanned {
-    /// A virtual array.
-    Array(Box<VirtualArray>),
-    /// Left out, with the reason.
-    Refused(String),
-    /// A netCDF dimension without a variable: no array.
-    DimensionOnly,
-}
-
 fn scan_dataset(
     ctx: &mut Ctx,
     ds: &hdf5::Dataset,
@@ -221,18 +199,16 @@ fn scan_dataset(
     let ftype = ffi::dataset::file_type(id).map_err(|e| err(ctx, e))?;
     let space = ffi::dataset::space(id).map_err(|e| err(ctx, e))?;
 
-    let is_scale = string_attr(id, "CLASS").as_deref() == Some("DIMENSION_SCALE");
+    let is_scale = is_scale(string_attr(id, "CLASS").as_deref());
     if is_scale && ffi::space::is_unlimited_1d(space.id()) {
         let name = path.rsplit('/').next().unwrap_or(path);
         ctx.out.unlimited_dims.insert(name.to_string());
     }
-    if is_scale && string_attr(id, "NAME").is_some_and(|n| n.starts_with(DIMENSION_ONLY)) {
+    if is_scale && is_dimension_only(string_attr(id, "NAME").as_deref()) {
         return Ok(Scanned::DimensionOnly);
     }
     let Some(shape) = ffi::space::shape(space.id()).map_err(|e| err(ctx, e))? else {
-        return Ok(Scanned::Refused(
-            "null dataspace: the dataset holds no data".into(),
-        ));
+        return Ok(Scanned::Refused(refusal::NULL_DATASPACE.into()));
     };
     let (data_type, endian) = match data_type(&type_info(ftype.id())) {
         Ok(v) => v,
@@ -240,9 +216,7 @@ fn scan_dataset(
     };
     let layout = ffi::plist::layout(dcpl.id());
     if ffi::plist::external_count(dcpl.id()) > 0 {
-        return Ok(Scanned::Refused(
-            "raw data in external files (H5Pset_external)".into(),
-        ));
+        return Ok(Scanned::Refused(refusal::EXTERNAL_FILES.into()));
     }
     let codecs = match filters::codecs(dcpl.id(), data_type.clone()) {
         Ok(c) => c,
@@ -250,7 +224,7 @@ fn scan_dataset(
     };
     let fill_value =
         dataset_fill(dcpl.id(), ftype.id(), data_type.clone(), endian).map_err(|e| err(ctx, e))?;
-    let Chunks { grid, manifest } = match layout {
+    let chunks = match layout {
         H5D_layout_t::H5D_CHUNKED => {
             let enc = ChunkEncoding {
                 ftype: ftype.id(),
@@ -264,7 +238,7 @@ fn scan_dataset(
         }
         H5D_layout_t::H5D_CONTIGUOUS => {
             if !codecs.is_empty() {
-                return Ok(Scanned::Refused("contiguous dataset with filters".into()));
+                return Ok(Scanned::Refused(refusal::CONTIGUOUS_WITH_FILTERS.into()));
             }
             contiguous_refs(ctx, ds, &shape, data_type.size(), path)?
         }
@@ -272,9 +246,7 @@ fn scan_dataset(
             compact_refs(ctx, id, ftype.id(), &shape, data_type.size(), path)?
         }
         H5D_layout_t::H5D_VIRTUAL => {
-            return Ok(Scanned::Refused(
-                "virtual dataset (VDS): its data lives in other datasets".into(),
-            ));
+            return Ok(Scanned::Refused(refusal::VIRTUAL_DATASET.into()));
         }
         other => {
             return Ok(Scanned::Refused(format!(
@@ -284,18 +256,12 @@ fn scan_dataset(
     };
 
     let raw_attrs = read_attributes(id).map_err(|e| err(ctx, e))?;
-    let attributes = convert_attributes(ctx, path, raw_attrs, is_scale, Some(data_type.clone()));
+    let skipped = &mut ctx.out.skipped;
+    let attributes = convert_attributes(raw_attrs, path, is_scale, Some(&data_type), skipped);
     let dimension_names = dimension_names(ctx, id, group_path, path, &shape, is_scale);
-    Ok(Scanned::Array(Box::new(VirtualArray {
-        data_type,
-        endian,
-        fill_value,
-        codecs,
-        dimension_names,
-        attributes,
-        grid,
-        manifest,
-    })))
+    let ty = (data_type, endian);
+    let array = chunks.into_array(ty, fill_value, codecs, attributes, dimension_names);
+    Ok(Scanned::Array(Box::new(array)))
 }
 
 #[cfg(test)]

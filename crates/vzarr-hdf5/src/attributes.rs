@@ -1,220 +1,67 @@
-//! Attributes: every attribute of a group or dataset as JSON (in the order the HDF5 library
-//! iterates them by creation order), HDF5 and netCDF bookkeeping dropped, and `_FillValue`
-//! written the way xarray's Zarr v3 backend decodes it. An attribute that has no JSON form is
-//! left out and listed as skipped. Values and reasons are those of the libhdf5 scanner.
+//! Attributes: every attribute of a group or dataset, its stored values handed to the shared
+//! mapping (`vzarr_hdf5_map::attrs`, which turns them into JSON, drops bookkeeping and writes
+//! `_FillValue` the way xarray's Zarr v3 backend decodes it), in the order the HDF5 library
+//! iterates them by creation order. Values and reasons are those of the libhdf5 scanner.
 
 use serde_json::Value;
-use vzarr_core::attrs::cf_fill_value;
-use vzarr_core::{Attributes, DataType, FillValue};
+use vzarr_core::{Attributes, DataType};
 use vzarr_hdf5_format::{Attribute, DataspaceKind, File};
+use vzarr_hdf5_map::attrs::{
+    AttrValues, MAX_ATTR_BYTES, MAX_ATTR_STRINGS, RawAttr, Space, is_bookkeeping, read_attr,
+};
 
-use crate::types::{StrPad, TypeInfo, type_info};
-use crate::walk::{Ctx, or_root};
+use crate::types::type_info;
+use crate::walk::Ctx;
 
-/// Attributes that are HDF5 or netCDF bookkeeping, never user attributes.
-const DROPPED_ATTRS: &[&str] = &[
-    "DIMENSION_LIST",
-    "_Netcdf4Dimid",
-    "_Netcdf4Coordinates",
-    "_nc3_strict",
-    "_NCProperties",
-];
-/// Attributes of dimension scales that only describe the scale itself.
-const SCALE_ATTRS: &[&str] = &["CLASS", "NAME", "REFERENCE_LIST"];
-
-/// Largest fixed-size attribute read, in bytes.
-const MAX_ATTR_BYTES: usize = 1 << 30;
-/// Largest variable-length string attribute read, in elements.
-const MAX_ATTR_STRINGS: u64 = 1 << 24;
-
-/// An attribute's value: JSON (`Ok`) or why it cannot be represented (`Err`).
-pub(crate) struct RawAttr {
-    pub(crate) name: String,
-    pub(crate) value: Result<Value, String>,
-    /// The stored bytes and type of a numeric attribute, for `_FillValue` conversion.
-    pub(crate) numeric: Option<Numeric>,
+/// An attribute's stored values, read from the file on demand.
+struct Stored<'a> {
+    file: &'a File,
+    attr: &'a Attribute,
 }
 
-/// The stored elements of a numeric attribute.
-pub(crate) struct Numeric {
-    /// Their type.
-    pub(crate) info: TypeInfo,
-    /// Their bytes as stored.
-    pub(crate) bytes: Vec<u8>,
-}
-
-fn fixed_strings(bytes: &[u8], size: usize, pad: StrPad) -> Vec<String> {
-    if size == 0 {
-        return vec![];
+impl AttrValues for Stored<'_> {
+    fn bytes(&self) -> Result<Vec<u8>, String> {
+        if self.attr.value.len() > MAX_ATTR_BYTES {
+            return Err("attribute too large".into());
+        }
+        Ok(self.attr.value.to_vec())
     }
-    bytes
-        .chunks(size)
-        .map(|s| {
-            let s = match pad {
-                StrPad::NullTerm | StrPad::NullPad => {
-                    &s[..s.iter().position(|&b| b == 0).unwrap_or(s.len())]
-                }
-                StrPad::SpacePad => {
-                    let end = s
-                        .iter()
-                        .rposition(|&b| b != b' ' && b != 0)
-                        .map_or(0, |i| i + 1);
-                    &s[..end]
-                }
-            };
-            String::from_utf8_lossy(s).into_owned()
-        })
-        .collect()
-}
 
-/// Decodes integers of `size` bytes into JSON numbers.
-fn ints_to_json(bytes: &[u8], size: usize, signed: bool, big: bool) -> Vec<Value> {
-    bytes
-        .chunks_exact(size)
-        .map(|c| {
-            let mut b = [0u8; 8];
-            if big {
-                for (i, &x) in c.iter().rev().enumerate() {
-                    b[i] = x;
-                }
-            } else {
-                b[..size].copy_from_slice(c);
-            }
-            if signed {
-                // Sign-extend.
-                let shift = 64 - 8 * size as u32;
-                let v = (i64::from_le_bytes(b) << shift) >> shift;
-                Value::from(v)
-            } else {
-                Value::from(u64::from_le_bytes(b))
-            }
-        })
-        .collect()
-}
-
-/// Decodes IEEE floats of `size` bytes (2, 4 or 8) into f64 values.
-pub(crate) fn floats(bytes: &[u8], size: usize, big: bool) -> Vec<f64> {
-    bytes
-        .chunks_exact(size)
-        .map(|c| {
-            let mut b = [0u8; 8];
-            b[..size].copy_from_slice(c);
-            if big {
-                b[..size].reverse();
-            }
-            match size {
-                2 => vzarr_core::half_to_f64(u16::from_le_bytes([b[0], b[1]])),
-                4 => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-                _ => f64::from_le_bytes(b),
-            }
-        })
-        .collect()
-}
-
-/// One value for a scalar dataspace or a single element, else a JSON array.
-fn collapse(mut v: Vec<Value>, scalar_space: bool) -> Value {
-    if v.len() == 1 || (scalar_space && !v.is_empty()) {
-        v.swap_remove(0)
-    } else {
-        Value::Array(v)
+    fn strings(&self) -> Result<Vec<String>, String> {
+        let a = self.attr;
+        let n = a.dataspace.num_elements().unwrap_or(u64::MAX);
+        if n > MAX_ATTR_STRINGS {
+            return Err("attribute too large".into());
+        }
+        let es = a.datatype.storage_size(self.file.superblock().sizes()) as usize;
+        let values = self
+            .file
+            .read_vlens(&a.value, es, 1)
+            .map_err(|_| "H5Aread of variable-length strings failed".to_string())?;
+        Ok(values
+            .iter()
+            .map(|b| {
+                let end = b.iter().position(|&x| x == 0).unwrap_or(b.len());
+                String::from_utf8_lossy(&b[..end]).into_owned()
+            })
+            .collect())
     }
-}
-
-/// The stored bytes of a fixed-size attribute, or why they are not read.
-fn raw(a: &Attribute) -> Result<Vec<u8>, String> {
-    if a.value.len() > MAX_ATTR_BYTES {
-        return Err("attribute too large".into());
-    }
-    Ok(a.value.to_vec())
-}
-
-/// The strings of a variable-length string attribute, each up to its first NUL (as the C
-/// library hands them out), or why they cannot be read.
-fn vlen_strings(file: &File, a: &Attribute) -> Result<Vec<String>, String> {
-    let n = a.dataspace.num_elements().unwrap_or(u64::MAX);
-    if n > MAX_ATTR_STRINGS {
-        return Err("attribute too large".into());
-    }
-    let es = a.datatype.storage_size(file.superblock().sizes()) as usize;
-    let values = file
-        .read_vlens(&a.value, es, 1)
-        .map_err(|_| "H5Aread of variable-length strings failed".to_string())?;
-    Ok(values
-        .iter()
-        .map(|b| {
-            let end = b.iter().position(|&x| x == 0).unwrap_or(b.len());
-            String::from_utf8_lossy(&b[..end]).into_owned()
-        })
-        .collect())
 }
 
 /// Reads an attribute: its name, its value as JSON (or why it has none) and, for numbers,
 /// the stored bytes.
-pub(crate) fn read_one(file: &File, a: &Attribute) -> RawAttr {
-    let null = a.dataspace.kind == DataspaceKind::Null;
-    let scalar = a.dataspace.kind == DataspaceKind::Scalar;
-    let info = type_info(&a.datatype);
-    let mut numeric = None;
-    let value = match &info {
-        TypeInfo::Int {
-            size,
-            signed,
-            big_endian,
-        }
-        | TypeInfo::Enum {
-            size,
-            signed,
-            big_endian,
-        } => raw(a).map(|b| {
-            let v = collapse(ints_to_json(&b, *size, *signed, *big_endian), scalar);
-            numeric = Some(Numeric {
-                info: info.clone(),
-                bytes: b,
-            });
-            v
-        }),
-        TypeInfo::Bool => {
-            raw(a).map(|b| collapse(b.iter().map(|&x| Value::Bool(x != 0)).collect(), scalar))
-        }
-        TypeInfo::Float { size, big_endian } => raw(a).map(|b| {
-            let v = collapse(
-                floats(&b, *size, *big_endian)
-                    .into_iter()
-                    .map(vzarr_core::attrs::float_value)
-                    .collect(),
-                scalar,
-            );
-            numeric = Some(Numeric {
-                info: info.clone(),
-                bytes: b,
-            });
-            v
-        }),
-        TypeInfo::FixedString { size, pad } => {
-            if null {
-                Ok(Value::String(String::new()))
-            } else {
-                raw(a).map(|b| {
-                    let v = fixed_strings(&b, *size, *pad);
-                    collapse(v.into_iter().map(Value::String).collect(), scalar)
-                })
-            }
-        }
-        TypeInfo::VarString => {
-            if null {
-                Ok(Value::String(String::new()))
-            } else {
-                vlen_strings(file, a)
-                    .map(|v| collapse(v.into_iter().map(Value::String).collect(), scalar))
-            }
-        }
-        TypeInfo::Other(what) => Err(format!("attribute of {what}")),
+pub(crate) fn read_one(file: &File, attr: &Attribute) -> RawAttr {
+    let space = match attr.dataspace.kind {
+        DataspaceKind::Null => Space::Null,
+        DataspaceKind::Scalar => Space::Scalar,
+        DataspaceKind::Simple => Space::Simple,
     };
-    RawAttr {
-        name: a.name.clone(),
-        value,
-        numeric,
-    }
+    read_attr(
+        attr.name.clone(),
+        type_info(&attr.datatype),
+        space,
+        &Stored { file, attr },
+    )
 }
 
 /// The value of the attribute `name` of `attrs` when it is a string (`CLASS`, `NAME`).
@@ -226,9 +73,8 @@ pub(crate) fn string_attr(file: &File, attrs: &[Attribute], name: &str) -> Optio
     }
 }
 
-/// Converts attributes to JSON, dropping bookkeeping attributes (and, of a dimension scale,
-/// the scale's own) and writing `_FillValue` the way xarray's Zarr v3 backend decodes it;
-/// `array_type` is the data type of the dataset they belong to (`None` for a group).
+/// The attributes of the object at `path` as Zarr attributes (`array_type`: the data type of
+/// the dataset they belong to, `None` for a group); bookkeeping attributes are not read.
 pub(crate) fn convert_attributes(
     ctx: &mut Ctx,
     path: &str,
@@ -236,173 +82,16 @@ pub(crate) fn convert_attributes(
     is_scale: bool,
     array_type: Option<DataType>,
 ) -> Attributes {
-    let mut out = Attributes::new();
-    for attr in attrs {
-        let name = attr.name.as_str();
-        if DROPPED_ATTRS.contains(&name) || (is_scale && SCALE_ATTRS.contains(&name)) {
-            continue;
-        }
-        let a = read_one(ctx.file, attr);
-        let value = match a.value {
-            Ok(v) => v,
-            Err(reason) => {
-                ctx.skip(
-                    &format!("{}@{}", or_root(path), a.name),
-                    format!("attribute left out: {reason}"),
-                );
-                continue;
-            }
-        };
-        if a.name == "_FillValue"
-            && let Some(dt) = array_type.clone()
-        {
-            match fill_attr(dt.clone(), &value, a.numeric.as_ref()) {
-                Some(v) => {
-                    out.insert(a.name, v);
-                }
-                None => ctx.skip(
-                    &format!("{path}@_FillValue"),
-                    format!(
-                        "attribute left out: value {value} does not fit the array's {}",
-                        dt.name()
-                    ),
-                ),
-            }
-            continue;
-        }
-        out.insert(a.name, value);
-    }
-    out
-}
-
-/// The `_FillValue` attribute converted to the array's type, in xarray's encoding.
-///
-/// Kept exactly as the libhdf5 scanner computes it, including its quirk for bool arrays: the
-/// `unwrap_or` argument is evaluated first, so a JSON bool `_FillValue` (which has no
-/// integer value) is always left out.
-#[allow(clippy::unnecessary_lazy_evaluations, clippy::or_fun_call)]
-fn fill_attr(dt: DataType, value: &Value, numeric: Option<&Numeric>) -> Option<Value> {
-    let dt_in = dt.clone();
-    let first = match value {
-        Value::Array(v) => v.first()?,
-        v => v,
-    };
-    let fill = match dt_in {
-        // netCDF-4's `_FillValue` of a `string` variable: the text.
-        DataType::String => FillValue::from_text(first.as_str()?),
-        DataType::FixedBytes(n) => {
-            let s = first.as_str()?.as_bytes();
-            let mut b = s.to_vec();
-            b.resize(n, 0);
-            b.truncate(n);
-            FillValue::from_le_bytes(dt.clone(), &b).ok()?
-        }
-        d if d.is_float() => {
-            let f = match numeric {
-                Some(Numeric {
-                    info: TypeInfo::Float { size, big_endian },
-                    bytes,
-                }) => *floats(bytes, *size, *big_endian).first()?,
-                _ => first.as_f64()?,
-            };
-            match d {
-                DataType::Float16 => {
-                    FillValue::from_le_bytes(d, &vzarr_core::f64_to_half(f).to_le_bytes()).ok()?
-                }
-                _ => FillValue::from_f64(d, f).ok()?,
-            }
-        }
-        DataType::Bool => FillValue::from_i64(
-            dt.clone(),
-            i64::from(first.as_bool().unwrap_or(first.as_i64()? != 0)),
-        )
-        .ok()?,
-        d => {
-            if let Some(i) = first.as_i64() {
-                FillValue::from_i64(d, i).ok()?
-            } else if let (Some(u), DataType::UInt64) = (first.as_u64(), &d) {
-                FillValue::from_le_bytes(d, &u.to_le_bytes()).ok()?
-            } else {
-                let f = first.as_f64()?;
-                if f.fract() != 0.0 || !f.is_finite() {
-                    return None;
-                }
-                FillValue::from_i64(d, f as i64).ok()?
-            }
-        }
-    };
-    Some(cf_fill_value(dt, &fill))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn integers_floats_and_strings() {
-        assert_eq!(ints_to_json(&[0xff, 0xfe], 2, true, true), vec![json!(-2)]);
-        assert_eq!(
-            ints_to_json(&[0xff, 0xff], 2, false, false),
-            vec![json!(65535)]
-        );
-        assert_eq!(floats(&[0x3f, 0x80, 0, 0], 4, true), vec![1.0]);
-        assert_eq!(floats(&[0x00, 0x3c], 2, false), vec![1.0]);
-        assert_eq!(
-            fixed_strings(b"ab\0\0cd  ", 4, StrPad::NullTerm),
-            vec!["ab".to_string(), "cd  ".to_string()]
-        );
-        assert_eq!(
-            fixed_strings(b"ab  ", 4, StrPad::SpacePad),
-            vec!["ab".to_string()]
-        );
-        assert_eq!(collapse(vec![json!(1)], false), json!(1));
-        assert_eq!(collapse(vec![], false), json!([]));
-        assert_eq!(collapse(vec![json!(1), json!(2)], false), json!([1, 2]));
-    }
-
-    #[test]
-    fn fill_value_attribute_in_xarray_encoding() {
-        assert_eq!(
-            fill_attr(DataType::Int16, &json!(-999), None),
-            Some(json!(-999))
-        );
-        assert_eq!(fill_attr(DataType::Int8, &json!(300), None), None);
-        assert_eq!(
-            fill_attr(DataType::Float64, &json!("NaN"), None),
-            None,
-            "a NaN without its stored bytes has no number"
-        );
-        let nan = Numeric {
-            info: TypeInfo::Float {
-                size: 8,
-                big_endian: false,
-            },
-            bytes: f64::NAN.to_le_bytes().to_vec(),
-        };
-        assert_eq!(
-            fill_attr(DataType::Float64, &json!("NaN"), Some(&nan)),
-            Some(json!("AAAAAAAA+H8="))
-        );
-        // The libhdf5 scanner's quirk, kept: a bool `_FillValue` is left out, an integer one
-        // is taken.
-        assert_eq!(fill_attr(DataType::Bool, &json!(true), None), None);
-        assert_eq!(
-            fill_attr(DataType::Bool, &json!(1), None),
-            Some(json!(true))
-        );
-        assert_eq!(
-            fill_attr(DataType::UInt64, &json!(u64::MAX), None),
-            Some(json!(u64::MAX))
-        );
-        assert_eq!(
-            fill_attr(DataType::FixedBytes(2), &json!("abc"), None),
-            Some(json!("YWI="))
-        );
-        assert_eq!(
-            fill_attr(DataType::String, &json!(["MISSING"]), None),
-            Some(json!("MISSING"))
-        );
-        assert_eq!(fill_attr(DataType::String, &json!(1), None), None);
-    }
+    let file = ctx.file;
+    let raw = attrs
+        .iter()
+        .filter(|a| !is_bookkeeping(&a.name, is_scale))
+        .map(|a| read_one(file, a));
+    vzarr_hdf5_map::attrs::convert_attributes(
+        raw,
+        path,
+        is_scale,
+        array_type.as_ref(),
+        &mut ctx.out.skipped,
+    )
 }

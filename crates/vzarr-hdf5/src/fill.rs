@@ -1,30 +1,26 @@
-//! A dataset's fill value: what the HDF5 library returns for chunks never written, which is
-//! what Zarr's `fill_value` must be (the CF `_FillValue` attribute is kept apart, in
-//! [`crate::attributes`]).
+//! A dataset's fill value from its fill value message, decided by the shared mapping
+//! (`vzarr_hdf5_map::fill`): what the HDF5 library returns for chunks never written.
 
 use vzarr_core::{DataType, Endian, FillValue};
 use vzarr_hdf5_format::FillStatus;
 
 /// The fill value of a dataset of data type `dt` in byte order `endian`, from its fill value
-/// message: the writer's when one is defined, else zero (the library default, also what an
-/// undefined fill value reads as).
+/// message: the writer's when one is defined, else zero.
 pub(crate) fn dataset_fill(
     fill: &vzarr_hdf5_format::FillValue,
     dt: DataType,
     endian: Endian,
 ) -> Result<FillValue, String> {
-    if fill.status != FillStatus::UserDefined {
-        return Ok(FillValue::zero(dt));
-    }
-    let mut buf = fill
-        .value
-        .as_deref()
-        .ok_or("fill value unreadable")?
-        .to_vec();
-    if endian == Endian::Big && dt.has_endianness() {
-        dt.swap_element(&mut buf);
-    }
-    FillValue::from_le_bytes(dt, &buf).map_err(|e| e.to_string())
+    let user = match fill.status {
+        FillStatus::UserDefined => Some(
+            fill.value
+                .as_deref()
+                .ok_or("fill value unreadable")?
+                .to_vec(),
+        ),
+        _ => None,
+    };
+    vzarr_hdf5_map::fill::dataset_fill(user, dt, endian)
 }
 
 #[cfg(test)]

@@ -15,17 +15,13 @@
 //! corrupt file, an error rather than a reference that fails later.
 
 use vzarr_codec::ByteCodecs;
-use vzarr_core::{ChunkGrid, ChunkManifest, Codec, CoreError, DimGrid};
+use vzarr_core::{ChunkGrid, Codec, CoreError};
 use vzarr_hdf5_format::Dataset;
+pub(crate) use vzarr_hdf5_map::chunks::Chunks;
+use vzarr_hdf5_map::chunks::{ChunksError, new_manifest, past_end};
 
 use crate::Hdf5Error;
 use crate::walk::Ctx;
-
-/// A dataset's chunk grid and the references of its chunks.
-pub(crate) struct Chunks {
-    pub(crate) grid: ChunkGrid,
-    pub(crate) manifest: ChunkManifest,
-}
 
 /// What it takes to re-encode a chunk of a dataset.
 pub(crate) struct ChunkEncoding<'a> {
@@ -43,25 +39,12 @@ fn model_error(ctx: &Ctx, path: &str, source: CoreError) -> Hdf5Error {
     }
 }
 
-/// An empty manifest for `grid` and the source id of the file in it.
-fn new_manifest(
-    ctx: &Ctx,
-    grid: &ChunkGrid,
-    path: &str,
-) -> Result<(ChunkManifest, u32), Hdf5Error> {
-    let n = grid.n_chunks().map_err(|e| model_error(ctx, path, e))?;
-    let n = usize::try_from(n).map_err(|_| ctx.object_error(path, "too many chunks"))?;
-    let mut m = ChunkManifest::new_missing(n);
-    let sid = m.intern(&ctx.url).map_err(|e| model_error(ctx, path, e))?;
-    Ok((m, sid))
-}
-
-/// The reason for a byte range past the end of the file.
-fn past_end(what: &str, addr: u64, len: u64, file_size: u64) -> String {
-    format!(
-        "{what} at byte {addr} with {len} bytes ends past the end of the file ({file_size} \
-         bytes): the file is truncated or corrupt"
-    )
+/// A dataset's storage that the shared mapping found wrong, as this scanner reports it.
+fn chunks_error(ctx: &Ctx, path: &str, e: ChunksError) -> Hdf5Error {
+    match e {
+        ChunksError::Model(source) => model_error(ctx, path, source),
+        other => ctx.object_error(path, other.to_string()),
+    }
 }
 
 /// A chunk stored with some filters skipped.
@@ -105,7 +88,8 @@ pub(crate) fn chunk_refs(
         return Err(ctx.object_error(path, "chunk shape unreadable"));
     }
     let grid = ChunkGrid::regular(shape, chunk).map_err(|e| model_error(ctx, path, e))?;
-    let (mut manifest, sid) = new_manifest(ctx, &grid, path)?;
+    let (mut manifest, sid) =
+        new_manifest(&grid, &ctx.url).map_err(|e| chunks_error(ctx, path, e))?;
     let mut masked: Vec<MaskedChunk> = Vec::new();
     let file_size = ctx.file_size;
     // Chunks per axis, computed once: the callback runs for every chunk (millions), so it
@@ -288,72 +272,9 @@ pub(crate) fn contiguous_refs(
     esize: usize,
     path: &str,
 ) -> Result<Chunks, Hdf5Error> {
-    let nelem = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
-    let nbytes = nelem
-        .and_then(|n| n.checked_mul(esize as u64))
-        .ok_or_else(|| ctx.object_error(path, "dataset size overflows"))?;
-    let row_bytes = shape
-        .iter()
-        .skip(1)
-        .try_fold(esize as u64, |a, &d| a.checked_mul(d))
-        .unwrap_or(0);
-    let grid = match (ctx.opts.split_contiguous_bytes, shape.first()) {
-        // Only written data is split (a never-written dataset has no bytes to point at), and
-        // into no more chunks than an array may reference.
-        (Some(target), Some(&n0))
-            if nbytes > target
-                && row_bytes > 0
-                && n0 > 1
-                && address.is_some()
-                && n0 / (target / row_bytes).clamp(1, n0)
-                    <= vzarr_core::limits::MAX_ARRAY_REFERENCES =>
-        {
-            let rows = (target / row_bytes).clamp(1, n0);
-            let mut edges = vec![rows; (n0 / rows) as usize];
-            if n0 % rows != 0 {
-                edges.push(n0 % rows);
-            }
-            let mut dims =
-                vec![DimGrid::from_edges(edges, n0).map_err(|e| model_error(ctx, path, e))?];
-            for &d in &shape[1..] {
-                dims.push(DimGrid::fixed(d.max(1), d).map_err(|e| model_error(ctx, path, e))?);
-            }
-            ChunkGrid::new(dims)
-        }
-        _ => {
-            let cs: Vec<u64> = shape.iter().map(|&d| d.max(1)).collect();
-            ChunkGrid::regular(shape, &cs).map_err(|e| model_error(ctx, path, e))?
-        }
-    };
-    let (mut manifest, sid) = new_manifest(ctx, &grid, path)?;
-    // Never written (no address): every chunk reads as the fill value.
-    let Some(addr) = address.filter(|_| nbytes != 0) else {
-        return Ok(Chunks { grid, manifest });
-    };
-    if addr
-        .checked_add(nbytes)
-        .is_none_or(|end| end > ctx.file_size)
-    {
-        return Err(ctx.object_error(
-            path,
-            past_end("contiguous data", addr, nbytes, ctx.file_size),
-        ));
-    }
-    if shape.is_empty() {
-        manifest
-            .set_range(0, sid, addr, nbytes)
-            .map_err(|e| model_error(ctx, path, e))?;
-        return Ok(Chunks { grid, manifest });
-    }
-    let axis0 = &grid.dims()[0];
-    for i in 0..axis0.n_chunks() {
-        let start = axis0.chunk_start(i);
-        let rows = axis0.chunk_valid_len(i);
-        manifest
-            .set_range(i as usize, sid, addr + start * row_bytes, rows * row_bytes)
-            .map_err(|e| model_error(ctx, path, e))?;
-    }
-    Ok(Chunks { grid, manifest })
+    let split = ctx.opts.split_contiguous_bytes;
+    vzarr_hdf5_map::chunks::contiguous(&ctx.url, ctx.file_size, address, split, shape, esize)
+        .map_err(|e| chunks_error(ctx, path, e))
 }
 
 /// The one chunk of a compact dataset whose raw data (in the object header) is `data`,
@@ -365,32 +286,18 @@ pub(crate) fn compact_refs(
     esize: usize,
     path: &str,
 ) -> Result<Chunks, Hdf5Error> {
-    let cs: Vec<u64> = shape.iter().map(|&d| d.max(1)).collect();
-    let grid = ChunkGrid::regular(shape, &cs).map_err(|e| model_error(ctx, path, e))?;
-    let (mut manifest, _) = new_manifest(ctx, &grid, path)?;
-    let nelem: u64 = shape.iter().product();
-    if nelem == 0 {
-        return Ok(Chunks { grid, manifest });
-    }
-    // Compact data lives in the object header, at most 64 KiB.
-    let nbytes = usize::try_from(nelem * esize as u64)
-        .ok()
-        .filter(|&n| n <= 1 << 16)
-        .ok_or_else(|| ctx.object_error(path, "compact dataset larger than 64 KiB"))?;
-    // The library refuses a compact dataset whose data is not exactly its elements.
-    if data.len() != nbytes {
-        return Err(ctx.object_error(
-            path,
-            format!(
+    vzarr_hdf5_map::chunks::compact(&ctx.url, shape, esize, |nbytes| {
+        // The library refuses a compact dataset whose data is not exactly its elements.
+        if data.len() == nbytes {
+            Ok(data.to_vec())
+        } else {
+            Err(format!(
                 "compact data unreadable: {} bytes stored for {nbytes} bytes of elements",
                 data.len()
-            ),
-        ));
-    }
-    manifest
-        .set_inline(0, data.to_vec())
-        .map_err(|e| model_error(ctx, path, e))?;
-    Ok(Chunks { grid, manifest })
+            ))
+        }
+    })
+    .map_err(|e| chunks_error(ctx, path, e))
 }
 
 #[cfg(test)]

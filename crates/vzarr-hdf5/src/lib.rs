@@ -35,7 +35,11 @@
 //!   libhdf5 2.2 cannot open it ("didn't find unlimited dimension"); here it is scanned.
 //!
 //! Kept as the libhdf5 scanner does it, though it looks wrong: a JSON bool `_FillValue` of a
-//! bool array (h5py's enum bool) is always left out (see `attributes::fill_attr`).
+//! bool array (h5py's enum bool) is always left out (see `vzarr_hdf5_map::attrs`).
+//!
+//! How what is read is spelled in Zarr (data types, attribute values, `_FillValue`, fill
+//! values, phony dimensions, contiguous and compact chunks) is decided once, in
+//! `vzarr-hdf5-map`, for both scanners: this crate reads the file and fills that mapping.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -52,13 +56,13 @@
 //! | module       | what it does |
 //! |--------------|--------------|
 //! | `walk`       | the scan entry ([`scan`]): groups and links from the root (hard, soft, external), Zarr names, one dataset at a time |
-//! | `types`      | HDF5 datatypes to vzarr data types and byte orders, or why not |
+//! | `types`      | a datatype message's facts for the mapping; compounds, complex numbers, bitfields and array types, which only this scanner maps |
 //! | `filters`    | HDF5 filter pipelines to Zarr v3 codecs, or why not |
 //! | `layout`     | chunked, contiguous and compact storage to chunk references; chunks stored with filters skipped, re-encoded |
 //! | `strings`    | variable-length strings read from the global heap, stored inline (`string`, `vlen-utf8`) |
 //! | `fill`       | the dataset fill value (what unwritten chunks read as) |
-//! | `attributes` | attributes as JSON; bookkeeping dropped; `_FillValue` in xarray's encoding |
-//! | `dims`       | dimension names from dimension scales; phony dimensions |
+//! | `attributes` | attribute values read from the file (variable-length strings from the global heap) for the mapping |
+//! | `dims`       | the dimension scales `DIMENSION_LIST` attaches, resolved to names |
 //! | `values`     | [`ValueReader`]: a region of a dataset's values read straight from the file (no manifest), for verification |
 //! | `storage`    | the byte-layer adapter: [`SourceStorage`], the reader's bytes from a block cache |
 //! | `error`      | [`Hdf5Error`] |

@@ -26,6 +26,7 @@
 use vzarr_codec::{ByteCodecs, vlen_utf8};
 use vzarr_core::{ChunkGrid, ChunkManifest, Codec, CoreError};
 use vzarr_hdf5_format::{Dataset, FillStatus, Layout};
+use vzarr_hdf5_map::refusal;
 
 use crate::Hdf5Error;
 use crate::layout::Chunks;
@@ -397,7 +398,7 @@ pub(crate) fn string_chunks(
         }
         Layout::Contiguous { address, .. } => {
             if !codecs.is_empty() {
-                return Ok(Err("contiguous dataset with filters".into()));
+                return Ok(Err(refusal::CONTIGUOUS_WITH_FILTERS.into()));
             }
             // Never written (no address) or empty: every element reads as the fill value.
             let Some(addr) = address.filter(|_| nelem > 0) else {
@@ -455,9 +456,7 @@ pub(crate) fn string_chunks(
             }
         }
         Layout::Virtual { .. } => {
-            return Ok(Err(
-                "virtual dataset (VDS): its data lives in other datasets".into(),
-            ));
+            return Ok(Err(refusal::VIRTUAL_DATASET.into()));
         }
     }
     Ok(Ok(Chunks { grid, manifest }))

@@ -7,54 +7,22 @@
 
 use vzarr_core::{DataType, Endian};
 use vzarr_hdf5_format::{ByteOrder, CompoundMember, Datatype, StringPadding, TypeClass, VlenKind};
+use vzarr_hdf5_map::types::{FloatFacts, IntFacts, Order, enum_info, float_info, int_info};
+pub(crate) use vzarr_hdf5_map::types::{IntType, StrPad, TypeInfo, data_type, endian};
 
-/// What an HDF5 type is, as far as the scanner cares.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum TypeInfo {
-    /// Integer of `size` bytes.
-    Int {
-        size: usize,
-        signed: bool,
-        big_endian: bool,
-    },
-    /// IEEE float of `size` bytes.
-    Float { size: usize, big_endian: bool },
-    /// Enum with two members FALSE=0 and TRUE=1 on a 1-byte integer (h5py's bool).
-    Bool,
-    /// Any other enum, read as its base integer.
-    Enum {
-        size: usize,
-        signed: bool,
-        big_endian: bool,
-    },
-    /// Fixed-length string of `size` bytes.
-    FixedString { size: usize, pad: StrPad },
-    /// Variable-length string.
-    VarString,
-    /// Everything else, with a name for messages.
-    Other(String),
+/// A byte order as the mapping names it.
+fn order(o: ByteOrder) -> Order {
+    match o {
+        ByteOrder::LittleEndian => Order::Little,
+        ByteOrder::BigEndian => Order::Big,
+        ByteOrder::Vax => Order::Vax,
+    }
 }
 
-/// Padding of a fixed-length string.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum StrPad {
-    NullTerm,
-    NullPad,
-    SpacePad,
-}
-
-/// An integer type without padding bits.
-struct IntLayout {
-    size: usize,
-    signed: bool,
-    big_endian: bool,
-}
-
-/// The layout of an integer type, or why it is not a plain 1, 2, 4 or 8-byte integer.
-fn int_layout(t: &Datatype) -> Result<IntLayout, String> {
-    let size = t.size as usize;
+/// The facts of an integer type, or why it is not one.
+fn int_facts(t: &Datatype) -> Result<IntFacts, String> {
     let TypeClass::FixedPoint {
-        order,
+        order: o,
         signed,
         bit_offset,
         precision,
@@ -63,98 +31,37 @@ fn int_layout(t: &Datatype) -> Result<IntLayout, String> {
     else {
         return Err(format!("{} base type", t.class_name()));
     };
-    let big_endian = match order {
-        ByteOrder::LittleEndian => false,
-        ByteOrder::BigEndian => true,
-        ByteOrder::Vax => return Err("integer with VAX or mixed byte order".into()),
-    };
-    if !matches!(size, 1 | 2 | 4 | 8) || usize::from(precision) != size * 8 || bit_offset != 0 {
-        return Err(format!("{size}-byte integer with padding bits"));
-    }
-    Ok(IntLayout {
-        size,
-        signed,
-        big_endian,
+    Ok(IntFacts {
+        size: t.size as usize,
+        signed: Some(signed),
+        order: order(o),
+        precision: usize::from(precision),
+        offset: usize::from(bit_offset),
     })
-}
-
-/// Whether a float type of `size` bytes has the IEEE 754 half, single or double layout.
-fn ieee_layout(t: &Datatype, size: usize) -> bool {
-    let TypeClass::FloatingPoint {
-        sign_location,
-        bit_offset,
-        precision,
-        exponent_location,
-        exponent_size,
-        mantissa_location,
-        mantissa_size,
-        exponent_bias,
-        ..
-    } = t.class
-    else {
-        return false;
-    };
-    let fields = [
-        sign_location,
-        exponent_location,
-        exponent_size,
-        mantissa_location,
-        mantissa_size,
-    ];
-    let (want, want_bias): ([u8; 5], u32) = match size {
-        2 => ([15, 10, 5, 0, 10], 15),
-        4 => ([31, 23, 8, 0, 23], 127),
-        8 => ([63, 52, 11, 0, 52], 1023),
-        _ => return false,
-    };
-    fields == want
-        && exponent_bias == want_bias
-        && usize::from(precision) == size * 8
-        && bit_offset == 0
-}
-
-/// Whether an enum has exactly the members FALSE=0 and TRUE=1 (h5py's bool).
-fn is_bool_enum(members: &[vzarr_hdf5_format::EnumMember]) -> bool {
-    if members.len() != 2 {
-        return false;
-    }
-    let mut seen = [false; 2];
-    for m in members {
-        match (m.name.to_ascii_uppercase().as_str(), m.value.as_slice()) {
-            ("FALSE", [0]) => seen[0] = true,
-            ("TRUE", [1]) => seen[1] = true,
-            _ => return false,
-        }
-    }
-    seen == [true, true]
 }
 
 /// Classifies an HDF5 datatype.
 pub(crate) fn type_info(t: &Datatype) -> TypeInfo {
     let size = t.size as usize;
     match &t.class {
-        TypeClass::FixedPoint { .. } => match int_layout(t) {
-            Ok(l) => TypeInfo::Int {
-                size: l.size,
-                signed: l.signed,
-                big_endian: l.big_endian,
-            },
+        TypeClass::FixedPoint { .. } => match int_facts(t) {
+            Ok(f) => int_info(&f),
             Err(e) => TypeInfo::Other(e),
         },
-        TypeClass::FloatingPoint { order, .. } => {
-            let big_endian = match order {
-                ByteOrder::LittleEndian => false,
-                ByteOrder::BigEndian => true,
-                ByteOrder::Vax => {
-                    return TypeInfo::Other("float with VAX or mixed byte order".into());
-                }
-            };
-            if ieee_layout(t, size) {
-                TypeInfo::Float { size, big_endian }
-            } else {
-                TypeInfo::Other(format!("non-IEEE {}-bit float", size * 8))
-            }
-        }
+        TypeClass::FloatingPoint {
+            order: o,
+            bit_offset,
+            precision,
+            exponent_bias,
+            ..
+        } => float_info(&FloatFacts {
+            size,
+            order: order(*o),
+            fields: t.float_fields().map(|f| f.map(usize::from)),
+            bias: u64::from(*exponent_bias),
+            precision: usize::from(*precision),
+            offset: usize::from(*bit_offset),
+        }),
         TypeClass::String { padding, .. } => {
             let pad = match padding {
                 StringPadding::NullPad => StrPad::NullPad,
@@ -167,21 +74,16 @@ pub(crate) fn type_info(t: &Datatype) -> TypeInfo {
             kind: VlenKind::String { .. },
             ..
         } => TypeInfo::VarString,
-        TypeClass::Enum { base, members } => {
-            let l = match int_layout(base) {
-                Ok(l) => l,
-                Err(e) => return TypeInfo::Other(format!("enum on {e}")),
-            };
-            if l.size == 1 && is_bool_enum(members) {
-                TypeInfo::Bool
-            } else {
-                TypeInfo::Enum {
-                    size: l.size,
-                    signed: l.signed,
-                    big_endian: l.big_endian,
-                }
+        TypeClass::Enum { base, members } => match int_facts(base) {
+            Ok(f) => {
+                let members: Vec<(&str, &[u8])> = members
+                    .iter()
+                    .map(|m| (m.name.as_str(), m.value.as_slice()))
+                    .collect();
+                enum_info(&f, &members)
             }
-        }
+            Err(e) => TypeInfo::Other(format!("enum on {e}")),
+        },
         TypeClass::Compound { .. } => TypeInfo::Other("compound type".into()),
         TypeClass::Reference { .. } => TypeInfo::Other("reference type".into()),
         TypeClass::VariableLength { .. } => TypeInfo::Other("variable-length sequence type".into()),
@@ -192,61 +94,6 @@ pub(crate) fn type_info(t: &Datatype) -> TypeInfo {
         // The libhdf5 scanner names classes it has no words for by the library's constant.
         TypeClass::Complex { .. } => TypeInfo::Other("type class H5T_COMPLEX".into()),
     }
-}
-
-/// The byte order of a type that is big-endian or not.
-fn endian(big_endian: bool) -> Endian {
-    if big_endian {
-        Endian::Big
-    } else {
-        Endian::Little
-    }
-}
-
-/// The Zarr data type and byte order of a dataset of type `info`, or why there is none.
-pub(crate) fn data_type(info: &TypeInfo) -> Result<(DataType, Endian), String> {
-    Ok(match *info {
-        TypeInfo::Int {
-            size,
-            signed,
-            big_endian,
-        }
-        | TypeInfo::Enum {
-            size,
-            signed,
-            big_endian,
-        } => {
-            let dt =
-                DataType::integer(size, signed).ok_or_else(|| format!("{size}-byte integer"))?;
-            (dt, endian(big_endian))
-        }
-        TypeInfo::Float { size, big_endian } => {
-            let dt = DataType::float(size).ok_or_else(|| format!("{size}-byte float"))?;
-            (dt, endian(big_endian))
-        }
-        TypeInfo::Bool => (DataType::Bool, Endian::Little),
-        TypeInfo::FixedString { size, pad } => {
-            if size == 0 {
-                return Err("zero-length string type".into());
-            }
-            if pad == StrPad::SpacePad {
-                return Err(
-                    "fixed-length string with space padding: HDF5 strips the padding \
-                            spaces on read, but the stored bytes keep them"
-                        .into(),
-                );
-            }
-            (DataType::FixedBytes(size), Endian::Little)
-        }
-        // Read from the global heap and stored inline (`crate::strings`).
-        TypeInfo::VarString => (DataType::String, Endian::Little),
-        TypeInfo::Other(ref what) => {
-            return Err(format!(
-                "unsupported data type ({what}): Zarr v3 has no equivalent that \
-                                zarr-python 3.4 reads"
-            ));
-        }
-    })
 }
 
 /// Most dimensions of an HDF5 array datatype (the library's `H5S_MAX_RANK`).
@@ -437,11 +284,11 @@ fn element_type(t: &Datatype) -> Result<Mapped, String> {
         TypeClass::Enum { base, members } => {
             let info = type_info(t);
             let mut mapped = data_type(&info).map(plain)?;
-            if let TypeInfo::Enum {
+            if let TypeInfo::Enum(IntType {
                 size,
                 signed,
                 big_endian,
-            } = info
+            }) = info
             {
                 let mut out: Vec<(String, i128)> = members
                     .iter()
@@ -522,11 +369,11 @@ mod tests {
     fn integers_and_padding_bits() {
         assert_eq!(
             type_info(&int(2, 16, ByteOrder::BigEndian)),
-            TypeInfo::Int {
+            TypeInfo::Int(IntType {
                 size: 2,
                 signed: true,
                 big_endian: true
-            }
+            })
         );
         assert_eq!(
             type_info(&int(4, 12, ByteOrder::LittleEndian)),
@@ -562,7 +409,7 @@ mod tests {
         );
         assert!(matches!(
             type_info(&e(vec![member("no", 0), member("yes", 1)])),
-            TypeInfo::Enum { size: 1, .. }
+            TypeInfo::Enum(IntType { size: 1, .. })
         ));
     }
 

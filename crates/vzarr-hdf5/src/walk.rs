@@ -11,16 +11,19 @@ use std::sync::atomic::AtomicU64;
 use bytes::Bytes;
 
 use vzarr_core::names::{ORIGINAL_NAME_ATTR, sibling_names, zarr_name};
-use vzarr_core::{DataType, FillValue, Group, SkippedVariable, VirtualArray, VirtualDataset};
+use vzarr_core::{DataType, FillValue, Group, SkippedVariable, VirtualDataset};
 use vzarr_hdf5_format::{
     Attribute, DataspaceKind, File, Layout, LinkTarget, ObjectHeader, ObjectKind, UNLIMITED,
 };
+use vzarr_hdf5_map::dims::{PhonyDims, is_dimension_only, is_scale};
+use vzarr_hdf5_map::{Scanned, refusal};
+pub(crate) use vzarr_hdf5_map::{join, or_root};
 use vzarr_source::ByteSource;
 
 use crate::attributes::{convert_attributes, string_attr};
-use crate::dims::{DIMENSION_ONLY, ObjectNames, dimension_names};
+use crate::dims::{ObjectNames, dimension_names};
 use crate::fill::dataset_fill;
-use crate::layout::{ChunkEncoding, Chunks, chunk_refs, compact_refs, contiguous_refs};
+use crate::layout::{ChunkEncoding, chunk_refs, compact_refs, contiguous_refs};
 use crate::storage::SourceStorage;
 use crate::strings::{fill_text, string_chunks};
 use crate::types::{Mapped, dataset_type};
@@ -43,9 +46,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) storage: &'a SourceStorage,
     /// What the scan found so far.
     pub(crate) out: VirtualDataset,
-    /// Phony dimensions per group: (group, length) -> names.
-    pub(crate) phony: HashMap<(String, u64), Vec<String>>,
-    pub(crate) phony_count: usize,
+    /// The phony dimensions named so far.
+    pub(crate) phony: PhonyDims,
     /// Object paths by address (or why they cannot all be named), built when the first
     /// reference is resolved.
     pub(crate) names: Option<Result<ObjectNames, String>>,
@@ -160,8 +162,7 @@ pub fn scan_noting(
         file: &file,
         storage: &storage,
         out: VirtualDataset::new(),
-        phony: HashMap::new(),
-        phony_count: 0,
+        phony: PhonyDims::new(),
         names: None,
         seen: HashMap::from([(file.root_address(), "/".to_string())]),
         soft_nodes: 0,
@@ -197,19 +198,6 @@ fn keep_small_arrays(out: &mut VirtualDataset, storage: &SourceStorage) {
             None
         }
     });
-}
-
-fn join(parent: &str, name: &str) -> String {
-    if parent.is_empty() {
-        name.to_string()
-    } else {
-        format!("{parent}/{name}")
-    }
-}
-
-/// A group path for messages: `/` for the root.
-pub(crate) fn or_root(path: &str) -> &str {
-    if path.is_empty() { "/" } else { path }
 }
 
 /// Walks the group whose object header is at `addr` (at `at`); `ancestors` holds the
@@ -417,16 +405,6 @@ fn soft_target(ctx: &Ctx, group: &str, to: &str) -> Result<u64, String> {
     })
 }
 
-/// What became of a dataset.
-enum Scanned {
-    /// A virtual array.
-    Array(Box<VirtualArray>),
-    /// Left out, with the reason.
-    Refused(String),
-    /// A netCDF dimension without a variable: no array.
-    DimensionOnly,
-}
-
 fn scan_dataset(
     ctx: &mut Ctx,
     oh: &ObjectHeader,
@@ -443,7 +421,7 @@ fn scan_dataset(
         .attributes(oh)
         .map_err(|e| ctx.structure_error(path, "attributes", e))?;
 
-    let is_scale = string_attr(file, &attrs, "CLASS").as_deref() == Some("DIMENSION_SCALE");
+    let is_scale = is_scale(string_attr(file, &attrs, "CLASS").as_deref());
     let space = &ds.dataspace;
     let unlimited_1d = space.kind == DataspaceKind::Simple
         && space.dims.len() == 1
@@ -452,15 +430,12 @@ fn scan_dataset(
         let name = path.rsplit('/').next().unwrap_or(path);
         ctx.out.unlimited_dims.insert(zarr_name(name).into_owned());
     }
-    if is_scale && string_attr(file, &attrs, "NAME").is_some_and(|n| n.starts_with(DIMENSION_ONLY))
-    {
+    if is_scale && is_dimension_only(string_attr(file, &attrs, "NAME").as_deref()) {
         return Ok(Scanned::DimensionOnly);
     }
     let shape: Vec<u64> = match space.kind {
         DataspaceKind::Null => {
-            return Ok(Scanned::Refused(
-                "null dataspace: the dataset holds no data".into(),
-            ));
+            return Ok(Scanned::Refused(refusal::NULL_DATASPACE.into()));
         }
         DataspaceKind::Scalar => Vec::new(),
         DataspaceKind::Simple => space.dims.clone(),
@@ -471,9 +446,7 @@ fn scan_dataset(
     };
     let (data_type, endian) = (mapped.data_type.clone(), mapped.endian);
     if ds.external_files.is_some_and(|n| n > 0) {
-        return Ok(Scanned::Refused(
-            "raw data in external files (H5Pset_external)".into(),
-        ));
+        return Ok(Scanned::Refused(refusal::EXTERNAL_FILES.into()));
     }
     // The filters act on the stored elements: for strings, global heap ids.
     let stored_type = if data_type.is_string() {
@@ -489,7 +462,7 @@ fn scan_dataset(
     let dataset_rank = shape.len();
     let mut shape = shape;
     shape.extend_from_slice(&mapped.extra_dims);
-    let (fill_value, Chunks { grid, manifest }, codecs) = if data_type.is_string() {
+    let (fill_value, chunks, codecs) = if data_type.is_string() {
         let fill = match fill_text(ctx, &ds, path)? {
             Ok(f) => f,
             Err(reason) => return Ok(Scanned::Refused(reason)),
@@ -523,15 +496,13 @@ fn scan_dataset(
             }
             Layout::Contiguous { address, .. } => {
                 if !codecs.is_empty() {
-                    return Ok(Scanned::Refused("contiguous dataset with filters".into()));
+                    return Ok(Scanned::Refused(refusal::CONTIGUOUS_WITH_FILTERS.into()));
                 }
                 contiguous_refs(ctx, *address, &shape, data_type.size(), path)?
             }
             Layout::Compact { data } => compact_refs(ctx, data, &shape, data_type.size(), path)?,
             Layout::Virtual { .. } => {
-                return Ok(Scanned::Refused(
-                    "virtual dataset (VDS): its data lives in other datasets".into(),
-                ));
+                return Ok(Scanned::Refused(refusal::VIRTUAL_DATASET.into()));
             }
         };
         (fill_value, chunks, codecs)
@@ -554,16 +525,9 @@ fn scan_dataset(
     );
     let own = path.rsplit('/').next().unwrap_or(path);
     dimension_names.extend((0..mapped.extra_dims.len()).map(|k| format!("{own}_dim_{k}")));
-    Ok(Scanned::Array(Box::new(VirtualArray {
-        data_type,
-        endian,
-        fill_value,
-        codecs,
-        dimension_names,
-        attributes,
-        grid,
-        manifest,
-    })))
+    let ty = (data_type, endian);
+    let array = chunks.into_array(ty, fill_value, codecs, attributes, dimension_names);
+    Ok(Scanned::Array(Box::new(array)))
 }
 
 /// The fill value message for one element of `mapped`: for an HDF5 array datatype, whose fill

@@ -234,6 +234,29 @@ pub enum TypeClass {
 }
 
 impl Datatype {
+    /// Of a floating-point type, the bit fields that say its layout: sign location, exponent
+    /// location, exponent size, mantissa location and mantissa size (`None` for other
+    /// classes).
+    pub fn float_fields(&self) -> Option<[u8; 5]> {
+        match self.class {
+            TypeClass::FloatingPoint {
+                sign_location,
+                exponent_location,
+                exponent_size,
+                mantissa_location,
+                mantissa_size,
+                ..
+            } => Some([
+                sign_location,
+                exponent_location,
+                exponent_size,
+                mantissa_location,
+                mantissa_size,
+            ]),
+            _ => None,
+        }
+    }
+
     /// Name of the datatype class ("integer", "float", "string", ...).
     pub fn class_name(&self) -> &'static str {
         match self.class {

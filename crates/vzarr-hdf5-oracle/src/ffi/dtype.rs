@@ -4,10 +4,9 @@ use std::ffi::{CStr, c_uint};
 
 use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5t::{
-    H5T_class_t, H5T_cset_t, H5T_order_t, H5T_sign_t, H5T_str_t, H5Tget_class, H5Tget_cset,
-    H5Tget_ebias, H5Tget_fields, H5Tget_member_name, H5Tget_member_value, H5Tget_nmembers,
-    H5Tget_offset, H5Tget_order, H5Tget_precision, H5Tget_sign, H5Tget_size, H5Tget_strpad,
-    H5Tget_super, H5Tis_variable_str,
+    H5T_class_t, H5T_order_t, H5T_sign_t, H5T_str_t, H5Tget_class, H5Tget_ebias, H5Tget_fields,
+    H5Tget_member_name, H5Tget_member_value, H5Tget_nmembers, H5Tget_offset, H5Tget_order,
+    H5Tget_precision, H5Tget_sign, H5Tget_size, H5Tget_strpad, H5Tget_super, H5Tis_variable_str,
 };
 
 use super::{Hid, locked};
@@ -73,12 +72,6 @@ pub(crate) fn fields(t: hid_t) -> Option<[usize; 5]> {
 pub(crate) fn is_variable_str(t: hid_t) -> bool {
     // SAFETY: a query of an identifier; lock held.
     locked(|| unsafe { H5Tis_variable_str(t) }) > 0
-}
-
-/// Character set of a string type.
-pub(crate) fn cset(t: hid_t) -> H5T_cset_t {
-    // SAFETY: a query of an identifier; lock held.
-    locked(|| unsafe { H5Tget_cset(t) })
 }
 
 /// Padding of a fixed-length string type.

@@ -1,0 +1,463 @@
+//! Attributes: an attribute's stored values as JSON, HDF5 and netCDF bookkeeping dropped, and
+//! `_FillValue` written the way xarray's Zarr v3 backend decodes it (CF conventions, "Missing
+//! data"; netCDF-4's reserved attributes, NetCDF User Guide, "Attribute Conventions"). An
+//! attribute that has no JSON form is left out and listed as skipped.
+
+use serde_json::Value;
+use vzarr_core::attrs::cf_fill_value;
+use vzarr_core::{Attributes, DataType, FillValue, SkippedVariable};
+
+use crate::or_root;
+use crate::types::{StrPad, TypeInfo};
+
+/// Attributes that are HDF5 or netCDF bookkeeping, never user attributes.
+const DROPPED_ATTRS: &[&str] = &[
+    "DIMENSION_LIST",
+    "_Netcdf4Dimid",
+    "_Netcdf4Coordinates",
+    "_nc3_strict",
+    "_NCProperties",
+];
+/// Attributes of dimension scales that only describe the scale itself.
+const SCALE_ATTRS: &[&str] = &["CLASS", "NAME", "REFERENCE_LIST"];
+
+/// Largest fixed-size attribute read, in bytes.
+pub const MAX_ATTR_BYTES: usize = 1 << 30;
+/// Largest variable-length string attribute read, in elements.
+pub const MAX_ATTR_STRINGS: u64 = 1 << 24;
+
+/// Whether the attribute `name` is bookkeeping (of a dimension scale when `of_scale`), left
+/// out of the Zarr attributes.
+pub fn is_bookkeeping(name: &str, of_scale: bool) -> bool {
+    DROPPED_ATTRS.contains(&name) || (of_scale && SCALE_ATTRS.contains(&name))
+}
+
+/// An attribute's value: JSON (`Ok`) or why it cannot be represented (`Err`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawAttr {
+    /// Its name.
+    pub name: String,
+    /// Its value.
+    pub value: Result<Value, String>,
+    /// The stored bytes and type of a numeric attribute, for `_FillValue` conversion.
+    pub numeric: Option<Numeric>,
+}
+
+/// The stored elements of a numeric attribute.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Numeric {
+    /// Their type.
+    pub info: TypeInfo,
+    /// Their bytes as stored.
+    pub bytes: Vec<u8>,
+}
+
+/// The dataspace of an attribute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Space {
+    /// No elements (`H5S_NULL`).
+    Null,
+    /// One element, no dimensions.
+    Scalar,
+    /// An array of elements.
+    Simple,
+}
+
+/// How a reader hands over an attribute's stored values.
+pub trait AttrValues {
+    /// The stored bytes of a fixed-size attribute (at most [`MAX_ATTR_BYTES`]), or why they
+    /// are not read.
+    fn bytes(&self) -> Result<Vec<u8>, String>;
+    /// The strings of a variable-length string attribute (at most [`MAX_ATTR_STRINGS`]), each
+    /// up to its first NUL as the C library hands them out, or why they cannot be read.
+    fn strings(&self) -> Result<Vec<String>, String>;
+}
+
+/// An attribute named `name` of type `info` in dataspace `space`, its values read through
+/// `values`: its value as JSON (or why it has none) and, for numbers, the stored bytes.
+pub fn read_attr(name: String, info: TypeInfo, space: Space, values: &dyn AttrValues) -> RawAttr {
+    let scalar = space == Space::Scalar;
+    let mut numeric = None;
+    let value = match &info {
+        TypeInfo::Int(t) | TypeInfo::Enum(t) => values.bytes().map(|b| {
+            let v = collapse(ints_to_json(&b, t.size, t.signed, t.big_endian), scalar);
+            numeric = Some(Numeric {
+                info: info.clone(),
+                bytes: b,
+            });
+            v
+        }),
+        TypeInfo::Bool => values
+            .bytes()
+            .map(|b| collapse(b.iter().map(|&x| Value::Bool(x != 0)).collect(), scalar)),
+        TypeInfo::Float { size, big_endian } => values.bytes().map(|b| {
+            let v = collapse(
+                floats(&b, *size, *big_endian)
+                    .into_iter()
+                    .map(vzarr_core::attrs::float_value)
+                    .collect(),
+                scalar,
+            );
+            numeric = Some(Numeric {
+                info: info.clone(),
+                bytes: b,
+            });
+            v
+        }),
+        TypeInfo::FixedString { .. } | TypeInfo::VarString if space == Space::Null => {
+            Ok(Value::String(String::new()))
+        }
+        TypeInfo::FixedString { size, pad } => values.bytes().map(|b| {
+            let v = fixed_strings(&b, *size, *pad);
+            collapse(v.into_iter().map(Value::String).collect(), scalar)
+        }),
+        TypeInfo::VarString => values
+            .strings()
+            .map(|v| collapse(v.into_iter().map(Value::String).collect(), scalar)),
+        TypeInfo::Other(what) => Err(format!("attribute of {what}")),
+    };
+    RawAttr {
+        name,
+        value,
+        numeric,
+    }
+}
+
+fn fixed_strings(bytes: &[u8], size: usize, pad: StrPad) -> Vec<String> {
+    if size == 0 {
+        return vec![];
+    }
+    bytes
+        .chunks(size)
+        .map(|s| {
+            let s = match pad {
+                StrPad::NullTerm | StrPad::NullPad => {
+                    &s[..s.iter().position(|&b| b == 0).unwrap_or(s.len())]
+                }
+                StrPad::SpacePad => {
+                    let end = s
+                        .iter()
+                        .rposition(|&b| b != b' ' && b != 0)
+                        .map_or(0, |i| i + 1);
+                    &s[..end]
+                }
+            };
+            String::from_utf8_lossy(s).into_owned()
+        })
+        .collect()
+}
+
+/// Decodes integers of `size` bytes into JSON numbers.
+fn ints_to_json(bytes: &[u8], size: usize, signed: bool, big: bool) -> Vec<Value> {
+    bytes
+        .chunks_exact(size)
+        .map(|c| {
+            let mut b = [0u8; 8];
+            if big {
+                for (i, &x) in c.iter().rev().enumerate() {
+                    b[i] = x;
+                }
+            } else {
+                b[..size].copy_from_slice(c);
+            }
+            if signed {
+                // Sign-extend.
+                let shift = 64 - 8 * size as u32;
+                let v = (i64::from_le_bytes(b) << shift) >> shift;
+                Value::from(v)
+            } else {
+                Value::from(u64::from_le_bytes(b))
+            }
+        })
+        .collect()
+}
+
+/// Decodes IEEE floats of `size` bytes (2, 4 or 8) into f64 values.
+pub fn floats(bytes: &[u8], size: usize, big: bool) -> Vec<f64> {
+    bytes
+        .chunks_exact(size)
+        .map(|c| {
+            let mut b = [0u8; 8];
+            b[..size].copy_from_slice(c);
+            if big {
+                b[..size].reverse();
+            }
+            match size {
+                2 => vzarr_core::half_to_f64(u16::from_le_bytes([b[0], b[1]])),
+                4 => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                _ => f64::from_le_bytes(b),
+            }
+        })
+        .collect()
+}
+
+/// One value for a scalar dataspace or a single element, else a JSON array.
+fn collapse(mut v: Vec<Value>, scalar_space: bool) -> Value {
+    if v.len() == 1 || (scalar_space && !v.is_empty()) {
+        v.swap_remove(0)
+    } else {
+        Value::Array(v)
+    }
+}
+
+/// Converts the attributes of the object at `path` to JSON, dropping bookkeeping attributes
+/// (and, of a dimension scale, the scale's own) and writing `_FillValue` the way xarray's
+/// Zarr v3 backend decodes it; `array_type` is the data type of the dataset they belong to
+/// (`None` for a group). Attributes that cannot be represented are listed in `skipped`.
+pub fn convert_attributes(
+    attrs: impl IntoIterator<Item = RawAttr>,
+    path: &str,
+    is_scale: bool,
+    array_type: Option<&DataType>,
+    skipped: &mut Vec<SkippedVariable>,
+) -> Attributes {
+    let mut out = Attributes::new();
+    let mut skip = |object: String, reason: String| {
+        skipped.push(SkippedVariable {
+            path: object,
+            reason,
+        });
+    };
+    for a in attrs {
+        if is_bookkeeping(&a.name, is_scale) {
+            continue;
+        }
+        let value = match a.value {
+            Ok(v) => v,
+            Err(reason) => {
+                skip(
+                    format!("{}@{}", or_root(path), a.name),
+                    format!("attribute left out: {reason}"),
+                );
+                continue;
+            }
+        };
+        if a.name == "_FillValue"
+            && let Some(dt) = array_type
+        {
+            match fill_attr(dt.clone(), &value, a.numeric.as_ref()) {
+                Some(v) => {
+                    out.insert(a.name, v);
+                }
+                None => skip(
+                    format!("{path}@_FillValue"),
+                    format!(
+                        "attribute left out: value {value} does not fit the array's {}",
+                        dt.name()
+                    ),
+                ),
+            }
+            continue;
+        }
+        out.insert(a.name, value);
+    }
+    out
+}
+
+/// The `_FillValue` attribute converted to the array's type, in xarray's encoding.
+///
+/// Kept as the libhdf5 scanner has always computed it, including its quirk for bool arrays:
+/// the `unwrap_or` argument is evaluated first, so a JSON bool `_FillValue` (which has no
+/// integer value) is always left out.
+#[allow(clippy::unnecessary_lazy_evaluations, clippy::or_fun_call)]
+fn fill_attr(dt: DataType, value: &Value, numeric: Option<&Numeric>) -> Option<Value> {
+    let dt_in = dt.clone();
+    let first = match value {
+        Value::Array(v) => v.first()?,
+        v => v,
+    };
+    let fill = match dt_in {
+        // netCDF-4's `_FillValue` of a `string` variable: the text.
+        DataType::String => FillValue::from_text(first.as_str()?),
+        DataType::FixedBytes(n) => {
+            let s = first.as_str()?.as_bytes();
+            let mut b = s.to_vec();
+            b.resize(n, 0);
+            b.truncate(n);
+            FillValue::from_le_bytes(dt.clone(), &b).ok()?
+        }
+        d if d.is_float() => {
+            let f = match numeric {
+                Some(Numeric {
+                    info: TypeInfo::Float { size, big_endian },
+                    bytes,
+                }) => *floats(bytes, *size, *big_endian).first()?,
+                _ => first.as_f64()?,
+            };
+            match d {
+                DataType::Float16 => {
+                    FillValue::from_le_bytes(d, &vzarr_core::f64_to_half(f).to_le_bytes()).ok()?
+                }
+                _ => FillValue::from_f64(d, f).ok()?,
+            }
+        }
+        DataType::Bool => FillValue::from_i64(
+            dt.clone(),
+            i64::from(first.as_bool().unwrap_or(first.as_i64()? != 0)),
+        )
+        .ok()?,
+        d => {
+            if let Some(i) = first.as_i64() {
+                FillValue::from_i64(d, i).ok()?
+            } else if let (Some(u), DataType::UInt64) = (first.as_u64(), &d) {
+                FillValue::from_le_bytes(d, &u.to_le_bytes()).ok()?
+            } else {
+                let f = first.as_f64()?;
+                if f.fract() != 0.0 || !f.is_finite() {
+                    return None;
+                }
+                FillValue::from_i64(d, f as i64).ok()?
+            }
+        }
+    };
+    Some(cf_fill_value(dt, &fill))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    struct Stored(Vec<u8>, Vec<String>);
+
+    impl AttrValues for Stored {
+        fn bytes(&self) -> Result<Vec<u8>, String> {
+            Ok(self.0.clone())
+        }
+        fn strings(&self) -> Result<Vec<String>, String> {
+            Ok(self.1.clone())
+        }
+    }
+
+    #[test]
+    fn integers_floats_and_strings() {
+        assert_eq!(ints_to_json(&[0xff, 0xfe], 2, true, true), vec![json!(-2)]);
+        assert_eq!(
+            ints_to_json(&[0xff, 0xff], 2, false, false),
+            vec![json!(65535)]
+        );
+        assert_eq!(floats(&[0x3f, 0x80, 0, 0], 4, true), vec![1.0]);
+        assert_eq!(floats(&[0x00, 0x3c], 2, false), vec![1.0]);
+        assert_eq!(
+            fixed_strings(b"ab\0\0cd  ", 4, StrPad::NullTerm),
+            vec!["ab".to_string(), "cd  ".to_string()]
+        );
+        assert_eq!(
+            fixed_strings(b"ab  ", 4, StrPad::SpacePad),
+            vec!["ab".to_string()]
+        );
+        assert_eq!(collapse(vec![json!(1)], false), json!(1));
+        assert_eq!(collapse(vec![], false), json!([]));
+        assert_eq!(collapse(vec![json!(1), json!(2)], false), json!([1, 2]));
+    }
+
+    #[test]
+    fn values_by_type_and_space() {
+        let int16 = TypeInfo::Int(crate::types::IntType {
+            size: 2,
+            signed: true,
+            big_endian: false,
+        });
+        let a = read_attr(
+            "n".into(),
+            int16.clone(),
+            Space::Simple,
+            &Stored(vec![1, 0, 2, 0], vec![]),
+        );
+        assert_eq!(a.value, Ok(json!([1, 2])));
+        assert_eq!(a.numeric.unwrap().bytes, vec![1, 0, 2, 0]);
+        let s = read_attr(
+            "s".into(),
+            TypeInfo::VarString,
+            Space::Scalar,
+            &Stored(vec![], vec!["x".into()]),
+        );
+        assert_eq!(s.value, Ok(json!("x")));
+        let null = read_attr(
+            "e".into(),
+            TypeInfo::VarString,
+            Space::Null,
+            &Stored(vec![], vec!["never read".into()]),
+        );
+        assert_eq!(null.value, Ok(json!("")));
+        let other = read_attr(
+            "o".into(),
+            TypeInfo::Other("opaque type".into()),
+            Space::Scalar,
+            &Stored(vec![], vec![]),
+        );
+        assert_eq!(other.value, Err("attribute of opaque type".into()));
+    }
+
+    #[test]
+    fn bookkeeping_dropped_and_unrepresentable_listed() {
+        let raw = |name: &str, value: Result<Value, String>| RawAttr {
+            name: name.into(),
+            value,
+            numeric: None,
+        };
+        let mut skipped = Vec::new();
+        let out = convert_attributes(
+            vec![
+                raw("DIMENSION_LIST", Ok(json!(1))),
+                raw("NAME", Ok(json!("x"))),
+                raw("units", Ok(json!("K"))),
+                raw("bad", Err("attribute of opaque type".into())),
+                raw("_FillValue", Ok(json!(300))),
+            ],
+            "",
+            true,
+            Some(&DataType::Int8),
+            &mut skipped,
+        );
+        assert_eq!(serde_json::to_value(&out).unwrap(), json!({"units": "K"}));
+        assert_eq!(skipped.len(), 2);
+        assert_eq!(skipped[0].path, "/@bad");
+        assert_eq!(skipped[1].path, "@_FillValue");
+    }
+
+    #[test]
+    fn fill_value_attribute_in_xarray_encoding() {
+        assert_eq!(
+            fill_attr(DataType::Int16, &json!(-999), None),
+            Some(json!(-999))
+        );
+        assert_eq!(fill_attr(DataType::Int8, &json!(300), None), None);
+        assert_eq!(
+            fill_attr(DataType::Float64, &json!("NaN"), None),
+            None,
+            "a NaN without its stored bytes has no number"
+        );
+        let nan = Numeric {
+            info: TypeInfo::Float {
+                size: 8,
+                big_endian: false,
+            },
+            bytes: f64::NAN.to_le_bytes().to_vec(),
+        };
+        assert_eq!(
+            fill_attr(DataType::Float64, &json!("NaN"), Some(&nan)),
+            Some(json!("AAAAAAAA+H8="))
+        );
+        // The libhdf5 scanner's quirk, kept: a bool `_FillValue` is left out, an integer one
+        // is taken.
+        assert_eq!(fill_attr(DataType::Bool, &json!(true), None), None);
+        assert_eq!(
+            fill_attr(DataType::Bool, &json!(1), None),
+            Some(json!(true))
+        );
+        assert_eq!(
+            fill_attr(DataType::UInt64, &json!(u64::MAX), None),
+            Some(json!(u64::MAX))
+        );
+        assert_eq!(
+            fill_attr(DataType::FixedBytes(2), &json!("abc"), None),
+            Some(json!("YWI="))
+        );
+        assert_eq!(
+            fill_attr(DataType::String, &json!(["MISSING"]), None),
+            Some(json!("MISSING"))
+        );
+        assert_eq!(fill_attr(DataType::String, &json!(1), None), None);
+    }
+}

@@ -1,0 +1,215 @@
+//! Storage to chunk references: a contiguous dataset as one chunk or as virtual chunks of
+//! whole rows (`ChunkGrid::split_rows`), a compact dataset as one inline chunk (HDF5 File
+//! Format Specification 3.0, IV.A.2.i, "The Data Layout Message", layout classes 0 and 1).
+//! Chunked datasets are each reader's own: the chunk index is where the readers differ.
+
+use vzarr_core::{
+    Attributes, ChunkGrid, ChunkManifest, Codec, CoreError, DataType, Endian, FillValue,
+    VirtualArray,
+};
+
+/// A dataset's chunk grid and the manifest of its chunks.
+#[derive(Debug)]
+pub struct Chunks {
+    /// The grid.
+    pub grid: ChunkGrid,
+    /// One entry per chunk of the grid.
+    pub manifest: ChunkManifest,
+}
+
+/// Why a dataset's chunks could not be described.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChunksError {
+    /// The grid or manifest the storage asks for is not a valid model.
+    #[error(transparent)]
+    Model(#[from] CoreError),
+    /// The stored data cannot be what the dataset says (the reason).
+    #[error("{0}")]
+    Storage(String),
+}
+
+/// An empty manifest for `grid` and the source id of `url` in it.
+pub fn new_manifest(grid: &ChunkGrid, url: &str) -> Result<(ChunkManifest, u32), ChunksError> {
+    let n = grid.n_chunks()?;
+    let n = usize::try_from(n).map_err(|_| ChunksError::Storage("too many chunks".into()))?;
+    let mut m = ChunkManifest::new_missing(n);
+    let sid = m.intern(url)?;
+    Ok((m, sid))
+}
+
+/// The reason for a byte range past the end of the file.
+pub fn past_end(what: &str, addr: u64, len: u64, file_size: u64) -> String {
+    format!(
+        "{what} at byte {addr} with {len} bytes ends past the end of the file ({file_size} \
+         bytes): the file is truncated or corrupt"
+    )
+}
+
+/// The chunks of a contiguous dataset of `shape` and `esize`-byte elements whose data starts
+/// at `address` in the file at `url` of `file_size` bytes (`None`: never written, every chunk
+/// reads as the fill value): one chunk, or virtual chunks of whole rows along axis 0 of at
+/// most `split_bytes` each (only written data is split: a never-written dataset has no bytes
+/// to point at).
+pub fn contiguous(
+    url: &str,
+    file_size: u64,
+    address: Option<u64>,
+    split_bytes: Option<u64>,
+    shape: &[u64],
+    esize: usize,
+) -> Result<Chunks, ChunksError> {
+    let nbytes = shape
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d))
+        .and_then(|n| n.checked_mul(esize as u64))
+        .ok_or_else(|| ChunksError::Storage("dataset size overflows".into()))?;
+    let row_bytes = shape
+        .iter()
+        .skip(1)
+        .try_fold(esize as u64, |a, &d| a.checked_mul(d))
+        .unwrap_or(0);
+    let split = match (split_bytes, address) {
+        (Some(target), Some(_)) => ChunkGrid::split_rows(shape, row_bytes, target)?,
+        _ => None,
+    };
+    let grid = match split {
+        Some(g) => g,
+        None => ChunkGrid::whole(shape)?,
+    };
+    let (mut manifest, sid) = new_manifest(&grid, url)?;
+    let Some(addr) = address.filter(|_| nbytes != 0) else {
+        return Ok(Chunks { grid, manifest });
+    };
+    if addr.checked_add(nbytes).is_none_or(|end| end > file_size) {
+        return Err(ChunksError::Storage(past_end(
+            "contiguous data",
+            addr,
+            nbytes,
+            file_size,
+        )));
+    }
+    match grid.dims().first() {
+        None => manifest.set_range(0, sid, addr, nbytes)?,
+        Some(axis0) => {
+            for i in 0..axis0.n_chunks() {
+                let start = axis0.chunk_start(i);
+                let rows = axis0.chunk_valid_len(i);
+                manifest.set_range(i as usize, sid, addr + start * row_bytes, rows * row_bytes)?;
+            }
+        }
+    }
+    Ok(Chunks { grid, manifest })
+}
+
+/// Largest compact dataset: its data lives in the object header, at most 64 KiB.
+const MAX_COMPACT_BYTES: usize = 1 << 16;
+
+/// The one chunk of a compact dataset of `shape` and `esize`-byte elements, copied inline:
+/// `read(n)` gives its `n` stored bytes, or why it cannot.
+pub fn compact(
+    url: &str,
+    shape: &[u64],
+    esize: usize,
+    read: impl FnOnce(usize) -> Result<Vec<u8>, String>,
+) -> Result<Chunks, ChunksError> {
+    let grid = ChunkGrid::whole(shape)?;
+    let (mut manifest, _) = new_manifest(&grid, url)?;
+    let nelem = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    if nelem == Some(0) {
+        return Ok(Chunks { grid, manifest });
+    }
+    let nbytes = nelem
+        .and_then(|n| n.checked_mul(esize as u64))
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| n <= MAX_COMPACT_BYTES)
+        .ok_or_else(|| ChunksError::Storage("compact dataset larger than 64 KiB".into()))?;
+    let data = read(nbytes).map_err(ChunksError::Storage)?;
+    manifest.set_inline(0, data)?;
+    Ok(Chunks { grid, manifest })
+}
+
+impl Chunks {
+    /// The array of these chunks with the rest of what a scanner found of the dataset: its
+    /// data type and byte order (`ty`), fill value, codecs after `bytes`, attributes and
+    /// dimension names.
+    pub fn into_array(
+        self,
+        ty: (DataType, Endian),
+        fill_value: FillValue,
+        codecs: Vec<Codec>,
+        attributes: Attributes,
+        dimension_names: Vec<String>,
+    ) -> VirtualArray {
+        let (data_type, endian) = ty;
+        VirtualArray {
+            data_type,
+            endian,
+            fill_value,
+            codecs,
+            dimension_names,
+            attributes,
+            grid: self.grid,
+            manifest: self.manifest,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vzarr_core::DimGrid;
+
+    const URL: &str = "file:///x.h5";
+
+    fn at(
+        address: Option<u64>,
+        split_bytes: Option<u64>,
+        shape: &[u64],
+    ) -> Result<Chunks, ChunksError> {
+        contiguous(URL, 1000, address, split_bytes, shape, 2)
+    }
+
+    #[test]
+    fn contiguous_one_chunk_or_rows() {
+        let one = at(Some(100), None, &[10, 4]).unwrap();
+        assert_eq!(one.grid, ChunkGrid::regular(&[10, 4], &[10, 4]).unwrap());
+        assert_eq!(one.manifest.len(), 1);
+        let rows = at(Some(100), Some(24), &[10, 4]).unwrap();
+        assert_eq!(
+            rows.grid.dims()[0],
+            DimGrid::from_edges(vec![3, 3, 3, 1], 10).unwrap()
+        );
+        assert_eq!(rows.manifest.len(), 4);
+        // Never written: not split, nothing referenced.
+        let unwritten = at(None, Some(24), &[10, 4]).unwrap();
+        assert_eq!(unwritten.manifest.len(), 1);
+        assert!(
+            at(Some(990), None, &[10, 4])
+                .unwrap_err()
+                .to_string()
+                .contains("past the end of the file (1000 bytes)")
+        );
+        assert!(at(Some(0), None, &[u64::MAX, 4]).is_err());
+    }
+
+    #[test]
+    fn compact_inline_up_to_64_kib() {
+        let c = compact(URL, &[2, 2], 1, |n| Ok(vec![7; n])).unwrap();
+        assert_eq!(c.manifest.len(), 1);
+        let empty = compact(URL, &[0], 4, |_| Err("not read".into())).unwrap();
+        assert_eq!(empty.manifest.len(), 0);
+        assert_eq!(
+            compact(URL, &[1 << 15], 4, |n| Ok(vec![0; n]))
+                .unwrap_err()
+                .to_string(),
+            "compact dataset larger than 64 KiB"
+        );
+        assert_eq!(
+            compact(URL, &[2], 4, |_| Err("unreadable".into()))
+                .unwrap_err()
+                .to_string(),
+            "unreadable"
+        );
+    }
+}
