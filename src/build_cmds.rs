@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use vzarr_build::shard::Shard;
-use vzarr_build::{BuildError, BuildOptions};
+use vzarr_build::{BuildError, BuildOptions, Progress};
 use vzarr_core::summary::summarize;
 use vzarr_scan::batch::BatchSummary;
 use vzarr_scan::inputs::SourceRef;
@@ -19,21 +19,18 @@ use crate::print;
 /// Runs `vzarr build` (with `--append`, the output's recorded sources come first).
 pub(crate) fn build(
     sources: Vec<SourceRef>,
-    mut opts: BuildOptions,
+    opts: BuildOptions,
     output: &Output,
     append: bool,
     report: &ReportArgs,
 ) -> Result<ExitCode> {
-    let sources = if append {
-        vzarr_build::output::plan_append(output, sources, &mut opts)?
-    } else {
-        sources
+    let bar = print::progress_bar(0);
+    let progress = |p: Progress<'_>| match p {
+        Progress::Sources(n) => bar.set_length(n as u64),
+        Progress::Scanned(..) => bar.inc(1),
+        _ => bar.finish_and_clear(),
     };
-    vzarr_build::with_jobs(opts.jobs, || {
-        let bar = print::progress_bar(sources.len());
-        let out = vzarr_build::build(&sources, &opts, &|_, _| bar.inc(1));
-        bar.finish_and_clear();
-        let out = out?;
+    vzarr_build::run(sources, opts, append.then_some(output), &progress, |out| {
         print::warnings(&out.warnings);
         if let Some(r) = &out.plan {
             print::plan_report(r);
@@ -48,7 +45,7 @@ pub(crate) fn build(
             &out.summary,
             report,
         )
-    })
+    })?
 }
 
 /// Runs `vzarr scan --shard K/N`: scans one shard into a partial file.

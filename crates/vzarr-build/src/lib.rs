@@ -30,6 +30,7 @@ mod error;
 mod options;
 pub mod output;
 mod report;
+mod run;
 pub mod shard;
 
 pub use build::{
@@ -40,3 +41,4 @@ pub use error::BuildError;
 pub use options::{BuildOptions, DEFAULT_FILE_TIMEOUT_SECS, OnError, Settings, parse_size};
 pub use output::{Format, Output, Written};
 pub use report::{Failure, write_report};
+pub use run::{Progress, run};

@@ -16,7 +16,7 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3_object_store::PyExternalObjectStore;
-use vzarr_build::{BuildError, Format, Output, Settings, Written};
+use vzarr_build::{BuildError, Format, Output, Progress, Settings, Written};
 use vzarr_scan::ScanError as ScanFailure;
 use vzarr_scan::inputs::Filters;
 use vzarr_source::{ObjectPath, ObjectStore};
@@ -204,23 +204,22 @@ fn build(
     settings
         .concat()
         .map_err(value_error("concat_dim, new_dim, new_dim_values"))?;
+    let bar = if progress {
+        indicatif::ProgressBar::new(0)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let on_progress = |p: Progress<'_>| match p {
+        Progress::Sources(n) => bar.set_length(n as u64),
+        Progress::Scanned(..) => bar.inc(1),
+        _ => bar.finish_and_clear(),
+    };
     let result = py.detach(|| -> Result<Done, BuildError> {
-        let mut opts = settings.options()?;
+        let opts = settings.options()?;
         let filters = Filters { include, exclude };
         let sources = vzarr_scan::inputs::collect(&inputs, &catalog, &filters)?;
-        let sources = match (&output, append) {
-            (Some(out), true) => vzarr_build::output::plan_append(out, sources, &mut opts)?,
-            _ => sources,
-        };
-        let bar = if progress {
-            indicatif::ProgressBar::new(sources.len() as u64)
-        } else {
-            indicatif::ProgressBar::hidden()
-        };
-        vzarr_build::with_jobs(jobs, || {
-            let out = vzarr_build::build(&sources, &opts, &|_, _| bar.inc(1));
-            bar.finish_and_clear();
-            let out = out?;
+        let append_to = output.as_ref().filter(|_| append);
+        vzarr_build::run(sources, opts, append_to, &on_progress, |out| {
             let action = if append { "append" } else { "build" };
             match &output {
                 Some(target) => {
@@ -235,7 +234,7 @@ fn build(
                 }
                 None => Ok((Some(vzarr_kerchunk::to_bytes(&out.dataset)?), out, None)),
             }
-        })
+        })?
     });
     let (bytes, out, written) = result.map_err(|e| to_py(py, &e))?;
     let summary = serde_json::to_string(&out.summary)
