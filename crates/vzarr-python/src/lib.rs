@@ -188,17 +188,10 @@ fn build(
         strict,
         file_timeout_secs: file_timeout,
         scan: scan_options(split_contiguous, max_string_bytes)?,
-        small_chunks: small_chunks
-            .map(|m| m.parse())
-            .transpose()
-            .map_err(|e| PyValueError::new_err(format!("small_chunks: {e}")))?,
-        chunk_target: size_option("chunk_target", chunk_target)?,
-        inline_max: size_option("inline_max", inline_max)?,
-        inline_total: size_option("inline_total", inline_total)?,
+        ..Settings::new()
     };
-    settings.small_chunk_policy().map_err(value_error(
-        "small_chunks, chunk_target, inline_max, inline_total",
-    ))?;
+    let small = [small_chunks, chunk_target, inline_max, inline_total];
+    let (settings, _) = with_small_chunks(settings, small)?;
     // Options that do not go together are the caller's error (ValueError); a scan cache that
     // cannot be opened is a write error, raised with the build's others.
     settings
@@ -293,6 +286,26 @@ fn written_json(w: &Written) -> String {
     v.to_string()
 }
 
+/// `settings` with the keyword arguments `small_chunks`, `chunk_target`, `inline_max` and
+/// `inline_total` (in that order), and the small-chunk policy they make; a ValueError when
+/// one does not parse or they do not go together.
+fn with_small_chunks(
+    mut settings: Settings,
+    [small_chunks, chunk_target, inline_max, inline_total]: [Option<String>; 4],
+) -> PyResult<(Settings, Option<vzarr_core::SmallChunkPolicy>)> {
+    settings.small_chunks = small_chunks
+        .map(|m| m.parse())
+        .transpose()
+        .map_err(|e| PyValueError::new_err(format!("small_chunks: {e}")))?;
+    settings.chunk_target = size_option("chunk_target", chunk_target)?;
+    settings.inline_max = size_option("inline_max", inline_max)?;
+    settings.inline_total = size_option("inline_total", inline_total)?;
+    let policy = settings.small_chunk_policy().map_err(value_error(
+        "small_chunks, chunk_target, inline_max, inline_total",
+    ))?;
+    Ok((settings, policy))
+}
+
 /// A size keyword argument (an integer or text like "4MiB", as the library parses it).
 fn size_option(name: &str, v: Option<String>) -> PyResult<Option<u64>> {
     v.map(|t| vzarr_build::parse_size(&t))
@@ -378,21 +391,9 @@ fn scan_manifests(
     path: Option<String>,
 ) -> PyResult<(String, Vec<ArrayManifest>, Vec<String>)> {
     let scan = scan_options(split_contiguous, max_string_bytes)?;
-    let policy = Settings {
-        small_chunks: small_chunks
-            .map(|m| m.parse())
-            .transpose()
-            .map_err(|e| PyValueError::new_err(format!("small_chunks: {e}")))?,
-        chunk_target: size_option("chunk_target", chunk_target)?,
-        inline_max: size_option("inline_max", inline_max)?,
-        inline_total: size_option("inline_total", inline_total)?,
-        ..Settings::new()
-    }
-    .small_chunk_policy()
-    .map_err(value_error(
-        "small_chunks, chunk_target, inline_max, inline_total",
-    ))?
-    .unwrap_or_default();
+    let small = [small_chunks, chunk_target, inline_max, inline_total];
+    let (_, policy) = with_small_chunks(Settings::new(), small)?;
+    let policy = policy.unwrap_or_default();
     let time_limit = (file_timeout > 0).then(|| std::time::Duration::from_secs(file_timeout));
     let through = match (store, path) {
         (Some(s), Some(p)) => Some((
