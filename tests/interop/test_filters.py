@@ -1,6 +1,6 @@
 """Third-party HDF5 filters (issue 31): files written here with h5py and hdf5plugin, one array
 per filter and parameter set (LZF, bzip2, LZ4, bitshuffle alone or with LZ4 or zstd, Blosc,
-zstd, zfp in each of its modes, szip), built by vzarr into references and an Icechunk repository, then
+Blosc2 with each of its codecs and filters, zstd, zfp in each of its modes, szip), built by vzarr into references and an Icechunk repository, then
 
 - read by zarr-python 3.4 in a process that has only what `pip install vzarr` brings (h5py
   and hdf5plugin cannot be imported there; the codecs come from the `zarr.codecs` entry points
@@ -47,6 +47,20 @@ CASES = {
         FIELD.astype("f4"), dict(chunks=(40, 50), compression=hdf5plugin.Blosc(cname="lz4", shuffle=hdf5plugin.Blosc.BITSHUFFLE))),
     "blosc_zstd_i2": (FIELD.astype("i2"), dict(chunks=(60, 60), compression=hdf5plugin.Blosc(cname="zstd", clevel=9))),
     "zstd_f8": (FIELD, dict(chunks=(50, 50), compression=hdf5plugin.Zstd(clevel=12))),
+    # HDF5-Blosc2: a Blosc2 frame per chunk, a B2ND array (blocks padded past the chunk's
+    # edges, put back in C order) for ranks 2 to 8; every codec, filter and special chunk.
+    "blosc2_blosclz_f4": (FIELD.astype("f4"), dict(chunks=(40, 100), compression=hdf5plugin.Blosc2())),
+    "blosc2_lz4_bitshuffle_i2be": (
+        FIELD.astype(">i2"), dict(chunks=(33, 77), compression=hdf5plugin.Blosc2(cname="lz4", filters=hdf5plugin.Blosc2.BITSHUFFLE))),
+    "blosc2_zstd_f8_1d": (FIELD.ravel(), dict(chunks=(7000,), compression=hdf5plugin.Blosc2(cname="zstd", clevel=7))),
+    "blosc2_zlib_u1_3d": (
+        FIELD.astype("u1").reshape(120, 10, 25),
+        dict(chunks=(20, 3, 25), compression=hdf5plugin.Blosc2(cname="zlib", filters=hdf5plugin.Blosc2.NOFILTER))),
+    "blosc2_lz4hc_i8_4d": (
+        FIELD.astype("i8").reshape(12, 10, 10, 25), dict(chunks=(5, 3, 10, 25), compression=hdf5plugin.Blosc2(cname="lz4hc", clevel=9))),
+    "blosc2_special_f8": (
+        np.where(np.arange(120)[:, None] < 60, 2.5, 0.0) * np.ones(250), dict(chunks=(30, 250), compression=hdf5plugin.Blosc2())),
+    "blosc2_memcpy_u2": (FIELD.astype("u2"), dict(chunks=(16, 16), compression=hdf5plugin.Blosc2(clevel=0))),
     # H5Z-ZFP: every mode (zfp is lossy: h5py + hdf5plugin's values are the reference, equal bit
     # for bit), the four types zfp has, 1 to 3 dimensions (a chunk dimension of 1 is dropped
     # from zfp's field).
@@ -136,7 +150,8 @@ def test_zarr_python_with_only_vzarr_reads_every_filter(filtered, tmp_path, smal
     if small_chunks == "keep":
         # Each filter became the codec FORMAT.md names (nothing was re-encoded).
         expect = {"lzf": "vzarr.lzf", "bzip2": "numcodecs.bz2", "lz4": "imagecodecs_lz4h5",
-                  "bitshuffle": "vzarr.bitshuffle", "blosc": "blosc", "zstd": "zstd", "zfp": "vzarr.zfp"}
+                  "bitshuffle": "vzarr.bitshuffle", "blosc": "blosc", "zstd": "zstd", "zfp": "vzarr.zfp",
+                  "blosc2": "vzarr.blosc2"}
         for name, names in codecs.items():
             assert expect[name.split("_")[0]] in names, (name, names)
     verify_refs(out)
@@ -147,7 +162,7 @@ def test_vzarr_cat_prints_the_values(filtered, tmp_path):
     run_vzarr("build", filtered, "-o", out, "--small-chunks", "keep")
     with h5py.File(filtered) as f:
         for name in ("lzf_f4", "bzip2_1_i4", "lz4_blocks_i8be", "bitshuffle_zstd_f8", "bitshuffle_none_i1",
-                     "zfp_precision_f4"):
+                     "zfp_precision_f4", "blosc2_blosclz_f4", "blosc2_lz4_bitshuffle_i2be"):
             p = run_vzarr("cat", out, f"{name}[100:103,240:250]", "--trust-references")
             got = np.array([[float(x) for x in line.split()] for line in p.stdout.split("\n") if line.strip()])
             want = f[name][100:103, 240:250]
@@ -176,7 +191,8 @@ def chunk_at(path, name):
 
 
 @pytest.mark.parametrize("name", ["lzf_f4", "bzip2_9_f8", "lz4_f4", "bitshuffle_lz4_u2",
-                                  "bitshuffle_zstd_f8", "bitshuffle_none_i1", "zfp_rate_f8"])
+                                  "bitshuffle_zstd_f8", "bitshuffle_none_i1", "zfp_rate_f8",
+                                  "blosc2_blosclz_f4", "blosc2_zstd_f8_1d"])
 def test_mutated_chunks_give_a_clean_error(filtered, tmp_path, name):
     """A chunk whose stored bytes were damaged (its header declaring 2^64 - 1 bytes, its body
     overwritten, cut short) is an error from vzarr cat, vzarr verify and zarr-python, naming
@@ -211,6 +227,33 @@ def test_mutated_chunks_give_a_clean_error(filtered, tmp_path, name):
     p = subprocess.run([sys.executable, "-c", READER, str(out), str(tmp_path / "x.npz")],
                        capture_output=True, text=True)
     assert p.returncode == 1 and "Traceback" in p.stderr, (p.returncode, p.stderr[-2000:])
+
+
+def test_blosc2_frames_damaged_anywhere_are_clean_errors(filtered):
+    """Blosc2 frames c-blosc2 wrote (through hdf5plugin), each byte flipped three ways and
+    every length cut short, decoded by vzarr's codec (what zarr-python and vzarr's reader
+    call): the chunk's values or an error, never a crash or more than the chunk's size."""
+    from vzarr import VzarrError
+    from vzarr._vzarr import decode_chunk
+
+    codec = json.dumps({"name": "vzarr.blosc2", "configuration": {}})
+    with h5py.File(filtered) as f:
+        for name in ("blosc2_blosclz_f4", "blosc2_lz4_bitshuffle_i2be", "blosc2_zlib_u1_3d",
+                     "blosc2_special_f8", "blosc2_memcpy_u2", "blosc2_zstd_f8_1d"):
+            d = f[name]
+            _, frame = d.id.read_direct_chunk((0,) * d.ndim)
+            size = int(np.prod(d.chunks)) * d.dtype.itemsize
+            got = np.frombuffer(decode_chunk(codec, frame, size), d.dtype).reshape(d.chunks)
+            np.testing.assert_array_equal(got, d[tuple(slice(0, c) for c in d.chunks)], err_msg=name)
+            positions = list(range(min(len(frame), 600))) + list(range(600, len(frame), 97))
+            damaged = [frame[:cut] for cut in range(0, len(frame), max(1, len(frame) // 300))]
+            damaged += [frame[:at] + bytes([frame[at] ^ flip]) + frame[at + 1:]
+                        for at in positions for flip in (0xFF, 0x80, 0x01)]
+            for m in damaged:
+                try:
+                    assert len(decode_chunk(codec, m, size)) <= size, name
+                except VzarrError:
+                    pass
 
 
 def test_szip_through_zarr_python_alone_and_vzarr(tmp_path):

@@ -87,8 +87,8 @@ fn shuffle_block(input: &[u8], out: &mut [u8], s: usize) {
     }
 }
 
-/// Undoes [`shuffle_block`].
-fn unshuffle_block(input: &[u8], out: &mut [u8], s: usize) {
+/// Undoes [`shuffle_block`] (also Blosc2's bit shuffle of a block).
+pub(crate) fn unshuffle_block(input: &[u8], out: &mut [u8], s: usize) {
     let row = input.len() / s / 8;
     for j in 0..s {
         for g in 0..row {

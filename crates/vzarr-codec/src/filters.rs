@@ -1,11 +1,11 @@
 //! Codecs of third-party HDF5 filters, registered into zarrs at run time: `numcodecs.bz2`
-//! ([`crate::bz2`]), `vzarr.lzf` ([`crate::lzf`]), `imagecodecs_lz4h5` ([`crate::lz4h5`]) and
-//! `vzarr.bitshuffle` ([`crate::bitshuffle`]). One zarrs codec type serves them all: its
-//! configuration is the [`vzarr_core::Codec`] it was built from, and every decoder writes at
-//! most the chunk's decoded size (the representation zarrs passes down), so a chunk declaring
-//! more, or a stream that decodes further, is an error and never an allocation of what the
-//! chunk claims.
-
+//! ([`crate::bz2`]), `vzarr.lzf` ([`crate::lzf`]), `imagecodecs_lz4h5` ([`crate::lz4h5`]),
+//! `vzarr.bitshuffle` ([`crate::bitshuffle`]), `vzarr.zfp` ([`crate::zfp`]),
+//! `imagecodecs_szip` ([`crate::szip`]) and `vzarr.blosc2` ([`crate::blosc2`], decoding only).
+//! One zarrs codec type serves them all: its configuration is the [`vzarr_core::Codec`] it was
+//! built from, and every decoder writes at most the chunk's decoded size (the representation
+//! zarrs passes down), so a chunk declaring more, or a stream that decodes further, is an
+//! error and never an allocation of what the chunk claims.
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -24,13 +24,14 @@ use crate::szip::SzipHdf5;
 use crate::zfp::ZfpHdf5;
 
 /// The Zarr v3 names of the codecs of this module.
-pub const FILTER_CODEC_NAMES: [&str; 6] = [
+pub const FILTER_CODEC_NAMES: [&str; 7] = [
     "numcodecs.bz2",
     "vzarr.lzf",
     "imagecodecs_lz4h5",
     "vzarr.bitshuffle",
     "vzarr.zfp",
     "imagecodecs_szip",
+    "vzarr.blosc2",
 ];
 
 /// A third-party HDF5 filter's codec for zarrs.
@@ -50,6 +51,7 @@ impl FilterCodec {
             VCodec::Bitshuffle { .. } => FILTER_CODEC_NAMES[3],
             VCodec::ZfpHdf5 { .. } => FILTER_CODEC_NAMES[4],
             VCodec::Szip { .. } => FILTER_CODEC_NAMES[5],
+            VCodec::Blosc2Hdf5 => FILTER_CODEC_NAMES[6],
             _ => return None,
         };
         Some(FilterCodec { codec, name })
@@ -78,6 +80,7 @@ impl FilterCodec {
             VCodec::Bz2 { .. } => crate::bz2::bz2_decode_bounded(encoded, limit),
             VCodec::Lzf => crate::lzf::lzf_decode_bounded(encoded, limit),
             VCodec::Lz4Hdf5 => crate::lz4h5::lz4h5_decode_bounded(encoded, limit),
+            VCodec::Blosc2Hdf5 => crate::blosc2::blosc2_decode_bounded(encoded, limit),
             c @ VCodec::ZfpHdf5 { .. } => ZfpHdf5::new(c)
                 .expect("a zfp codec")?
                 .decode_bounded(encoded, limit),
@@ -97,6 +100,9 @@ impl FilterCodec {
             VCodec::Bz2 { level } => crate::bz2::bz2_encode(raw, *level),
             VCodec::Lzf => Ok(crate::lzf::lzf_encode(raw)),
             VCodec::Lz4Hdf5 => Ok(crate::lz4h5::lz4h5_encode(raw)),
+            VCodec::Blosc2Hdf5 => Err(CodecError::Other(
+                "vzarr.blosc2 decodes only: vzarr does not write Blosc2 frames".into(),
+            )),
             c @ VCodec::ZfpHdf5 { .. } => ZfpHdf5::new(c).expect("a zfp codec")?.encode(raw),
             c @ VCodec::Szip { .. } => SzipHdf5::new(c).expect("a szip codec")?.encode(raw),
             _ => self.bitshuffle().expect("a filter codec").encode(raw),

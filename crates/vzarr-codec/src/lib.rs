@@ -2,7 +2,8 @@
 //! `numcodecs.shuffle`, `numcodecs.fletcher32`, `zstd`, `blosc`), using zarrs' implementations
 //! so that re-encoded chunks decode exactly as a Zarr reader decodes them, and the codecs of
 //! third-party HDF5 filters, registered with zarrs as plugins ([`filters`]: `numcodecs.bz2`,
-//! `vzarr.lzf`, `imagecodecs_lz4h5`, `vzarr.bitshuffle`, `vzarr.zfp`, `imagecodecs_szip`).
+//! `vzarr.lzf`, `imagecodecs_lz4h5`, `vzarr.bitshuffle`, `vzarr.zfp`, `imagecodecs_szip`,
+//! `vzarr.blosc2`).
 //! Every decoder writes at most the chunk's size.
 //!
 //! The `bytes` codec is the identity on chunk bytes kept in the stored byte order, so callers
@@ -13,6 +14,7 @@
 
 mod aec;
 pub mod bitshuffle;
+pub mod blosc2;
 mod bounded;
 pub mod bz2;
 pub mod filters;

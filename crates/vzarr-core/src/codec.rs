@@ -150,6 +150,9 @@ pub enum Codec {
     /// LZ4 blocks in the HDF5 LZ4 filter's framing (filter 32004: a 12-byte header, each
     /// block prefixed by its compressed size); `imagecodecs_lz4h5`.
     Lz4Hdf5,
+    /// A Blosc2 contiguous frame per chunk (a B2ND array for chunks of rank 2 to 8), as the
+    /// HDF5-Blosc2 filter (32026) stores it; `vzarr.blosc2`. The frame describes itself.
+    Blosc2Hdf5,
     /// The HDF5 bitshuffle filter (32008) with its framing; `vzarr.bitshuffle`.
     Bitshuffle {
         /// Element size in bytes.
@@ -233,6 +236,7 @@ impl Codec {
             }
             Codec::Lzf => json!({"name": "vzarr.lzf", "configuration": {}}),
             Codec::Lz4Hdf5 => json!({"name": "imagecodecs_lz4h5", "configuration": {}}),
+            Codec::Blosc2Hdf5 => json!({"name": "vzarr.blosc2", "configuration": {}}),
             Codec::Bitshuffle {
                 element_size,
                 block_size,
@@ -323,6 +327,7 @@ impl Codec {
             },
             "vzarr.lzf" => Codec::Lzf,
             "imagecodecs_lz4h5" => Codec::Lz4Hdf5,
+            "vzarr.blosc2" => Codec::Blosc2Hdf5,
             "vzarr.bitshuffle" => {
                 let compression = conf
                     .get("compression")
@@ -419,6 +424,7 @@ impl Codec {
             Codec::Bz2 { level } => format!("bz2({level})"),
             Codec::Lzf => "lzf".to_string(),
             Codec::Lz4Hdf5 => "lz4h5".to_string(),
+            Codec::Blosc2Hdf5 => "blosc2".to_string(),
             Codec::Bitshuffle {
                 element_size,
                 compression,
@@ -569,6 +575,9 @@ impl Codec {
             32000 => Codec::Lzf,
             // cd_values: the block size, for encoding only (the framing carries it).
             32004 => Codec::Lz4Hdf5,
+            // cd_values: revision, block size, type size, chunk bytes, level, shuffle, codec,
+            // then the chunk's rank and shape for B2ND; the frame repeats all decoding needs.
+            32026 => Codec::Blosc2Hdf5,
             32013 => crate::hdf5_zfp::zfp_codec(cd, dt.size())?,
             // cd_values (H5Zszip.c, after its set_local): the option mask, pixels per block,
             // bits per pixel, pixels per scanline.
@@ -650,6 +659,7 @@ mod tests {
             Codec::Bz2 { level: 9 },
             Codec::Lzf,
             Codec::Lz4Hdf5,
+            Codec::Blosc2Hdf5,
             Codec::Bitshuffle {
                 element_size: 4,
                 block_size: 0,
@@ -698,6 +708,10 @@ mod tests {
         assert_eq!(f(307, &[]).unwrap(), Codec::Bz2 { level: 9 });
         assert_eq!(f(32000, &[4, 261, 4000]).unwrap(), Codec::Lzf);
         assert_eq!(f(32004, &[]).unwrap(), Codec::Lz4Hdf5);
+        assert_eq!(
+            f(32026, &[1, 0, 4, 64, 5, 1, 0]).unwrap(),
+            Codec::Blosc2Hdf5
+        );
         assert_eq!(
             f(32008, &[0, 3, 4, 0, 2]).unwrap(),
             Codec::Bitshuffle {

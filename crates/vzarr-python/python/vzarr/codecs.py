@@ -12,8 +12,11 @@ Zarr codec decodes: registered with zarr-python through the ``zarr.codecs`` entr
   [...], "minbits": n, "maxbits": n, "maxprec": n, "minexp": n, "endian": "little" | "big"}``):
   H5Z-ZFP (HDF5 filter 32013), a bare zfp stream whose field and mode the filter keeps in its
   client data; decoding only (zfp's lossy modes would not re-encode to the values read).
+- ``vzarr.blosc2`` (configuration ``{}``): the HDF5-Blosc2 filter (32026, PyTables and
+  hdf5plugin), a Blosc2 contiguous frame per chunk (a B2ND array for chunks of rank 2 to 8,
+  put back in C order); the frame describes itself; decoding only.
 
-All three decode with the Rust decoders of vzarr's own reader, bounded by the chunk's size. The
+All four decode with the Rust decoders of vzarr's own reader, bounded by the chunk's size. The
 other filters vzarr maps use codecs zarr-python has (``numcodecs.bz2``, ``zstd``, ``blosc``)
 or imagecodecs' (``imagecodecs_lz4h5``, ``imagecodecs_szip`` with ``header`` true, from the
 ``imagecodecs-zarr`` package vzarr depends on). See manifests/FORMAT.md.
@@ -25,7 +28,7 @@ import asyncio
 import json
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from zarr.abc.codec import BytesBytesCodec
 from zarr.core.common import parse_named_configuration
@@ -39,7 +42,7 @@ if TYPE_CHECKING:
     from zarr.core.buffer import Buffer
     from zarr.core.common import JSON
 
-__all__ = ["Bitshuffle", "Lzf", "Zfp"]
+__all__ = ["Bitshuffle", "Blosc2", "Lzf", "Zfp"]
 
 
 def _decoded_size(chunk_spec: ArraySpec) -> int:
@@ -73,23 +76,39 @@ class _RustCodec(BytesBytesCodec):
         raise NotImplementedError
 
 
-@dataclass(frozen=True)
-class Lzf(_RustCodec):
-    """``vzarr.lzf``: LZF without a header, as h5py's LZF filter (HDF5 filter 32000) stores
-    chunks."""
+class _Unconfigured(_RustCodec):
+    """A codec whose configuration is empty: the stored bytes describe themselves."""
+
+    codec_name: ClassVar[str]
 
     def __init__(self) -> None:
         pass
 
     @classmethod
     def from_dict(cls, data: dict[str, JSON]) -> Self:
-        _, conf = parse_named_configuration(data, "vzarr.lzf", require_configuration=False)
+        _, conf = parse_named_configuration(data, cls.codec_name, require_configuration=False)
         if conf:
-            raise ValueError(f"vzarr.lzf takes no configuration, got {conf}")
+            raise ValueError(f"{cls.codec_name} takes no configuration, got {conf}")
         return cls()
 
     def to_dict(self) -> dict[str, JSON]:
-        return {"name": "vzarr.lzf", "configuration": {}}
+        return {"name": self.codec_name, "configuration": {}}
+
+
+@dataclass(frozen=True)
+class Lzf(_Unconfigured):
+    """``vzarr.lzf``: LZF without a header, as h5py's LZF filter (HDF5 filter 32000) stores
+    chunks."""
+
+    codec_name = "vzarr.lzf"
+
+
+@dataclass(frozen=True)
+class Blosc2(_Unconfigured):
+    """``vzarr.blosc2``: a Blosc2 contiguous frame per chunk, as the HDF5-Blosc2 filter (HDF5
+    filter 32026) stores chunks; decoding only."""
+
+    codec_name = "vzarr.blosc2"
 
 
 @dataclass(frozen=True)
