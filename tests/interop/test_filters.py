@@ -1,6 +1,8 @@
 """Third-party HDF5 filters (issue 31): files written here with h5py and hdf5plugin, one array
 per filter and parameter set (LZF, bzip2, LZ4, bitshuffle alone or with LZ4 or zstd, Blosc,
-Blosc2 with each of its codecs and filters, zstd, zfp in each of its modes, szip), built by vzarr into references and an Icechunk repository, then
+Blosc2 with each of its codecs and filters, zstd, zfp in each of its modes, szip; LZO in
+PyTables' files and in files written here chunk by chunk), built by vzarr into references and
+an Icechunk repository, then
 
 - read by zarr-python 3.4 in a process that has only what `pip install vzarr` brings (h5py
   and hdf5plugin cannot be imported there; the codecs come from the `zarr.codecs` entry points
@@ -9,7 +11,11 @@ Blosc2 with each of its codecs and filters, zstd, zfp in each of its modes, szip
   filters (HDF5_PLUGIN_PATH, set by conftest), and printed by `vzarr cat`;
 - read with mutated compressed chunks: a clean error, never a crash;
 - refused at concatenation when files use different filters, naming both;
-- left out with a warning naming the filter when no codec decodes it (SZ3, SPERR)."""
+- left out with a warning naming the filter when no codec decodes it (SZ3, SPERR).
+
+Where h5py has no filter (LZO), the reference values are each stored chunk (h5py's
+read_direct_chunk) decoded by imagecodecs' LZO decoder, a C++ implementation vzarr does not
+use."""
 
 import json
 import shutil
@@ -18,10 +24,11 @@ import sys
 
 import h5py
 import hdf5plugin
+import imagecodecs
 import numpy as np
 import pytest
 
-from conftest import inspect_json, run_vzarr, verify_refs
+from conftest import assert_values_equal, inspect_json, real_files_dir, run_vzarr, verify_refs
 
 RNG = np.random.default_rng(31)
 FIELD = (np.arange(120 * 250, dtype="f8").reshape(120, 250) % 97) + RNG.random((120, 250)).round(2)
@@ -91,9 +98,9 @@ LEFT_OUT = {
     "sperr_f8": (FIELD, dict(chunks=(60, 125), compression=hdf5plugin.Sperr(rate=16)), "SPERR"),
 }
 
-# Reads every array of the references given as argv[1] with zarr-python alone and saves them
-# to argv[2]: h5py and hdf5plugin cannot be imported (nothing of theirs may help), so the
-# codecs are those `pip install vzarr` brings through zarr's entry points.
+# Reads every array (in groups too) of the references given as argv[1] with zarr-python alone
+# and saves them to argv[2]: h5py and hdf5plugin cannot be imported (nothing of theirs may
+# help), so the codecs are those `pip install vzarr` brings through zarr's entry points.
 READER = r"""
 import sys
 sys.modules["h5py"] = None
@@ -104,9 +111,10 @@ refs = json.load(open(sys.argv[1]))
 fs = fsspec.filesystem("reference", fo=refs, remote_protocol="file", asynchronous=True,
                        remote_options={"asynchronous": True})
 g = zarr.open_group(zarr.storage.FsspecStore(fs, path="/", read_only=True), mode="r")
-out = {n: g[n][...] for n in g.array_keys()}
-out["__codecs__"] = np.array(json.dumps({n: [c.to_dict()["name"] for c in g[n].metadata.codecs]
-                                         for n in g.array_keys()}))
+arrays = {n: a for n, a in g.members(max_depth=None) if isinstance(a, zarr.Array)}
+out = {n: a[...] for n, a in arrays.items()}
+out["__codecs__"] = np.array(json.dumps({n: [c.to_dict()["name"] for c in a.metadata.codecs]
+                                         for n, a in arrays.items()}))
 np.savez(sys.argv[2], **out)
 """
 
@@ -313,3 +321,131 @@ def test_a_filter_nobody_decodes_is_left_out_and_named(tmp_path):
     assert set(json.loads(out.read_text())["refs"]) >= {"lzf_f4/zarr.json"}
     assert run_vzarr("build", src, "-o", out, "--strict", check=False).returncode != 0
 
+
+
+# PyTables' LZO filter (305): PyTables' own test files (tables 3.11.1's sdist, in the real-file
+# corpus: tables of a compound type, LZO alone and after shuffle, two format versions), and a
+# file written here chunk by chunk (h5py has no LZO filter: the pipeline declares it optional
+# and each chunk is written as stored bytes, LZO1X from vzarr's encoder, checked against
+# imagecodecs' decoder): edge chunks, both byte orders, 1 to 3 dimensions, after shuffle, and
+# a chunk PyTables would store raw (LZO skipped in its filter mask).
+PYTABLES_LZO = ["Tables_lzo1.h5", "Tables_lzo1_shuffle.h5", "Tables_lzo2.h5",
+                "Tables_lzo2_shuffle.h5", "Table2_1_lzo_nrv2e_shuffle.h5"]
+LZO_CASES = {
+    "lzo_f4": (FIELD.astype("f4"), (40, 100), False),
+    "lzo_shuffle_i8be": (FIELD.astype(">i8"), (33, 77), True),
+    "lzo_u1_3d": (FIELD.astype("u1").reshape(120, 10, 25), (20, 3, 25), False),
+    "lzo_shuffle_f8_1d": (FIELD.ravel(), (7000,), True),
+}
+LZO = json.dumps({"name": "vzarr.lzo", "configuration": {}})
+
+
+def lzo_reference(d):
+    """The values of LZO dataset `d` without vzarr: each stored chunk (h5py) decoded by
+    imagecodecs' LZO1X decoder, unshuffled where the pipeline shuffles, filters skipped as the
+    chunk's filter mask says."""
+    plist = d.id.get_create_plist()
+    filters = [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
+    size = int(np.prod(d.chunks)) * d.dtype.itemsize
+    out = np.zeros(d.shape, d.dtype)
+    for i in range(d.id.get_num_chunks()):
+        info = d.id.get_chunk_info(i)
+        mask, data = d.id.read_direct_chunk(info.chunk_offset)
+        for k in reversed(range(len(filters))):
+            if mask & (1 << k):
+                continue
+            if filters[k] == 305:
+                data = imagecodecs.lzo_decode(data, header=False, out=size)
+            elif filters[k] == 2:
+                data = np.frombuffer(data, "u1").reshape(d.dtype.itemsize, -1).T.tobytes()
+            else:
+                raise AssertionError(f"filter {filters[k]} in {d.name}")
+        chunk = np.frombuffer(bytes(data), d.dtype).reshape(d.chunks)
+        sel = tuple(slice(o, min(o + c, n)) for o, c, n in zip(info.chunk_offset, d.chunks, d.shape))
+        out[sel] = chunk[tuple(slice(0, s.stop - s.start) for s in sel)]
+    return out
+
+
+def write_lzo(path):
+    """LZO_CASES written chunk by chunk with vzarr's LZO encoder; the last chunk of "lzo_f4"
+    stored raw with LZO's bit set in its filter mask."""
+    from vzarr._vzarr import encode_chunk
+
+    with h5py.File(path, "w") as f:
+        for name, (data, chunks, shuffle) in LZO_CASES.items():
+            dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+            dcpl.set_chunk(chunks)
+            if shuffle:
+                dcpl.set_shuffle()
+            dcpl.set_filter(305, h5py.h5z.FLAG_OPTIONAL, (1, 23, 0))
+            h5py.h5d.create(f.id, name.encode(), h5py.h5t.py_create(data.dtype),
+                            h5py.h5s.create_simple(data.shape), dcpl=dcpl)
+            d = f[name]
+            grid = [range(0, n, c) for n, c in zip(data.shape, chunks)]
+            offsets = list(np.array(np.meshgrid(*grid, indexing="ij")).reshape(len(chunks), -1).T)
+            for k, offset in enumerate(offsets):
+                block = np.zeros(chunks, data.dtype)
+                sel = tuple(slice(o, o + c) for o, c in zip(offset, chunks))
+                part = data[sel]
+                block[tuple(slice(0, n) for n in part.shape)] = part
+                raw = block.tobytes()
+                if shuffle:
+                    raw = np.frombuffer(raw, "u1").reshape(-1, data.dtype.itemsize).T.tobytes()
+                lzo_index = 1 if shuffle else 0
+                if name == "lzo_f4" and k == len(offsets) - 1:
+                    d.id.write_direct_chunk(tuple(int(o) for o in offset), raw, filter_mask=1 << lzo_index)
+                else:
+                    d.id.write_direct_chunk(tuple(int(o) for o in offset), encode_chunk(LZO, raw))
+    return path
+
+
+def test_lzo_through_zarr_python_alone_and_vzarr(tmp_path):
+    """PyTables' LZO files of the corpus and LZO files written here: zarr-python with only
+    vzarr's dependencies (vzarr.lzo) and vzarr cat equal the chunks decoded by imagecodecs;
+    vzarr verify agrees with its own reader and with libhdf5 (vzarr-verify's LZO filter)."""
+    pytables = real_files_dir() / "tables-3.11.1" / "tables-3.11.1" / "tables" / "tests"
+    sources = [pytables / n for n in PYTABLES_LZO] + [write_lzo(tmp_path / "lzo.h5")]
+    arrays = 0
+    for src in sources:
+        out = tmp_path / (src.stem + ".json")
+        b = run_vzarr("build", src, "-o", out, "--small-chunks", "keep")
+        assert "left out" not in b.stderr.replace("0 left out", ""), b.stderr
+        got, codecs = zarr_python_alone(out, tmp_path)
+        with h5py.File(src) as f:
+            names = [n for n in codecs if f[n].id.get_create_plist().get_nfilters()]
+            for name in names:
+                assert "vzarr.lzo" in codecs[name], (src.name, name, codecs[name])
+                assert_values_equal(lzo_reference(f[name]), got[name], f"{src.name}:{name}")
+                arrays += 1
+        for readers in ("native", "c"):
+            ver = run_vzarr("verify", out, "--trust-references", "--readers", readers)
+            assert "all values match" in ver.stdout, (src.name, readers, ver.stdout)
+    assert arrays == len(PYTABLES_LZO) * 3 + len(LZO_CASES), arrays
+    with h5py.File(sources[-1]) as f:
+        p = run_vzarr("cat", tmp_path / "lzo.json", "lzo_shuffle_i8be[100:103,60:77]", "--trust-references")
+        cat = np.array([[int(x) for x in line.split()] for line in p.stdout.split("\n") if line.strip()])
+        np.testing.assert_array_equal(cat, lzo_reference(f["lzo_shuffle_i8be"])[100:103, 60:77])
+
+
+def test_lzo_streams_damaged_anywhere_are_clean_errors():
+    """The LZO chunks PyTables wrote, each byte flipped three ways and every length cut short,
+    decoded by vzarr's codec (what zarr-python and vzarr's reader call): the chunk's values or
+    an error, never a crash or more than the chunk's size."""
+    from vzarr import VzarrError
+    from vzarr._vzarr import decode_chunk
+
+    pytables = real_files_dir() / "tables-3.11.1" / "tables-3.11.1" / "tables" / "tests"
+    for name in ("Tables_lzo1.h5", "Tables_lzo2_shuffle.h5"):
+        with h5py.File(pytables / name) as f:
+            d = f["tuple0"]
+            _, stream = d.id.read_direct_chunk((0,))
+            size = int(np.prod(d.chunks)) * d.dtype.itemsize
+            assert decode_chunk(LZO, stream, size) == imagecodecs.lzo_decode(stream, header=False, out=size)
+            damaged = [stream[:cut] for cut in range(len(stream))]
+            damaged += [stream[:at] + bytes([stream[at] ^ flip]) + stream[at + 1:]
+                        for at in range(len(stream)) for flip in (0xFF, 0x80, 0x01)]
+            for m in damaged:
+                try:
+                    assert len(decode_chunk(LZO, m, size)) <= size, name
+                except VzarrError:
+                    pass

@@ -1,7 +1,8 @@
 //! Codecs of third-party HDF5 filters, registered into zarrs at run time: `numcodecs.bz2`
 //! ([`crate::bz2`]), `vzarr.lzf` ([`crate::lzf`]), `imagecodecs_lz4h5` ([`crate::lz4h5`]),
 //! `vzarr.bitshuffle` ([`crate::bitshuffle`]), `vzarr.zfp` ([`crate::zfp`]),
-//! `imagecodecs_szip` ([`crate::szip`]) and `vzarr.blosc2` ([`crate::blosc2`], decoding only).
+//! `imagecodecs_szip` ([`crate::szip`]), `vzarr.lzo` ([`crate::lzo`]) and `vzarr.blosc2`
+//! ([`crate::blosc2`], decoding only).
 //! One zarrs codec type serves them all: its configuration is the [`vzarr_core::Codec`] it was
 //! built from, and every decoder writes at most the chunk's decoded size (the representation
 //! zarrs passes down), so a chunk declaring more, or a stream that decodes further, is an
@@ -24,7 +25,7 @@ use crate::szip::SzipHdf5;
 use crate::zfp::ZfpHdf5;
 
 /// The Zarr v3 names of the codecs of this module.
-pub const FILTER_CODEC_NAMES: [&str; 7] = [
+pub const FILTER_CODEC_NAMES: [&str; 8] = [
     "numcodecs.bz2",
     "vzarr.lzf",
     "imagecodecs_lz4h5",
@@ -32,6 +33,7 @@ pub const FILTER_CODEC_NAMES: [&str; 7] = [
     "vzarr.zfp",
     "imagecodecs_szip",
     "vzarr.blosc2",
+    "vzarr.lzo",
 ];
 
 /// A third-party HDF5 filter's codec for zarrs.
@@ -52,6 +54,7 @@ impl FilterCodec {
             VCodec::ZfpHdf5 { .. } => FILTER_CODEC_NAMES[4],
             VCodec::Szip { .. } => FILTER_CODEC_NAMES[5],
             VCodec::Blosc2Hdf5 => FILTER_CODEC_NAMES[6],
+            VCodec::Lzo => FILTER_CODEC_NAMES[7],
             _ => return None,
         };
         Some(FilterCodec { codec, name })
@@ -81,6 +84,7 @@ impl FilterCodec {
             VCodec::Lzf => crate::lzf::lzf_decode_bounded(encoded, limit),
             VCodec::Lz4Hdf5 => crate::lz4h5::lz4h5_decode_bounded(encoded, limit),
             VCodec::Blosc2Hdf5 => crate::blosc2::blosc2_decode_bounded(encoded, limit),
+            VCodec::Lzo => crate::lzo::lzo_decode_bounded(encoded, limit),
             c @ VCodec::ZfpHdf5 { .. } => ZfpHdf5::new(c)
                 .expect("a zfp codec")?
                 .decode_bounded(encoded, limit),
@@ -100,6 +104,7 @@ impl FilterCodec {
             VCodec::Bz2 { level } => crate::bz2::bz2_encode(raw, *level),
             VCodec::Lzf => Ok(crate::lzf::lzf_encode(raw)),
             VCodec::Lz4Hdf5 => Ok(crate::lz4h5::lz4h5_encode(raw)),
+            VCodec::Lzo => crate::lzo::lzo_encode(raw),
             VCodec::Blosc2Hdf5 => Err(CodecError::Other(
                 "vzarr.blosc2 decodes only: vzarr does not write Blosc2 frames".into(),
             )),

@@ -3,7 +3,7 @@
 //! so that re-encoded chunks decode exactly as a Zarr reader decodes them, and the codecs of
 //! third-party HDF5 filters, registered with zarrs as plugins ([`filters`]: `numcodecs.bz2`,
 //! `vzarr.lzf`, `imagecodecs_lz4h5`, `vzarr.bitshuffle`, `vzarr.zfp`, `imagecodecs_szip`,
-//! `vzarr.blosc2`).
+//! `vzarr.lzo`, `vzarr.blosc2`).
 //! Every decoder writes at most the chunk's size.
 //!
 //! The `bytes` codec is the identity on chunk bytes kept in the stored byte order, so callers
@@ -21,6 +21,7 @@ pub mod filters;
 mod fletcher32;
 pub mod lz4h5;
 pub mod lzf;
+pub mod lzo;
 pub mod szip;
 pub mod vlen_utf8;
 pub mod zfp;
@@ -187,6 +188,7 @@ mod tests {
             vec![Codec::Shuffle { element_size: 4 }, Codec::Lzf],
             vec![Codec::Lz4Hdf5],
             vec![Codec::Lz4Hdf5, Codec::Fletcher32],
+            vec![Codec::Shuffle { element_size: 4 }, Codec::Lzo],
             vec![Codec::Bitshuffle {
                 element_size: 4,
                 block_size: 0,
@@ -265,6 +267,7 @@ mod tests {
             }],
             vec![Codec::Bz2 { level: 9 }],
             vec![Codec::Lzf],
+            vec![Codec::Lzo],
             vec![Codec::Lz4Hdf5],
             vec![Codec::Bitshuffle {
                 element_size: 4,

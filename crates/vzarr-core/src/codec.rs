@@ -153,6 +153,9 @@ pub enum Codec {
     /// A Blosc2 contiguous frame per chunk (a B2ND array for chunks of rank 2 to 8), as the
     /// HDF5-Blosc2 filter (32026) stores it; `vzarr.blosc2`. The frame describes itself.
     Blosc2Hdf5,
+    /// An LZO1X stream without a header, as PyTables' LZO filter (305) stores each chunk
+    /// (with an Adler-32 and length trailer from PyTables before 0.8); `vzarr.lzo`.
+    Lzo,
     /// The HDF5 bitshuffle filter (32008) with its framing; `vzarr.bitshuffle`.
     Bitshuffle {
         /// Element size in bytes.
@@ -237,6 +240,7 @@ impl Codec {
             Codec::Lzf => json!({"name": "vzarr.lzf", "configuration": {}}),
             Codec::Lz4Hdf5 => json!({"name": "imagecodecs_lz4h5", "configuration": {}}),
             Codec::Blosc2Hdf5 => json!({"name": "vzarr.blosc2", "configuration": {}}),
+            Codec::Lzo => json!({"name": "vzarr.lzo", "configuration": {}}),
             Codec::Bitshuffle {
                 element_size,
                 block_size,
@@ -328,6 +332,7 @@ impl Codec {
             "vzarr.lzf" => Codec::Lzf,
             "imagecodecs_lz4h5" => Codec::Lz4Hdf5,
             "vzarr.blosc2" => Codec::Blosc2Hdf5,
+            "vzarr.lzo" => Codec::Lzo,
             "vzarr.bitshuffle" => {
                 let compression = conf
                     .get("compression")
@@ -425,6 +430,7 @@ impl Codec {
             Codec::Lzf => "lzf".to_string(),
             Codec::Lz4Hdf5 => "lz4h5".to_string(),
             Codec::Blosc2Hdf5 => "blosc2".to_string(),
+            Codec::Lzo => "lzo".to_string(),
             Codec::Bitshuffle {
                 element_size,
                 compression,
@@ -578,6 +584,8 @@ impl Codec {
             // cd_values: revision, block size, type size, chunk bytes, level, shuffle, codec,
             // then the chunk's rank and shape for B2ND; the frame repeats all decoding needs.
             32026 => Codec::Blosc2Hdf5,
+            // cd_values (PyTables' H5Zlzo.c): level, object version, object type; unused.
+            305 => Codec::Lzo,
             32013 => crate::hdf5_zfp::zfp_codec(cd, dt.size())?,
             // cd_values (H5Zszip.c, after its set_local): the option mask, pixels per block,
             // bits per pixel, pixels per scanline.
@@ -660,6 +668,7 @@ mod tests {
             Codec::Lzf,
             Codec::Lz4Hdf5,
             Codec::Blosc2Hdf5,
+            Codec::Lzo,
             Codec::Bitshuffle {
                 element_size: 4,
                 block_size: 0,
@@ -708,6 +717,7 @@ mod tests {
         assert_eq!(f(307, &[]).unwrap(), Codec::Bz2 { level: 9 });
         assert_eq!(f(32000, &[4, 261, 4000]).unwrap(), Codec::Lzf);
         assert_eq!(f(32004, &[]).unwrap(), Codec::Lz4Hdf5);
+        assert_eq!(f(305, &[1, 23, 0]).unwrap(), Codec::Lzo);
         assert_eq!(
             f(32026, &[1, 0, 4, 64, 5, 1, 0]).unwrap(),
             Codec::Blosc2Hdf5

@@ -2,7 +2,9 @@
 //! that verification can read such datasets through the HDF5 library: zstd (32015, the
 //! `hdf5plugin` format: one zstd frame per chunk) and LZF (32000, h5py's filter, which
 //! hdf5plugin's plugin directory does not have; decoded with the `lzf` crate, a port of the
-//! LibLZF that h5py builds in: the interop tests compare the values with h5py's), and, when
+//! LibLZF that h5py builds in: the interop tests compare the values with h5py's), LZO (305,
+//! PyTables' filter, in no plugin directory; decoded by vzarr-codec, the interop tests compare
+//! with imagecodecs' LZO decoder), and, when
 //! no plugin gives them, the HDF5 LZ4 filter (32004) and bitshuffle (32008) with vzarr-codec's
 //! decoders. Blosc comes from `hdf5-metno`'s own filter (c-blosc); the other third-party
 //! filters (bzip2, zfp, ...) from the plugins libhdf5 loads from `HDF5_PLUGIN_PATH`
@@ -22,6 +24,7 @@ const ZSTD: H5Z_filter_t = 32015;
 const LZF: H5Z_filter_t = 32000;
 const LZ4: H5Z_filter_t = 32004;
 const BITSHUFFLE: H5Z_filter_t = 32008;
+const LZO: H5Z_filter_t = 305;
 
 /// The largest chunk HDF5 stores (4 GiB): no decoded chunk is larger.
 const MAX_CHUNK: u64 = 1 << 32;
@@ -31,13 +34,14 @@ static REGISTER: Once = Once::new();
 /// Registers the missing filters once per process.
 pub(crate) fn register() {
     REGISTER.call_once(|| {
-        let filters: [(H5Z_filter_t, &std::ffi::CStr, H5Z_func_t); 4] = [
+        let filters: [(H5Z_filter_t, &std::ffi::CStr, H5Z_func_t); 5] = [
             (
                 ZSTD,
                 c"zstd (vzarr-read, decode only)",
                 Some(filter::<Zstd>),
             ),
             (LZF, c"lzf (vzarr-verify, decode only)", Some(filter::<Lzf>)),
+            (LZO, c"lzo (vzarr-verify, decode only)", Some(filter::<Lzo>)),
             (LZ4, c"lz4 (vzarr-verify, decode only)", Some(filter::<Lz4>)),
             (
                 BITSHUFFLE,
@@ -99,6 +103,23 @@ impl ChunkDecoder for Lzf {
 
     fn decode(cd: &[c_uint], input: &[u8]) -> Option<Vec<u8>> {
         lzf::decompress(input, cd[2] as usize).ok()
+    }
+}
+
+/// PyTables' LZO filter (`H5Zlzo.c`): nothing gives the decoded size, so vzarr-codec's
+/// decoder grows its buffer as PyTables' filter does, up to 256 times the input (what LZO1X's
+/// run lengths can reach) or a chunk's largest size.
+struct Lzo;
+
+impl ChunkDecoder for Lzo {
+    const MIN_CLIENT_DATA: usize = 0;
+
+    fn decode(_cd: &[c_uint], input: &[u8]) -> Option<Vec<u8>> {
+        let most = (input.len() as u64)
+            .saturating_mul(256)
+            .saturating_add(4096)
+            .min(MAX_CHUNK);
+        vzarr_codec::lzo::lzo_decode_growing(input, most).ok()
     }
 }
 
@@ -255,6 +276,9 @@ mod tests {
         assert_eq!(run::<Lzf>(&[0, 0, 10], &lzf), None);
         let lz4 = vzarr_codec::lz4h5::lz4h5_encode(&raw);
         assert_eq!(run::<Lz4>(&[], &lz4), Some(raw.clone()));
+        let lzo = vzarr_codec::lzo::lzo_encode(&raw).unwrap();
+        assert_eq!(run::<Lzo>(&[1, 23, 0], &lzo), Some(raw.clone()));
+        assert_eq!(run::<Lzo>(&[], b"not lzo"), None);
         // Bitshuffle: element size 1, no compression; an unknown compression fails.
         assert_eq!(
             Bitshuffle::decode(&[0, 0, 1, 0, 0], &raw).map(|v| v.len()),

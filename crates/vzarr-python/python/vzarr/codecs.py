@@ -12,11 +12,14 @@ Zarr codec decodes: registered with zarr-python through the ``zarr.codecs`` entr
   [...], "minbits": n, "maxbits": n, "maxprec": n, "minexp": n, "endian": "little" | "big"}``):
   H5Z-ZFP (HDF5 filter 32013), a bare zfp stream whose field and mode the filter keeps in its
   client data; decoding only (zfp's lossy modes would not re-encode to the values read).
+- ``vzarr.lzo`` (configuration ``{}``): PyTables' LZO filter (HDF5 filter 305), an LZO1X
+  stream without a header (imagecodecs' ``imagecodecs_lzo`` needs the decoded size, which
+  zarr-python does not pass it).
 - ``vzarr.blosc2`` (configuration ``{}``): the HDF5-Blosc2 filter (32026, PyTables and
   hdf5plugin), a Blosc2 contiguous frame per chunk (a B2ND array for chunks of rank 2 to 8,
   put back in C order); the frame describes itself; decoding only.
 
-All four decode with the Rust decoders of vzarr's own reader, bounded by the chunk's size. The
+All five decode with the Rust decoders of vzarr's own reader, bounded by the chunk's size. The
 other filters vzarr maps use codecs zarr-python has (``numcodecs.bz2``, ``zstd``, ``blosc``)
 or imagecodecs' (``imagecodecs_lz4h5``, ``imagecodecs_szip`` with ``header`` true, from the
 ``imagecodecs-zarr`` package vzarr depends on). See manifests/FORMAT.md.
@@ -42,7 +45,7 @@ if TYPE_CHECKING:
     from zarr.core.buffer import Buffer
     from zarr.core.common import JSON
 
-__all__ = ["Bitshuffle", "Blosc2", "Lzf", "Zfp"]
+__all__ = ["Bitshuffle", "Blosc2", "Lzf", "Lzo", "Zfp"]
 
 
 def _decoded_size(chunk_spec: ArraySpec) -> int:
@@ -101,6 +104,14 @@ class Lzf(_Unconfigured):
     chunks."""
 
     codec_name = "vzarr.lzf"
+
+
+@dataclass(frozen=True)
+class Lzo(_Unconfigured):
+    """``vzarr.lzo``: LZO1X without a header, as PyTables' LZO filter (HDF5 filter 305) stores
+    chunks."""
+
+    codec_name = "vzarr.lzo"
 
 
 @dataclass(frozen=True)
