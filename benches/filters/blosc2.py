@@ -72,44 +72,46 @@ def best(runs, f):
     return min(times), value
 
 
-def main():
+def main(arrays=ARRAYS, stem="blosc2", reader="h5py + hdf5plugin"):
+    """Writes `arrays` into WORKDIR/`stem`.h5 with h5py + hdf5plugin and times vzarr, h5py and
+    the peers on it (benches/filters/jpegls.py reuses it for FCIDECOMP)."""
     vzarr, work = sys.argv[1], Path(sys.argv[2])
     peers = sys.argv[sys.argv.index("--peers") + 1] if "--peers" in sys.argv else None
     runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 3
     work.mkdir(parents=True, exist_ok=True)
-    src, refs = work / "blosc2.h5", work / "blosc2.json"
+    src, refs = work / f"{stem}.h5", work / f"{stem}.json"
     rng = np.random.default_rng(31)
     with h5py.File(src, "w") as f:
-        for name, (make, kw) in ARRAYS.items():
+        for name, (make, kw) in arrays.items():
             f.create_dataset(name, data=make(rng), **kw)
     raw = sum(np.prod(s) * np.dtype(d).itemsize
-              for s, d in ((f[n].shape, f[n].dtype) for f in [h5py.File(src)] for n in ARRAYS))
+              for s, d in ((f[n].shape, f[n].dtype) for f in [h5py.File(src)] for n in arrays))
     t_build, _ = best(runs, lambda: subprocess.run(
         [vzarr, "build", str(src), "-o", str(refs), "--small-chunks", "keep"], check=True, capture_output=True))
 
     def h5():
         with h5py.File(src) as f:
-            return {n: f[n][...] for n in ARRAYS}
+            return {n: f[n][...] for n in arrays}
 
     def through_refs():
         g = zarr.open_group(zarr.storage.FsspecStore.from_url(
             "reference://", storage_options={"fo": str(refs), "remote_protocol": "file"}, read_only=True), mode="r")
-        return {n: g[n][...] for n in ARRAYS}
+        return {n: g[n][...] for n in arrays}
 
     t_h5, want = best(runs, h5)
     t_zarr, got = best(runs, through_refs)
-    equal = all(np.array_equal(got[n], want[n]) for n in ARRAYS)
+    equal = all(np.array_equal(got[n], want[n]) for n in arrays)
     print(f"file: {src.stat().st_size / 2**20:.1f} MiB on disk, {raw / 2**20:.0f} MiB of values, "
-          f"{len(ARRAYS)} arrays")
+          f"{len(arrays)} arrays")
     print(f"vzarr build: {t_build:.3f} s, references {refs.stat().st_size / 1024:.1f} KiB, "
           f"{len(json.loads(refs.read_text())['refs'])} keys")
-    print(f"read every array: h5py + hdf5plugin {t_h5:.3f} s; zarr-python through vzarr's references "
+    print(f"read every array: {reader} {t_h5:.3f} s; zarr-python through vzarr's references "
           f"{t_zarr:.3f} s ({t_zarr / t_h5:.2f}x); values equal: {equal}")
     if peers:
         for which in ("kerchunk", "virtualizarr"):
             p = subprocess.run([peers, "-c", PEERS, str(src), which], capture_output=True, text=True)
             r = json.loads(p.stdout) if p.returncode == 0 else {"arrays": 0, "error": p.stderr[-300:]}
-            print(f"{which}: {r['arrays']} of {len(ARRAYS)} arrays virtualised"
+            print(f"{which}: {r['arrays']} of {len(arrays)} arrays virtualised"
                   + (f" ({r['error']})" if r["error"] else ""))
     if not equal:
         sys.exit(1)

@@ -1,6 +1,7 @@
 """Third-party HDF5 filters (issue 31): files written here with h5py and hdf5plugin, one array
 per filter and parameter set (LZF, bzip2, LZ4, bitshuffle alone or with LZ4 or zstd, Blosc,
-Blosc2 with each of its codecs and filters, zstd, zfp in each of its modes, szip; LZO in
+Blosc2 with each of its codecs and filters, zstd, zfp in each of its modes, szip, FCIDECOMP's
+JPEG-LS; LZO in
 PyTables' files and in files written here chunk by chunk), built by vzarr into references and
 an Icechunk repository, then
 
@@ -40,6 +41,17 @@ CASES = {
     "lzf_shuffle_i2be": (FIELD.astype(">i2"), dict(chunks=(50, 50), compression="lzf", shuffle=True)),
     "lzf_fletcher_u1": (FIELD.astype("u1"), dict(chunks=(7, 250), compression="lzf", fletcher32=True)),
     "lzf_noise_f8": (RNG.random((40, 30)), dict(chunks=(40, 30), compression="lzf")),
+    # FCIDECOMP (JPEG-LS through CharLS): 8 and 16 bits, both byte orders, 2-D chunks (one
+    # component) and 3-D chunks (components one scan each), a chunk JPEG-LS cannot shrink
+    # (noise: stored raw, the filter being optional).
+    "fcidecomp_i2": ((FIELD * 30).astype("i2"), dict(chunks=(40, 100), compression=hdf5plugin.FciDecomp())),
+    "fcidecomp_u1": (FIELD.astype("u1"), dict(chunks=(33, 77), compression=hdf5plugin.FciDecomp())),
+    "fcidecomp_u2be": ((FIELD * 600).astype(">u2"), dict(chunks=(60, 125), compression=hdf5plugin.FciDecomp())),
+    "fcidecomp_u2_3d": (
+        np.stack([FIELD, FIELD * 2, FIELD[::-1] / 2]).astype("u2"),
+        dict(chunks=(3, 40, 125), compression=hdf5plugin.FciDecomp())),
+    "fcidecomp_noise_u2": (
+        RNG.integers(0, 65535, (40, 60), dtype="u2"), dict(chunks=(40, 60), compression=hdf5plugin.FciDecomp())),
     "bzip2_9_f8": (FIELD, dict(chunks=(32, 64), compression=hdf5plugin.BZip2())),
     "bzip2_1_i4": (FIELD.astype("i4"), dict(chunks=(120, 250), compression=hdf5plugin.BZip2(blocksize=1))),
     "lz4_f4": (FIELD.astype("f4"), dict(chunks=(30, 125), compression=hdf5plugin.LZ4())),
@@ -159,7 +171,7 @@ def test_zarr_python_with_only_vzarr_reads_every_filter(filtered, tmp_path, smal
         # Each filter became the codec FORMAT.md names (nothing was re-encoded).
         expect = {"lzf": "vzarr.lzf", "bzip2": "numcodecs.bz2", "lz4": "imagecodecs_lz4h5",
                   "bitshuffle": "vzarr.bitshuffle", "blosc": "blosc", "zstd": "zstd", "zfp": "vzarr.zfp",
-                  "blosc2": "vzarr.blosc2"}
+                  "blosc2": "vzarr.blosc2", "fcidecomp": "vzarr.jpegls"}
         for name, names in codecs.items():
             assert expect[name.split("_")[0]] in names, (name, names)
     verify_refs(out)
@@ -198,7 +210,7 @@ def chunk_at(path, name):
         return info.byte_offset, info.size
 
 
-@pytest.mark.parametrize("name", ["lzf_f4", "bzip2_9_f8", "lz4_f4", "bitshuffle_lz4_u2",
+@pytest.mark.parametrize("name", ["lzf_f4", "bzip2_9_f8", "lz4_f4", "fcidecomp_i2", "bitshuffle_lz4_u2",
                                   "bitshuffle_zstd_f8", "bitshuffle_none_i1", "zfp_rate_f8",
                                   "blosc2_blosclz_f4", "blosc2_zstd_f8_1d"])
 def test_mutated_chunks_give_a_clean_error(filtered, tmp_path, name):

@@ -1,8 +1,8 @@
 //! Codecs of third-party HDF5 filters, registered into zarrs at run time: `numcodecs.bz2`
 //! ([`crate::bz2`]), `vzarr.lzf` ([`crate::lzf`]), `imagecodecs_lz4h5` ([`crate::lz4h5`]),
 //! `vzarr.bitshuffle` ([`crate::bitshuffle`]), `vzarr.zfp` ([`crate::zfp`]),
-//! `imagecodecs_szip` ([`crate::szip`]), `vzarr.lzo` ([`crate::lzo`]) and `vzarr.blosc2`
-//! ([`crate::blosc2`], decoding only).
+//! `imagecodecs_szip` ([`crate::szip`]), `vzarr.lzo` ([`crate::lzo`]), `vzarr.blosc2`
+//! ([`crate::blosc2`], decoding only) and `vzarr.jpegls` ([`crate::jpegls`]).
 //! One zarrs codec type serves them all: its configuration is the [`vzarr_core::Codec`] it was
 //! built from, and every decoder writes at most the chunk's decoded size (the representation
 //! zarrs passes down), so a chunk declaring more, or a stream that decodes further, is an
@@ -25,7 +25,7 @@ use crate::szip::SzipHdf5;
 use crate::zfp::ZfpHdf5;
 
 /// The Zarr v3 names of the codecs of this module.
-pub const FILTER_CODEC_NAMES: [&str; 8] = [
+pub const FILTER_CODEC_NAMES: [&str; 9] = [
     "numcodecs.bz2",
     "vzarr.lzf",
     "imagecodecs_lz4h5",
@@ -34,6 +34,7 @@ pub const FILTER_CODEC_NAMES: [&str; 8] = [
     "imagecodecs_szip",
     "vzarr.blosc2",
     "vzarr.lzo",
+    "vzarr.jpegls",
 ];
 
 /// A third-party HDF5 filter's codec for zarrs.
@@ -55,6 +56,7 @@ impl FilterCodec {
             VCodec::Szip { .. } => FILTER_CODEC_NAMES[5],
             VCodec::Blosc2Hdf5 => FILTER_CODEC_NAMES[6],
             VCodec::Lzo => FILTER_CODEC_NAMES[7],
+            VCodec::JpegLs => FILTER_CODEC_NAMES[8],
             _ => return None,
         };
         Some(FilterCodec { codec, name })
@@ -85,6 +87,7 @@ impl FilterCodec {
             VCodec::Lz4Hdf5 => crate::lz4h5::lz4h5_decode_bounded(encoded, limit),
             VCodec::Blosc2Hdf5 => crate::blosc2::blosc2_decode_bounded(encoded, limit),
             VCodec::Lzo => crate::lzo::lzo_decode_bounded(encoded, limit),
+            VCodec::JpegLs => crate::jpegls::jpegls_decode_bounded(encoded, limit),
             c @ VCodec::ZfpHdf5 { .. } => ZfpHdf5::new(c)
                 .expect("a zfp codec")?
                 .decode_bounded(encoded, limit),
@@ -108,6 +111,7 @@ impl FilterCodec {
             VCodec::Blosc2Hdf5 => Err(CodecError::Other(
                 "vzarr.blosc2 decodes only: vzarr does not write Blosc2 frames".into(),
             )),
+            VCodec::JpegLs => crate::jpegls::jpegls_encode(raw),
             c @ VCodec::ZfpHdf5 { .. } => ZfpHdf5::new(c).expect("a zfp codec")?.encode(raw),
             c @ VCodec::Szip { .. } => SzipHdf5::new(c).expect("a szip codec")?.encode(raw),
             _ => self.bitshuffle().expect("a filter codec").encode(raw),

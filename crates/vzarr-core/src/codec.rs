@@ -156,6 +156,9 @@ pub enum Codec {
     /// An LZO1X stream without a header, as PyTables' LZO filter (305) stores each chunk
     /// (with an Adler-32 and length trailer from PyTables before 0.8); `vzarr.lzo`.
     Lzo,
+    /// A JPEG-LS stream per chunk (interleave mode 0, 8 or 16 bits a sample), as EUMETSAT's
+    /// FCIDECOMP filter (32018) stores it; `vzarr.jpegls`. The stream describes itself.
+    JpegLs,
     /// The HDF5 bitshuffle filter (32008) with its framing; `vzarr.bitshuffle`.
     Bitshuffle {
         /// Element size in bytes.
@@ -241,6 +244,7 @@ impl Codec {
             Codec::Lz4Hdf5 => json!({"name": "imagecodecs_lz4h5", "configuration": {}}),
             Codec::Blosc2Hdf5 => json!({"name": "vzarr.blosc2", "configuration": {}}),
             Codec::Lzo => json!({"name": "vzarr.lzo", "configuration": {}}),
+            Codec::JpegLs => json!({"name": "vzarr.jpegls", "configuration": {}}),
             Codec::Bitshuffle {
                 element_size,
                 block_size,
@@ -333,6 +337,7 @@ impl Codec {
             "imagecodecs_lz4h5" => Codec::Lz4Hdf5,
             "vzarr.blosc2" => Codec::Blosc2Hdf5,
             "vzarr.lzo" => Codec::Lzo,
+            "vzarr.jpegls" => Codec::JpegLs,
             "vzarr.bitshuffle" => {
                 let compression = conf
                     .get("compression")
@@ -431,6 +436,7 @@ impl Codec {
             Codec::Lz4Hdf5 => "lz4h5".to_string(),
             Codec::Blosc2Hdf5 => "blosc2".to_string(),
             Codec::Lzo => "lzo".to_string(),
+            Codec::JpegLs => "jpegls".to_string(),
             Codec::Bitshuffle {
                 element_size,
                 compression,
@@ -586,6 +592,9 @@ impl Codec {
             32026 => Codec::Blosc2Hdf5,
             // cd_values (PyTables' H5Zlzo.c): level, object version, object type; unused.
             305 => Codec::Lzo,
+            // cd_values (H5Zjpegls.c): bytes a sample, components, lines, samples, then
+            // CharLS' parameters; the stream repeats all decoding needs.
+            32018 => Codec::JpegLs,
             32013 => crate::hdf5_zfp::zfp_codec(cd, dt.size())?,
             // cd_values (H5Zszip.c, after its set_local): the option mask, pixels per block,
             // bits per pixel, pixels per scanline.
@@ -669,6 +678,7 @@ mod tests {
             Codec::Lz4Hdf5,
             Codec::Blosc2Hdf5,
             Codec::Lzo,
+            Codec::JpegLs,
             Codec::Bitshuffle {
                 element_size: 4,
                 block_size: 0,
@@ -718,6 +728,7 @@ mod tests {
         assert_eq!(f(32000, &[4, 261, 4000]).unwrap(), Codec::Lzf);
         assert_eq!(f(32004, &[]).unwrap(), Codec::Lz4Hdf5);
         assert_eq!(f(305, &[1, 23, 0]).unwrap(), Codec::Lzo);
+        assert_eq!(f(32018, &[2, 1, 100, 200, 16, 1]).unwrap(), Codec::JpegLs);
         assert_eq!(
             f(32026, &[1, 0, 4, 64, 5, 1, 0]).unwrap(),
             Codec::Blosc2Hdf5

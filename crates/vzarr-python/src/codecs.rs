@@ -1,6 +1,6 @@
 //! The codecs of third-party HDF5 filters that no other Python package decodes as HDF5 stores
-//! them (`vzarr.lzf`, `vzarr.bitshuffle`, `vzarr.zfp`, `vzarr.blosc2`, `vzarr.lzo`), for the
-//! Zarr codecs of `vzarr.codecs` that zarr-python finds through the `zarr.codecs` entry points:
+//! them (`vzarr.lzf`, `vzarr.bitshuffle`, `vzarr.zfp`, `vzarr.blosc2`, `vzarr.lzo`,
+//! `vzarr.jpegls`), for the Zarr codecs of `vzarr.codecs` that zarr-python finds through the `zarr.codecs` entry points:
 //! the same Rust decoders as vzarr's own reader (`vzarr_codec::FilterCodec`), bounded by the
 //! chunk's size.
 

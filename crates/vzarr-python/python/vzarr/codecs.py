@@ -15,11 +15,13 @@ Zarr codec decodes: registered with zarr-python through the ``zarr.codecs`` entr
 - ``vzarr.lzo`` (configuration ``{}``): PyTables' LZO filter (HDF5 filter 305), an LZO1X
   stream without a header (imagecodecs' ``imagecodecs_lzo`` needs the decoded size, which
   zarr-python does not pass it).
+- ``vzarr.jpegls`` (configuration ``{}``): EUMETSAT's FCIDECOMP filter (HDF5 filter 32018), a
+  JPEG-LS stream per chunk, one scan a component; the stream describes itself.
 - ``vzarr.blosc2`` (configuration ``{}``): the HDF5-Blosc2 filter (32026, PyTables and
   hdf5plugin), a Blosc2 contiguous frame per chunk (a B2ND array for chunks of rank 2 to 8,
   put back in C order); the frame describes itself; decoding only.
 
-All five decode with the Rust decoders of vzarr's own reader, bounded by the chunk's size. The
+All six decode with the Rust decoders of vzarr's own reader, bounded by the chunk's size. The
 other filters vzarr maps use codecs zarr-python has (``numcodecs.bz2``, ``zstd``, ``blosc``)
 or imagecodecs' (``imagecodecs_lz4h5``, ``imagecodecs_szip`` with ``header`` true, from the
 ``imagecodecs-zarr`` package vzarr depends on). See manifests/FORMAT.md.
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
     from zarr.core.buffer import Buffer
     from zarr.core.common import JSON
 
-__all__ = ["Bitshuffle", "Blosc2", "Lzf", "Lzo", "Zfp"]
+__all__ = ["Bitshuffle", "Blosc2", "JpegLs", "Lzf", "Lzo", "Zfp"]
 
 
 def _decoded_size(chunk_spec: ArraySpec) -> int:
@@ -112,6 +114,14 @@ class Lzo(_Unconfigured):
     chunks."""
 
     codec_name = "vzarr.lzo"
+
+
+@dataclass(frozen=True)
+class JpegLs(_Unconfigured):
+    """``vzarr.jpegls``: a JPEG-LS stream per chunk, as EUMETSAT's FCIDECOMP filter (HDF5 filter
+    32018) stores chunks."""
+
+    codec_name = "vzarr.jpegls"
 
 
 @dataclass(frozen=True)
