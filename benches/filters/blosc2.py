@@ -72,33 +72,39 @@ def best(runs, f):
     return min(times), value
 
 
-def main(arrays=ARRAYS, stem="blosc2", reader="h5py + hdf5plugin"):
-    """Writes `arrays` into WORKDIR/`stem`.h5 with h5py + hdf5plugin and times vzarr, h5py and
-    the peers on it (benches/filters/jpegls.py reuses it for FCIDECOMP)."""
+def write_with_h5py(src, arrays, rng):
+    """Each of `arrays` ((make, create_dataset keywords)) written by h5py + hdf5plugin."""
+    with h5py.File(src, "w") as f:
+        for name, (make, kw) in arrays.items():
+            f.create_dataset(name, data=make(rng), **kw)
+
+
+def read_with_h5py(src, arrays):
+    with h5py.File(src) as f:
+        return {n: f[n][...] for n in arrays}
+
+
+def main(arrays=ARRAYS, stem="blosc2", reader="h5py + hdf5plugin", write=write_with_h5py,
+         read=read_with_h5py):
+    """Writes `arrays` into WORKDIR/`stem`.h5 (`write`) and times vzarr, the reference reader
+    (`read`) and the peers on it (benches/filters/jpegls.py and lzo.py reuse it)."""
     vzarr, work = sys.argv[1], Path(sys.argv[2])
     peers = sys.argv[sys.argv.index("--peers") + 1] if "--peers" in sys.argv else None
     runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 3
     work.mkdir(parents=True, exist_ok=True)
     src, refs = work / f"{stem}.h5", work / f"{stem}.json"
-    rng = np.random.default_rng(31)
-    with h5py.File(src, "w") as f:
-        for name, (make, kw) in arrays.items():
-            f.create_dataset(name, data=make(rng), **kw)
+    write(src, arrays, np.random.default_rng(31))
     raw = sum(np.prod(s) * np.dtype(d).itemsize
               for s, d in ((f[n].shape, f[n].dtype) for f in [h5py.File(src)] for n in arrays))
     t_build, _ = best(runs, lambda: subprocess.run(
         [vzarr, "build", str(src), "-o", str(refs), "--small-chunks", "keep"], check=True, capture_output=True))
-
-    def h5():
-        with h5py.File(src) as f:
-            return {n: f[n][...] for n in arrays}
 
     def through_refs():
         g = zarr.open_group(zarr.storage.FsspecStore.from_url(
             "reference://", storage_options={"fo": str(refs), "remote_protocol": "file"}, read_only=True), mode="r")
         return {n: g[n][...] for n in arrays}
 
-    t_h5, want = best(runs, h5)
+    t_h5, want = best(runs, lambda: read(src, arrays))
     t_zarr, got = best(runs, through_refs)
     equal = all(np.array_equal(got[n], want[n]) for n in arrays)
     print(f"file: {src.stat().st_size / 2**20:.1f} MiB on disk, {raw / 2**20:.0f} MiB of values, "

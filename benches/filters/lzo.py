@@ -17,17 +17,15 @@ benches/compare/requirements.txt, in BENCH_PYTHON's venv) are tried on the same 
 """
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import h5py
 import imagecodecs
 import numpy as np
-import zarr
 
 sys.path.insert(0, str(Path(__file__).parent))
-from blosc2 import PEERS, best  # noqa: E402  (the same peers and timing)
+from blosc2 import main  # noqa: E402  (the same timing, comparison and peers)
 
 ARRAYS = {
     "field_shuffle": (lambda r: (r.random((8, 1024, 1024)) * 40 + 250).round(2).astype("f4"), (1, 512, 1024), True),
@@ -37,11 +35,11 @@ ARRAYS = {
 LZO = json.dumps({"name": "vzarr.lzo", "configuration": {}})
 
 
-def write(src, rng):
+def write(src, arrays, rng):
     from vzarr._vzarr import encode_chunk
 
     with h5py.File(src, "w") as f:
-        for name, (make, chunks, shuffle) in ARRAYS.items():
+        for name, (make, chunks, shuffle) in arrays.items():
             data = make(rng)
             dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
             dcpl.set_chunk(chunks)
@@ -59,11 +57,11 @@ def write(src, rng):
                 d.id.write_direct_chunk(start, encode_chunk(LZO, raw))
 
 
-def without_vzarr(src):
+def without_vzarr(src, arrays):
     """Every array: each stored chunk decoded by imagecodecs' LZO, unshuffled with numpy."""
     out = {}
     with h5py.File(src) as f:
-        for name, (_, chunks, shuffle) in ARRAYS.items():
+        for name, (_, chunks, shuffle) in arrays.items():
             d = f[name]
             a = np.empty(d.shape, d.dtype)
             size = int(np.prod(chunks)) * d.dtype.itemsize
@@ -79,40 +77,5 @@ def without_vzarr(src):
     return out
 
 
-def main():
-    vzarr, work = sys.argv[1], Path(sys.argv[2])
-    peers = sys.argv[sys.argv.index("--peers") + 1] if "--peers" in sys.argv else None
-    runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 3
-    work.mkdir(parents=True, exist_ok=True)
-    src, refs = work / "lzo.h5", work / "lzo.json"
-    write(src, np.random.default_rng(31))
-    t_build, _ = best(runs, lambda: subprocess.run(
-        [vzarr, "build", str(src), "-o", str(refs), "--small-chunks", "keep"], check=True, capture_output=True))
-
-    def through_refs():
-        g = zarr.open_group(zarr.storage.FsspecStore.from_url(
-            "reference://", storage_options={"fo": str(refs), "remote_protocol": "file"}, read_only=True), mode="r")
-        return {n: g[n][...] for n in ARRAYS}
-
-    t_direct, want = best(runs, lambda: without_vzarr(src))
-    t_zarr, got = best(runs, through_refs)
-    equal = all(np.array_equal(got[n], want[n]) for n in ARRAYS)
-    raw = sum(a.nbytes for a in want.values())
-    print(f"file: {src.stat().st_size / 2**20:.1f} MiB on disk, {raw / 2**20:.0f} MiB of values, "
-          f"{len(ARRAYS)} arrays")
-    print(f"vzarr build: {t_build:.3f} s, references {refs.stat().st_size / 1024:.1f} KiB, "
-          f"{len(json.loads(refs.read_text())['refs'])} keys")
-    print(f"read every array: h5py chunks + imagecodecs' LZO {t_direct:.3f} s; zarr-python through "
-          f"vzarr's references {t_zarr:.3f} s ({t_zarr / t_direct:.2f}x); values equal: {equal}")
-    if peers:
-        for which in ("kerchunk", "virtualizarr"):
-            p = subprocess.run([peers, "-c", PEERS, str(src), which], capture_output=True, text=True)
-            r = json.loads(p.stdout) if p.returncode == 0 else {"arrays": 0, "error": p.stderr[-300:]}
-            print(f"{which}: {r['arrays']} of {len(ARRAYS)} arrays virtualised"
-                  + (f" ({r['error']})" if r["error"] else ""))
-    if not equal:
-        sys.exit(1)
-
-
 if __name__ == "__main__":
-    main()
+    main(ARRAYS, "lzo", "h5py chunks + imagecodecs' LZO", write, without_vzarr)
