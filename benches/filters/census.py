@@ -23,7 +23,7 @@ from pathlib import Path
 LABELS = {"bz2": "bzip2 (307)", "lzf": "LZF (32000)", "lz4h5": "LZ4 (32004)",
           "bitshuffle": "bitshuffle (32008)", "zfp": "zfp (32013)", "szip": "szip (4)",
           "blosc2": "blosc2 (32026)", "lzo": "LZO (305)",
-          "jpegls": "FCIDECOMP (JPEG-LS) (32018)"}
+          "jpegls": "FCIDECOMP (JPEG-LS) (32018)", "htj2k": "HTJ2K (32033)"}
 NAMED = re.compile(r"filter (.+?) \(HDF5 filter id (\d+)\)")
 
 

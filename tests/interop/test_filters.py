@@ -1,7 +1,7 @@
 """Third-party HDF5 filters (issue 31): files written here with h5py and hdf5plugin, one array
 per filter and parameter set (LZF, bzip2, LZ4, bitshuffle alone or with LZ4 or zstd, Blosc,
 Blosc2 with each of its codecs and filters, zstd, zfp in each of its modes, szip, FCIDECOMP's
-JPEG-LS; LZO in
+JPEG-LS, HTJ2K (lossless here, lossy in hdf5plugin's own files); LZO in
 PyTables' files and in files written here chunk by chunk), built by vzarr into references and
 an Icechunk repository, then
 
@@ -52,6 +52,19 @@ CASES = {
         dict(chunks=(3, 40, 125), compression=hdf5plugin.FciDecomp())),
     "fcidecomp_noise_u2": (
         RNG.integers(0, 65535, (40, 60), dtype="u2"), dict(chunks=(40, 60), compression=hdf5plugin.FciDecomp())),
+    # HTJ2K (JPEG 2000 with HT code-blocks, OpenJPH; hdf5plugin writes it lossless): 8 and 16
+    # bits, signed and unsigned (native byte order only: big-endian files are in the corpus), edge
+    # chunks, chunks of 1 to 3 dimensions
+    # other than 1 (the third holding RGB components).
+    "htj2k_u2": ((FIELD * 600).astype("u2"), dict(chunks=(40, 100), compression=hdf5plugin.Htj2k())),
+    "htj2k_i1": ((FIELD - 50).astype("i1"), dict(chunks=(33, 77), compression=hdf5plugin.Htj2k())),
+    "htj2k_i2": ((FIELD * 30 - 1000).astype("i2"), dict(chunks=(60, 125), compression=hdf5plugin.Htj2k())),
+    "htj2k_u1_rgb": (
+        np.stack([FIELD, FIELD * 2, FIELD[::-1] / 2], axis=-1).astype("u1"),
+        dict(chunks=(40, 50, 3), compression=hdf5plugin.Htj2k())),
+    "htj2k_u2_1d": ((FIELD * 600).astype("u2").ravel(), dict(chunks=(7000,), compression=hdf5plugin.Htj2k())),
+    "htj2k_i2_3d": (
+        (FIELD * 30).astype("i2").reshape(12, 10, 250), dict(chunks=(1, 10, 250), compression=hdf5plugin.Htj2k())),
     "bzip2_9_f8": (FIELD, dict(chunks=(32, 64), compression=hdf5plugin.BZip2())),
     "bzip2_1_i4": (FIELD.astype("i4"), dict(chunks=(120, 250), compression=hdf5plugin.BZip2(blocksize=1))),
     "lz4_f4": (FIELD.astype("f4"), dict(chunks=(30, 125), compression=hdf5plugin.LZ4())),
@@ -171,7 +184,7 @@ def test_zarr_python_with_only_vzarr_reads_every_filter(filtered, tmp_path, smal
         # Each filter became the codec FORMAT.md names (nothing was re-encoded).
         expect = {"lzf": "vzarr.lzf", "bzip2": "numcodecs.bz2", "lz4": "imagecodecs_lz4h5",
                   "bitshuffle": "vzarr.bitshuffle", "blosc": "blosc", "zstd": "zstd", "zfp": "vzarr.zfp",
-                  "blosc2": "vzarr.blosc2", "fcidecomp": "vzarr.jpegls"}
+                  "blosc2": "vzarr.blosc2", "fcidecomp": "vzarr.jpegls", "htj2k": "vzarr.htj2k"}
         for name, names in codecs.items():
             assert expect[name.split("_")[0]] in names, (name, names)
     verify_refs(out)
@@ -182,7 +195,7 @@ def test_vzarr_cat_prints_the_values(filtered, tmp_path):
     run_vzarr("build", filtered, "-o", out, "--small-chunks", "keep")
     with h5py.File(filtered) as f:
         for name in ("lzf_f4", "bzip2_1_i4", "lz4_blocks_i8be", "bitshuffle_zstd_f8", "bitshuffle_none_i1",
-                     "zfp_precision_f4", "blosc2_blosclz_f4", "blosc2_lz4_bitshuffle_i2be"):
+                     "zfp_precision_f4", "blosc2_blosclz_f4", "blosc2_lz4_bitshuffle_i2be", "htj2k_i2"):
             p = run_vzarr("cat", out, f"{name}[100:103,240:250]", "--trust-references")
             got = np.array([[float(x) for x in line.split()] for line in p.stdout.split("\n") if line.strip()])
             want = f[name][100:103, 240:250]
@@ -212,7 +225,7 @@ def chunk_at(path, name):
 
 @pytest.mark.parametrize("name", ["lzf_f4", "bzip2_9_f8", "lz4_f4", "fcidecomp_i2", "bitshuffle_lz4_u2",
                                   "bitshuffle_zstd_f8", "bitshuffle_none_i1", "zfp_rate_f8",
-                                  "blosc2_blosclz_f4", "blosc2_zstd_f8_1d"])
+                                  "blosc2_blosclz_f4", "blosc2_zstd_f8_1d", "htj2k_u2"])
 def test_mutated_chunks_give_a_clean_error(filtered, tmp_path, name):
     """A chunk whose stored bytes were damaged (its header declaring 2^64 - 1 bytes, its body
     overwritten, cut short) is an error from vzarr cat, vzarr verify and zarr-python, naming
@@ -461,3 +474,98 @@ def test_lzo_streams_damaged_anywhere_are_clean_errors():
                     assert len(decode_chunk(LZO, m, size)) <= size, name
                 except VzarrError:
                     pass
+
+
+# hdf5plugin's HTJ2K test files (corpus): lossless and lossy (irreversible, written chunk by
+# chunk by the filter's authors) codestreams of 8- and 16-bit integers, RGB images, both byte
+# orders, filter versions 0 (no client data) and 1.
+HTJ2K_FILES = ["lib/h5z-htj2k/tests/data/versions.h5", "lib/h5z-htj2k/tests/data/bamboo_hercules.h5",
+               "lib/h5z-htj2k/tests/data/bamboo_hercules_be.h5", "test/htj2k.h5"]
+
+
+def htj2k_irreversible(d):
+    """Whether dataset `d`'s first chunk is an irreversible (9/7 wavelet) JPEG 2000 codestream:
+    the transform byte of the COD marker segment of its main header (ITU-T T.800 A.6.1)."""
+    _, cs = d.id.read_direct_chunk((0,) * d.ndim)
+    pos = 2
+    while cs[pos] == 0xFF and cs[pos + 1] != 0x90:
+        if cs[pos + 1] == 0x52:
+            return cs[pos + 13] == 0
+        pos += 2 + int.from_bytes(cs[pos + 2:pos + 4], "big")
+    raise AssertionError(f"no COD marker segment in {d.name}")
+
+
+def test_htj2k_files_through_zarr_python_alone_and_vzarr(tmp_path):
+    """zarr-python with only vzarr's dependencies (vzarr.htj2k, decoded by OpenJPH as the
+    filter does) equals h5py + hdf5plugin on every array, lossy ones included. vzarr's reader
+    (OpenJPEG's decoder, ported to Rust) equals libhdf5 + the filter on every reversible
+    codestream; on irreversible ones the two decoders round differently, and `vzarr verify
+    --readers c` reports exactly those arrays, each value within 3 (16-bit) of the filter's or
+    at the other end of an 8-bit range (the filter wraps what OpenJPEG clips)."""
+    base = real_files_dir() / "hdf5plugin-7.1.0" / "hdf5plugin-7.1.0"
+    arrays = lossy = 0
+    for i, rel in enumerate(HTJ2K_FILES):
+        src = base / rel
+        out = tmp_path / f"htj2k{i}.json"
+        b = run_vzarr("build", src, "-o", out, "--small-chunks", "keep")
+        assert "left out" not in b.stderr.replace("0 left out", ""), b.stderr
+        got, codecs = zarr_python_alone(out, tmp_path)
+        with h5py.File(src) as f:
+            names = []
+            f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+            expected_differ = set()
+            for name in names:
+                d = f[name]
+                np.testing.assert_array_equal(got[name], d[...], err_msg=f"{rel}:{name}")
+                plist = d.id.get_create_plist()
+                if plist.get_nfilters() and plist.get_filter(0)[0] == 32033:
+                    arrays += 1
+                    assert "vzarr.htj2k" in codecs[name], codecs[name]
+                    if htj2k_irreversible(d):
+                        expected_differ.add(name)
+            lossy += len(expected_differ)
+        ver = run_vzarr("verify", out, "--trust-references", "--readers", "native")
+        assert "all values match" in ver.stdout, (rel, ver.stdout)
+        ver = run_vzarr("verify", out, "--trust-references", "--readers", "c", "--json",
+                        "--max-reported", "1000", check=False)
+        report = json.loads(ver.stdout)
+        differ = {m["array"] for m in report["mismatches"]}
+        assert differ == expected_differ, (rel, differ, expected_differ)
+        assert report["failed_chunks"] == len(report["mismatches"]), report
+        for m in report["mismatches"]:
+            # "N of M values differ; first at [i, j]: manifest X, source Y (vzarr.htj2k: ...)"
+            assert "vzarr.htj2k: irreversible JPEG 2000" in m["reason"], m["reason"]
+            ours, theirs = (int(v.split()[0]) for v in m["reason"].rsplit(": manifest ", 1)[1].split(", source "))
+            assert abs(ours - theirs) <= 3 or abs(ours - theirs) in (255, 256), m["reason"]
+    assert (arrays, lossy) == (27, 14), (arrays, lossy)
+    with h5py.File(base / HTJ2K_FILES[0]) as f:
+        p = run_vzarr("cat", tmp_path / "htj2k0.json", "v1/lossless_be_int16[100:103,240:250]",
+                      "--trust-references")
+        cat = np.array([[int(x) for x in line.split()] for line in p.stdout.split("\n") if line.strip()])
+        np.testing.assert_array_equal(cat, f["v1/lossless_be_int16"][100:103, 240:250])
+
+
+def test_htj2k_codestreams_damaged_anywhere_are_clean_errors():
+    """An HTJ2K chunk of hdf5plugin's, each byte flipped three ways and every length cut short,
+    decoded by vzarr's Rust codec (vzarr's reader) and by vzarr.htj2k in zarr-python: the
+    chunk's size or an error, never a crash."""
+    from vzarr import VzarrError
+    from vzarr._vzarr import decode_chunk
+    from vzarr.codecs import _htj2k_image_bytes
+
+    codec = json.dumps({"name": "vzarr.htj2k", "configuration": {"endian": "little"}})
+    base = real_files_dir() / "hdf5plugin-7.1.0" / "hdf5plugin-7.1.0"
+    with h5py.File(base / HTJ2K_FILES[0]) as f:
+        d = f["v1/lossless_int8"]
+        _, stream = d.id.read_direct_chunk((0, 0))
+        size = d.size
+        assert decode_chunk(codec, stream, size) == d[...].tobytes()
+        assert _htj2k_image_bytes(stream) == size
+        damaged = [stream[:cut] for cut in range(0, len(stream), 7)]
+        damaged += [stream[:at] + bytes([stream[at] ^ flip]) + stream[at + 1:]
+                    for at in list(range(200)) + list(range(200, len(stream), 101)) for flip in (0xFF, 0x80, 0x01)]
+        for m in damaged:
+            try:
+                assert len(decode_chunk(codec, m, size)) == size
+            except VzarrError:
+                pass

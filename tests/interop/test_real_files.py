@@ -167,10 +167,20 @@ C_ORACLE_CANNOT_READ = {
     "hdf5plugin-7.1.0/hdf5plugin-7.1.0/lib/H5Z-ZFP/test/test_zfp_be.h5": "H5Z-ZFP's swap fails",
 }
 
+# Files whose irreversible (lossy) HTJ2K codestreams libhdf5's filter (OpenJPH) and vzarr's
+# reader (OpenJPEG's decoder) round differently: `vzarr verify --readers c` reports those arrays,
+# as test_filters.py's HTJ2K test checks array by array (zarr-python, which decodes with
+# OpenJPH, equals h5py on them above; `--readers native` verifies them).
+C_ORACLE_ROUNDS_DIFFERENTLY = {
+    "hdf5plugin-7.1.0/hdf5plugin-7.1.0/lib/h5z-htj2k/tests/data/versions.h5": "lossy_* arrays",
+    "hdf5plugin-7.1.0/hdf5plugin-7.1.0/lib/h5z-htj2k/tests/data/bamboo_hercules.h5": "htj2k",
+    "hdf5plugin-7.1.0/hdf5plugin-7.1.0/test/htj2k.h5": "htj2k",
+}
+
 
 def verify_readers(p: Path):
     """The readers `vzarr verify` compares `p` with."""
-    if str(p.relative_to(REAL_DIR)) in C_ORACLE_CANNOT_READ:
+    if str(p.relative_to(REAL_DIR)) in C_ORACLE_CANNOT_READ | C_ORACLE_ROUNDS_DIFFERENTLY:
         return [r for r in VERIFY_READERS if r != "c"]
     return VERIFY_READERS
 

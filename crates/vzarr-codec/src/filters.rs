@@ -2,7 +2,8 @@
 //! ([`crate::bz2`]), `vzarr.lzf` ([`crate::lzf`]), `imagecodecs_lz4h5` ([`crate::lz4h5`]),
 //! `vzarr.bitshuffle` ([`crate::bitshuffle`]), `vzarr.zfp` ([`crate::zfp`]),
 //! `imagecodecs_szip` ([`crate::szip`]), `vzarr.lzo` ([`crate::lzo`]), `vzarr.blosc2`
-//! ([`crate::blosc2`], decoding only) and `vzarr.jpegls` ([`crate::jpegls`]).
+//! ([`crate::blosc2`], decoding only), `vzarr.jpegls` ([`crate::jpegls`]) and `vzarr.htj2k`
+//! ([`crate::htj2k`], decoding only).
 //! One zarrs codec type serves them all: its configuration is the [`vzarr_core::Codec`] it was
 //! built from, and every decoder writes at most the chunk's decoded size (the representation
 //! zarrs passes down), so a chunk declaring more, or a stream that decodes further, is an
@@ -25,7 +26,7 @@ use crate::szip::SzipHdf5;
 use crate::zfp::ZfpHdf5;
 
 /// The Zarr v3 names of the codecs of this module.
-pub const FILTER_CODEC_NAMES: [&str; 9] = [
+pub const FILTER_CODEC_NAMES: [&str; 10] = [
     "numcodecs.bz2",
     "vzarr.lzf",
     "imagecodecs_lz4h5",
@@ -35,6 +36,7 @@ pub const FILTER_CODEC_NAMES: [&str; 9] = [
     "vzarr.blosc2",
     "vzarr.lzo",
     "vzarr.jpegls",
+    "vzarr.htj2k",
 ];
 
 /// A third-party HDF5 filter's codec for zarrs.
@@ -57,6 +59,7 @@ impl FilterCodec {
             VCodec::Blosc2Hdf5 => FILTER_CODEC_NAMES[6],
             VCodec::Lzo => FILTER_CODEC_NAMES[7],
             VCodec::JpegLs => FILTER_CODEC_NAMES[8],
+            VCodec::Htj2k { .. } => FILTER_CODEC_NAMES[9],
             _ => return None,
         };
         Some(FilterCodec { codec, name })
@@ -88,6 +91,7 @@ impl FilterCodec {
             VCodec::Blosc2Hdf5 => crate::blosc2::blosc2_decode_bounded(encoded, limit),
             VCodec::Lzo => crate::lzo::lzo_decode_bounded(encoded, limit),
             VCodec::JpegLs => crate::jpegls::jpegls_decode_bounded(encoded, limit),
+            VCodec::Htj2k { endian } => crate::htj2k::htj2k_decode_bounded(encoded, limit, *endian),
             c @ VCodec::ZfpHdf5 { .. } => ZfpHdf5::new(c)
                 .expect("a zfp codec")?
                 .decode_bounded(encoded, limit),
@@ -112,6 +116,9 @@ impl FilterCodec {
                 "vzarr.blosc2 decodes only: vzarr does not write Blosc2 frames".into(),
             )),
             VCodec::JpegLs => crate::jpegls::jpegls_encode(raw),
+            VCodec::Htj2k { .. } => Err(CodecError::Other(
+                "vzarr.htj2k decodes only: vzarr does not write JPEG 2000 codestreams".into(),
+            )),
             c @ VCodec::ZfpHdf5 { .. } => ZfpHdf5::new(c).expect("a zfp codec")?.encode(raw),
             c @ VCodec::Szip { .. } => SzipHdf5::new(c).expect("a szip codec")?.encode(raw),
             _ => self.bitshuffle().expect("a filter codec").encode(raw),

@@ -3,7 +3,7 @@
 //! so that re-encoded chunks decode exactly as a Zarr reader decodes them, and the codecs of
 //! third-party HDF5 filters, registered with zarrs as plugins ([`filters`]: `numcodecs.bz2`,
 //! `vzarr.lzf`, `imagecodecs_lz4h5`, `vzarr.bitshuffle`, `vzarr.zfp`, `imagecodecs_szip`,
-//! `vzarr.lzo`, `vzarr.blosc2`, `vzarr.jpegls`).
+//! `vzarr.lzo`, `vzarr.blosc2`, `vzarr.jpegls`, `vzarr.htj2k`).
 //! Every decoder writes at most the chunk's size.
 //!
 //! The `bytes` codec is the identity on chunk bytes kept in the stored byte order, so callers
@@ -19,6 +19,7 @@ mod bounded;
 pub mod bz2;
 pub mod filters;
 mod fletcher32;
+pub mod htj2k;
 pub mod jpegls;
 pub mod lz4h5;
 pub mod lzf;

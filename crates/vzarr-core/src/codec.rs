@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::{CoreError, DataType, Endian};
+use crate::{CoreError, Endian};
 
 /// Shuffle mode of the blosc codec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -159,6 +159,13 @@ pub enum Codec {
     /// A JPEG-LS stream per chunk (interleave mode 0, 8 or 16 bits a sample), as EUMETSAT's
     /// FCIDECOMP filter (32018) stores it; `vzarr.jpegls`. The stream describes itself.
     JpegLs,
+    /// A JPEG 2000 codestream per chunk (HTJ2K, ITU-T T.814, or Part 1), as hdf5plugin's
+    /// HTJ2K filter (32033) stores it: one component per image (or three, interleaved per
+    /// pixel), 8 or 16 bits a sample, samples written in `endian` order; `vzarr.htj2k`.
+    Htj2k {
+        /// Byte order of the decoded 16-bit samples.
+        endian: Endian,
+    },
     /// The HDF5 bitshuffle filter (32008) with its framing; `vzarr.bitshuffle`.
     Bitshuffle {
         /// Element size in bytes.
@@ -245,6 +252,9 @@ impl Codec {
             Codec::Blosc2Hdf5 => json!({"name": "vzarr.blosc2", "configuration": {}}),
             Codec::Lzo => json!({"name": "vzarr.lzo", "configuration": {}}),
             Codec::JpegLs => json!({"name": "vzarr.jpegls", "configuration": {}}),
+            Codec::Htj2k { endian } => {
+                json!({"name": "vzarr.htj2k", "configuration": {"endian": endian.as_str()}})
+            }
             Codec::Bitshuffle {
                 element_size,
                 block_size,
@@ -338,6 +348,13 @@ impl Codec {
             "vzarr.blosc2" => Codec::Blosc2Hdf5,
             "vzarr.lzo" => Codec::Lzo,
             "vzarr.jpegls" => Codec::JpegLs,
+            "vzarr.htj2k" => Codec::Htj2k {
+                endian: match conf.get("endian").and_then(Value::as_str) {
+                    Some("little") => Endian::Little,
+                    Some("big") => Endian::Big,
+                    _ => return Err(bad()),
+                },
+            },
             "vzarr.bitshuffle" => {
                 let compression = conf
                     .get("compression")
@@ -437,6 +454,7 @@ impl Codec {
             Codec::Blosc2Hdf5 => "blosc2".to_string(),
             Codec::Lzo => "lzo".to_string(),
             Codec::JpegLs => "jpegls".to_string(),
+            Codec::Htj2k { endian } => format!("htj2k({})", endian.as_str()),
             Codec::Bitshuffle {
                 element_size,
                 compression,
@@ -498,163 +516,6 @@ pub fn vlen_utf8_codec_json() -> Value {
     json!({"name": "vlen-utf8", "configuration": {}})
 }
 
-/// Name of an HDF5 filter id (the registered filter ids of the HDF Group), for messages.
-pub fn hdf5_filter_name(id: u32) -> &'static str {
-    match id {
-        1 => "deflate",
-        2 => "shuffle",
-        3 => "fletcher32",
-        4 => "szip",
-        5 => "N-bit",
-        6 => "scale-offset",
-        305 => "LZO",
-        307 => "bzip2",
-        32000 => "LZF",
-        32001 => "blosc",
-        32004 => "LZ4",
-        32008 => "bitshuffle",
-        32013 => "zfp",
-        32015 => "zstd",
-        32017 => "SZ",
-        32018 => "FCIDECOMP (JPEG-LS)",
-        32024 => "SZ3",
-        32026 => "blosc2",
-        32028 => "SPERR",
-        32033 => "HTJ2K",
-        _ => "unknown",
-    }
-}
-
-fn blosc_cname(code: u32) -> Option<&'static str> {
-    Some(match code {
-        0 => "blosclz",
-        1 => "lz4",
-        2 => "lz4hc",
-        3 => "snappy",
-        4 => "zlib",
-        5 => "zstd",
-        _ => return None,
-    })
-}
-
-impl Codec {
-    /// The codec of one HDF5 filter (`id` with its client data values `cd`) in the pipeline
-    /// of a dataset of type `dt`, or why zarr-python 3.4 has none that decodes it. Client
-    /// data values a filter leaves out take the defaults the filter's own code uses.
-    pub fn from_hdf5_filter(id: u32, cd: &[u32], dt: DataType) -> Result<Codec, String> {
-        Ok(match id {
-            1 => Codec::Zlib {
-                level: cd.first().copied().unwrap_or(6),
-            },
-            2 => Codec::Shuffle {
-                element_size: cd.first().map_or(dt.size(), |&s| s as usize).max(1),
-            },
-            3 => Codec::Fletcher32,
-            32001 => {
-                // cd_values: filter revision, blosc version, typesize, buffer size, clevel,
-                // shuffle, compressor.
-                let typesize = cd.get(2).copied().unwrap_or(dt.size() as u32) as usize;
-                let clevel = cd.get(4).copied().unwrap_or(5);
-                let shuffle = match cd.get(5).copied().unwrap_or(1) {
-                    0 => BloscShuffle::NoShuffle,
-                    2 => BloscShuffle::BitShuffle,
-                    _ => BloscShuffle::Shuffle,
-                };
-                let code = cd.get(6).copied().unwrap_or(0);
-                let cname = blosc_cname(code)
-                    .ok_or_else(|| format!("blosc filter with unknown compressor code {code}"))?;
-                Codec::Blosc {
-                    cname: cname.into(),
-                    clevel,
-                    shuffle,
-                    typesize,
-                    blocksize: 0,
-                }
-            }
-            32015 => Codec::Zstd {
-                level: cd.first().map_or(3, |&l| l as i32),
-            },
-            // cd_values: the block size (100k units, 1-9), else 9 (H5Zbzip2.c).
-            307 => Codec::Bz2 {
-                level: cd
-                    .first()
-                    .copied()
-                    .filter(|l| (1..=9).contains(l))
-                    .unwrap_or(9),
-            },
-            // cd_values (h5py's lzf_filter.c): filter version, LZF version, chunk bytes;
-            // decoding needs none of them.
-            32000 => Codec::Lzf,
-            // cd_values: the block size, for encoding only (the framing carries it).
-            32004 => Codec::Lz4Hdf5,
-            // cd_values: revision, block size, type size, chunk bytes, level, shuffle, codec,
-            // then the chunk's rank and shape for B2ND; the frame repeats all decoding needs.
-            32026 => Codec::Blosc2Hdf5,
-            // cd_values (PyTables' H5Zlzo.c): level, object version, object type; unused.
-            305 => Codec::Lzo,
-            // cd_values (H5Zjpegls.c): bytes a sample, components, lines, samples, then
-            // CharLS' parameters; the stream repeats all decoding needs.
-            32018 => Codec::JpegLs,
-            32013 => crate::hdf5_zfp::zfp_codec(cd, dt.size())?,
-            // cd_values (H5Zszip.c, after its set_local): the option mask, pixels per block,
-            // bits per pixel, pixels per scanline.
-            4 => match *cd {
-                [
-                    options_mask,
-                    pixels_per_block,
-                    bits_per_pixel,
-                    pixels_per_scanline,
-                    ..,
-                ] => Codec::Szip {
-                    options_mask,
-                    pixels_per_block,
-                    bits_per_pixel,
-                    pixels_per_scanline,
-                },
-                _ => return Err(format!("szip filter with {} client data values", cd.len())),
-            },
-            32008 => {
-                // cd_values (bshuf_h5filter.c): bitshuffle's major and minor version, the
-                // element size, the block size in elements (0: default), the compression
-                // (0: none, 2: LZ4, 3: zstd) and the zstd level.
-                let compression = match cd.get(4).copied().unwrap_or(0) {
-                    0 => BitshuffleCompression::None,
-                    2 => BitshuffleCompression::Lz4,
-                    3 => BitshuffleCompression::Zstd,
-                    c => return Err(format!("bitshuffle filter with unknown compression {c}")),
-                };
-                let element_size = cd.get(2).map_or(dt.size(), |&s| s as usize);
-                if element_size == 0 {
-                    return Err("bitshuffle filter with element size 0".into());
-                }
-                let block_size = cd.get(3).copied().unwrap_or(0) as usize;
-                if !block_size.is_multiple_of(8) {
-                    return Err(format!(
-                        "bitshuffle filter with a block size of {block_size} elements (not a \
-                         multiple of 8)"
-                    ));
-                }
-                Codec::Bitshuffle {
-                    element_size,
-                    block_size,
-                    compression,
-                    level: match compression {
-                        BitshuffleCompression::Zstd => cd.get(5).map_or(3, |&l| l as i32),
-                        _ => 0,
-                    },
-                }
-            }
-            other => {
-                return Err(format!(
-                    "unsupported filter {} (HDF5 filter id {other}): no Zarr codec that both \
-                     zarr-python 3.4 and vzarr decode",
-                    hdf5_filter_name(other)
-                ));
-            }
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -679,6 +540,9 @@ mod tests {
             Codec::Blosc2Hdf5,
             Codec::Lzo,
             Codec::JpegLs,
+            Codec::Htj2k {
+                endian: Endian::Big,
+            },
             Codec::Bitshuffle {
                 element_size: 4,
                 block_size: 0,
@@ -718,57 +582,6 @@ mod tests {
             assert!(j.get("configuration").is_some(), "{j}");
             assert_eq!(Codec::from_zarr_json(&j).unwrap(), c);
         }
-    }
-
-    #[test]
-    fn third_party_filters() {
-        let f = |id, cd: &[u32]| Codec::from_hdf5_filter(id, cd, DataType::Float32);
-        assert_eq!(f(307, &[5]).unwrap(), Codec::Bz2 { level: 5 });
-        assert_eq!(f(307, &[]).unwrap(), Codec::Bz2 { level: 9 });
-        assert_eq!(f(32000, &[4, 261, 4000]).unwrap(), Codec::Lzf);
-        assert_eq!(f(32004, &[]).unwrap(), Codec::Lz4Hdf5);
-        assert_eq!(f(305, &[1, 23, 0]).unwrap(), Codec::Lzo);
-        assert_eq!(f(32018, &[2, 1, 100, 200, 16, 1]).unwrap(), Codec::JpegLs);
-        assert_eq!(
-            f(32026, &[1, 0, 4, 64, 5, 1, 0]).unwrap(),
-            Codec::Blosc2Hdf5
-        );
-        assert_eq!(
-            f(32008, &[0, 3, 4, 0, 2]).unwrap(),
-            Codec::Bitshuffle {
-                element_size: 4,
-                block_size: 0,
-                compression: BitshuffleCompression::Lz4,
-                level: 0
-            }
-        );
-        assert_eq!(
-            f(32008, &[0, 4, 2, 64, 3, 10]).unwrap().to_zarr_json(),
-            json!({"name": "vzarr.bitshuffle", "configuration":
-                {"elementsize": 2, "blocksize": 64, "compression": "zstd", "level": 10}})
-        );
-        assert_eq!(
-            f(32008, &[0, 4]).unwrap().to_zarr_json().to_string(),
-            r#"{"name":"vzarr.bitshuffle","configuration":{"elementsize":4,"blocksize":0,"compression":"none"}}"#
-        );
-        assert!(f(32008, &[0, 4, 4, 12, 2]).is_err());
-        assert!(f(32008, &[0, 4, 4, 0, 1]).is_err());
-        assert_eq!(
-            f(32024, &[]).unwrap_err(),
-            "unsupported filter SZ3 (HDF5 filter id 32024): no Zarr codec that both zarr-python \
-             3.4 and vzarr decode"
-        );
-        // Levels do not change decoding; bitshuffle's block size and compression do.
-        assert!(Codec::Bz2 { level: 1 }.decodes_like(&Codec::Bz2 { level: 9 }));
-        assert!(!Codec::Lzf.decodes_like(&Codec::Lz4Hdf5));
-        let b = |block_size, level| Codec::Bitshuffle {
-            element_size: 4,
-            block_size,
-            compression: BitshuffleCompression::Zstd,
-            level,
-        };
-        assert!(b(0, 3).decodes_like(&b(0, 9)));
-        assert!(!b(0, 3).decodes_like(&b(64, 3)));
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod dataset;
 mod dtype;
 mod fill;
 mod grid;
+mod hdf5_filter;
 mod hdf5_zfp;
 pub mod limits;
 mod manifest;
@@ -20,8 +21,7 @@ pub mod small;
 pub mod summary;
 
 pub use codec::{
-    BitshuffleCompression, BloscShuffle, Codec, ZfpType, bytes_codec_json, hdf5_filter_name,
-    vlen_utf8_codec_json,
+    BitshuffleCompression, BloscShuffle, Codec, ZfpType, bytes_codec_json, vlen_utf8_codec_json,
 };
 pub use dataset::{
     Attributes, ConcatInfo, ConcatPiece, Group, Provenance, Retimed, SkippedVariable, SourceRecord,
@@ -30,6 +30,7 @@ pub use dataset::{
 pub use dtype::{DataType, Endian, StructField};
 pub use fill::{FillValue, f64_to_half, half_to_f64};
 pub use grid::{ChunkGrid, DimGrid, MAX_EDGES, chunk_key, rle_decode, rle_encode};
+pub use hdf5_filter::hdf5_filter_name;
 pub use limits::{
     KEEP_FETCHED_ARRAY_BYTES, KEEP_FETCHED_SOURCE_BYTES, MAX_ARRAY_REFERENCES, MAX_CHUNKS,
     MAX_RANK, MAX_REFERENCES,

@@ -653,6 +653,19 @@ fn check_chunk(
             } else {
                 String::new()
             };
+            // Lossy JPEG 2000 has no single decoding: say so where it may be the difference.
+            let codec_note = if c
+                .array
+                .codecs
+                .iter()
+                .any(|k| matches!(k, vzarr_core::Codec::Htj2k { .. }))
+            {
+                " (vzarr.htj2k: irreversible JPEG 2000 codestreams decode to values that differ \
+                 by a few units between decoders; vzarr reads with OpenJPEG's, the HDF5 filter \
+                 with OpenJPH)"
+            } else {
+                ""
+            };
             let m = Mismatch {
                 array: c.path.to_string(),
                 chunk: c.idx.to_vec(),
@@ -660,7 +673,8 @@ fn check_chunk(
                 differing: d.count,
                 first_index: Some(first.clone()),
                 reason: format!(
-                    "{} of {nvals} values differ; first at {first:?}: manifest {}, source {}{type_note}",
+                    "{} of {nvals} values differ; first at {first:?}: manifest {}, source \
+                     {}{type_note}{codec_note}",
                     d.count, d.ours, d.theirs
                 ),
             };

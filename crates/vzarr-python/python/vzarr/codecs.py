@@ -21,7 +21,14 @@ Zarr codec decodes: registered with zarr-python through the ``zarr.codecs`` entr
   hdf5plugin), a Blosc2 contiguous frame per chunk (a B2ND array for chunks of rank 2 to 8,
   put back in C order); the frame describes itself; decoding only.
 
-All six decode with the Rust decoders of vzarr's own reader, bounded by the chunk's size. The
+- ``vzarr.htj2k`` (configuration ``{"endian": "little" | "big"}``): hdf5plugin's HTJ2K filter
+  (HDF5 filter 32033), a JPEG 2000 codestream (HT code-blocks) per chunk, one component or
+  three interleaved per pixel; 16-bit samples in ``endian`` order; decoding only.
+
+The first six decode with the Rust decoders of vzarr's own reader, bounded by the chunk's size.
+``vzarr.htj2k`` decodes with imagecodecs' ``htj2k_decode`` (OpenJPH, the filter's own decoder,
+so irreversible codestreams give the filter's values to the last unit), once the codestream's
+SIZ marker segment says it fits the chunk. The
 other filters vzarr maps use codecs zarr-python has (``numcodecs.bz2``, ``zstd``, ``blosc``)
 or imagecodecs' (``imagecodecs_lz4h5``, ``imagecodecs_szip`` with ``header`` true, from the
 ``imagecodecs-zarr`` package vzarr depends on). See manifests/FORMAT.md.
@@ -32,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -47,7 +55,7 @@ if TYPE_CHECKING:
     from zarr.core.buffer import Buffer
     from zarr.core.common import JSON
 
-__all__ = ["Bitshuffle", "Blosc2", "JpegLs", "Lzf", "Lzo", "Zfp"]
+__all__ = ["Bitshuffle", "Blosc2", "Htj2k", "JpegLs", "Lzf", "Lzo", "Zfp"]
 
 
 def _decoded_size(chunk_spec: ArraySpec) -> int:
@@ -227,3 +235,73 @@ class Zfp(_RustCodec):
                 "endian": self.endian,
             },
         }
+
+
+def _htj2k_image_bytes(data: bytes) -> int:
+    """Bytes of the image a JPEG 2000 codestream's SIZ marker segment describes (ITU-T T.800
+    A.5.1), or ValueError for what hdf5plugin's HTJ2K filter never writes: more than 4
+    components, components of different precisions or subsampled, over 16 bits, over 4096
+    tiles (vzarr's Rust decoder refuses the same)."""
+    if len(data) < 42 or data[:4] != b"\xff\x4f\xff\x51":
+        raise ValueError("vzarr.htj2k: not a JPEG 2000 codestream (no SOC marker followed by SIZ)")
+    lsiz, _, x, y, x0, y0, tw, th, tx0, ty0, ncomp = struct.unpack_from(">HHIIIIIIIIH", data, 4)
+    comps = data[42 : 42 + 3 * ncomp]
+    if not 1 <= ncomp <= 4 or lsiz != 38 + 3 * ncomp or len(comps) != 3 * ncomp:
+        raise ValueError(f"vzarr.htj2k: SIZ marker segment of {lsiz} bytes for {ncomp} components")
+    if comps != comps[:3] * ncomp or comps[1:3] != b"\x01\x01" or (comps[0] & 0x7F) >= 16:
+        raise ValueError("vzarr.htj2k: components of different precisions, subsampled or over 16 bits")
+    if not (x0 < x and y0 < y and tw and th and tx0 <= x0 and ty0 <= y0):
+        raise ValueError(f"vzarr.htj2k: image ({x0}, {y0})-({x}, {y}) in tiles of {tw} x {th}")
+    if -(-(x - tx0) // tw) * -(-(y - ty0) // th) > 4096:
+        raise ValueError("vzarr.htj2k: more than 4096 tiles")
+    return (x - x0) * (y - y0) * ncomp * (1 if (comps[0] & 0x7F) < 8 else 2)
+
+
+@dataclass(frozen=True)
+class Htj2k(BytesBytesCodec):
+    """``vzarr.htj2k``: a JPEG 2000 codestream per chunk, as hdf5plugin's HTJ2K filter (HDF5
+    filter 32033) stores chunks, decoded by OpenJPH (imagecodecs) to samples interleaved per
+    pixel, 16-bit ones in ``endian`` order; decoding only."""
+
+    is_fixed_size = False
+
+    endian: str = "little"
+
+    def __init__(self, *, endian: str = "little") -> None:
+        if endian not in ("little", "big"):
+            raise ValueError(f"vzarr.htj2k: endian {endian!r}")
+        object.__setattr__(self, "endian", endian)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, JSON]) -> Self:
+        _, conf = parse_named_configuration(data, "vzarr.htj2k")
+        return cls(**conf)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {"name": "vzarr.htj2k", "configuration": {"endian": self.endian}}
+
+    def _decode_sync(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
+        import imagecodecs
+
+        data = chunk_bytes.to_bytes()
+        size = _decoded_size(chunk_spec)
+        declared = _htj2k_image_bytes(data)
+        if declared != size:
+            raise ValueError(f"vzarr.htj2k: the codestream's image is {declared} bytes, the chunk {size}")
+        # Components interleaved per pixel, as the filter lays them out (imagecodecs would
+        # return some codestreams' components one plane each).
+        image = imagecodecs.htj2k_decode(data, planar=False)
+        order = "<" if self.endian == "little" else ">"
+        out = image.astype(image.dtype.newbyteorder(order), copy=False).tobytes()
+        if len(out) != size:
+            raise ValueError(f"vzarr.htj2k: the chunk decodes to {len(out)} bytes, not {size}")
+        return chunk_spec.prototype.buffer.from_bytes(out)
+
+    async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
+        return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
+
+    async def _encode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
+        raise NotImplementedError("vzarr.htj2k decodes only: vzarr does not write JPEG 2000 codestreams")
+
+    def compute_encoded_size(self, _input_byte_length: int, _chunk_spec: ArraySpec) -> int:
+        raise NotImplementedError
