@@ -472,6 +472,19 @@ impl Codec {
         }
     }
 
+    /// Why two conforming decoders of this codec may give different values for the same
+    /// bytes, where they may: whoever compares two decodings says so beside a difference.
+    pub fn decoders_may_differ(&self) -> Option<&'static str> {
+        match self {
+            // ITU-T T.800 leaves the rounding of the 9/7 wavelet's reconstruction to decoders.
+            Codec::Htj2k { .. } => Some(
+                "irreversible JPEG 2000 codestreams decode to values that differ by a few units \
+                 between decoders; vzarr reads with OpenJPEG's, the HDF5 filter with OpenJPH",
+            ),
+            _ => None,
+        }
+    }
+
     /// Whether two codecs decode the same bytes the same way: equal but for compression
     /// levels, which only encoding uses.
     pub fn decodes_like(&self, other: &Codec) -> bool {

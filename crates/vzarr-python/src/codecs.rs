@@ -2,7 +2,8 @@
 //! them (`vzarr.lzf`, `vzarr.bitshuffle`, `vzarr.zfp`, `vzarr.blosc2`, `vzarr.lzo`,
 //! `vzarr.jpegls`), for the Zarr codecs of `vzarr.codecs` that zarr-python finds through the `zarr.codecs` entry points:
 //! the same Rust decoders as vzarr's own reader (`vzarr_codec::FilterCodec`), bounded by the
-//! chunk's size.
+//! chunk's size; and, for `vzarr.htj2k` (which zarr-python decodes with the filter's own
+//! decoder, OpenJPH through imagecodecs), the bounds vzarr's reader checks before decoding.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -48,4 +49,13 @@ pub(crate) fn encode_chunk<'py>(
         .detach(|| c.encode_raw(data))
         .map_err(|e| VzarrError::new_err(format!("{codec_json}: {e}")))?;
     Ok(PyBytes::new(py, &out))
+}
+
+/// Bytes of the image an HTJ2K chunk's codestream declares in its SIZ marker segment, checked
+/// as vzarr's reader checks it before decoding (1-4 components of one precision up to 16 bits,
+/// not subsampled, at most 4096 tiles); `VzarrError` otherwise.
+#[pyfunction]
+pub(crate) fn htj2k_image_bytes(data: &[u8]) -> PyResult<u64> {
+    vzarr_codec::htj2k::htj2k_image_bytes(data)
+        .map_err(|e| VzarrError::new_err(format!("vzarr.htj2k: {e}")))
 }

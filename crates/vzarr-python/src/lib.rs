@@ -515,6 +515,7 @@ fn _vzarr(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open::checked_repository, m)?)?;
     m.add_function(wrap_pyfunction!(codecs::decode_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(codecs::encode_chunk, m)?)?;
+    m.add_function(wrap_pyfunction!(codecs::htj2k_image_bytes, m)?)?;
     m.add_class::<Store>()?;
     m.add("VzarrError", py.get_type::<VzarrError>())?;
     m.add("SourceError", py.get_type::<SourceError>())?;

@@ -653,19 +653,16 @@ fn check_chunk(
             } else {
                 String::new()
             };
-            // Lossy JPEG 2000 has no single decoding: say so where it may be the difference.
-            let codec_note = if c
+            // A codec with no single decoding (lossy JPEG 2000) may be the difference: say so.
+            let codec_note: String = c
                 .array
                 .codecs
                 .iter()
-                .any(|k| matches!(k, vzarr_core::Codec::Htj2k { .. }))
-            {
-                " (vzarr.htj2k: irreversible JPEG 2000 codestreams decode to values that differ \
-                 by a few units between decoders; vzarr reads with OpenJPEG's, the HDF5 filter \
-                 with OpenJPH)"
-            } else {
-                ""
-            };
+                .filter_map(|k| {
+                    let why = k.decoders_may_differ()?;
+                    Some(format!(" ({}: {why})", k.to_zarr_json()["name"].as_str()?))
+                })
+                .collect();
             let m = Mismatch {
                 array: c.path.to_string(),
                 chunk: c.idx.to_vec(),

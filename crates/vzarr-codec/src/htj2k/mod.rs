@@ -158,6 +158,14 @@ fn read_siz(cs: &[u8]) -> Result<Size, CodecError> {
     })
 }
 
+/// Bytes of the image a codestream's SIZ marker segment describes, its samples interleaved per
+/// pixel; an error for what the filter never writes and vzarr does not decode (more than 4
+/// components, components of different precisions or subsampled, over 16 bits a sample, more
+/// than [`MAX_TILES`] tiles). Reads only the codestream's first marker segments.
+pub fn htj2k_image_bytes(encoded: &[u8]) -> Result<u64, CodecError> {
+    read_siz(encoded).map(|size| size.bytes())
+}
+
 /// Decodes one chunk's codestream to its samples, interleaved per pixel, 16-bit samples in
 /// `endian` order, writing at most `limit` bytes: an image larger than that is an error before
 /// any decoding.
@@ -197,19 +205,14 @@ pub fn htj2k_decode_bounded(
     }
     let mut out = Vec::with_capacity(n as usize);
     let planes: Vec<&[i32]> = comps.iter().map(|c| c.data()).collect();
-    for p in 0..pixels {
-        for plane in &planes {
-            // The decoder clips samples to the precision's range, so they fit.
-            let v = plane[p];
-            if size.sample_bytes() == 1 {
-                out.push(v as u8);
-            } else {
-                out.extend_from_slice(&match endian {
-                    Endian::Little => (v as u16).to_le_bytes(),
-                    Endian::Big => (v as u16).to_be_bytes(),
-                });
-            }
+    // The decoder clips samples to the precision's range, so they fit their bytes.
+    let samples = (0..pixels).flat_map(|p| planes.iter().map(move |plane| plane[p]));
+    match (size.sample_bytes(), endian) {
+        (1, _) => out.extend(samples.map(|v| v as u8)),
+        (_, Endian::Little) => {
+            samples.for_each(|v| out.extend_from_slice(&(v as u16).to_le_bytes()))
         }
+        (_, Endian::Big) => samples.for_each(|v| out.extend_from_slice(&(v as u16).to_be_bytes())),
     }
     Ok(out)
 }

@@ -56,6 +56,11 @@ fn irreversible_codestreams_decode_within_a_few_units_of_openjph() {
 
 #[test]
 fn the_size_is_checked_before_decoding() {
+    // What the SIZ marker segment says the image takes, which zarr-python's codec asks first.
+    assert_eq!(htj2k_image_bytes(U16).unwrap(), 768);
+    assert_eq!(htj2k_image_bytes(I8).unwrap(), 384);
+    assert_eq!(htj2k_image_bytes(RGB).unwrap(), 1152);
+    assert!(htj2k_image_bytes(&U16[..20]).is_err());
     // A limit below the image's size is refused from the SIZ marker segment alone.
     let e = htj2k_decode_bounded(U16, 767, Endian::Little).unwrap_err();
     assert!(e.to_string().contains("more than the chunk's 767"), "{e}");
@@ -72,6 +77,7 @@ fn the_size_is_checked_before_decoding() {
     tiny_tiles[28..32].copy_from_slice(&1u32.to_be_bytes());
     let e = htj2k_decode_bounded(&tiny_tiles, 1 << 30, Endian::Little).unwrap_err();
     assert!(e.to_string().contains("8192 tiles"), "{e}");
+    assert!(htj2k_image_bytes(&tiny_tiles).is_err());
     assert!(htj2k_decode_bounded(b"\xff\xd8\xff\xf7", 768, Endian::Little).is_err());
 }
 

@@ -39,14 +39,13 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from zarr.abc.codec import BytesBytesCodec
 from zarr.core.common import parse_named_configuration
 
-from vzarr._vzarr import decode_chunk, encode_chunk
+from vzarr._vzarr import decode_chunk, encode_chunk, htj2k_image_bytes
 
 if TYPE_CHECKING:
     from typing import Self
@@ -63,10 +62,24 @@ def _decoded_size(chunk_spec: ArraySpec) -> int:
     return math.prod(chunk_spec.shape) * chunk_spec.dtype.to_native_dtype().itemsize
 
 
-class _RustCodec(BytesBytesCodec):
-    """A bytes-to-bytes codec decoded and encoded by vzarr's Rust codecs."""
+class _Codec(BytesBytesCodec):
+    """A bytes-to-bytes codec whose chunks decode in ``_decode_sync``, on a worker thread (the
+    decoders release the GIL), to bytes of unknown encoded size."""
 
     is_fixed_size = False
+
+    def _decode_sync(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
+        raise NotImplementedError
+
+    async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
+        return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
+
+    def compute_encoded_size(self, _input_byte_length: int, _chunk_spec: ArraySpec) -> int:
+        raise NotImplementedError
+
+
+class _RustCodec(_Codec):
+    """A bytes-to-bytes codec decoded and encoded by vzarr's Rust codecs."""
 
     def _json(self) -> str:
         return json.dumps(self.to_dict())
@@ -75,18 +88,12 @@ class _RustCodec(BytesBytesCodec):
         out = decode_chunk(self._json(), chunk_bytes.to_bytes(), _decoded_size(chunk_spec))
         return chunk_spec.prototype.buffer.from_bytes(out)
 
-    async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
-        return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
-
     def _encode_sync(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
         out = encode_chunk(self._json(), chunk_bytes.to_bytes())
         return chunk_spec.prototype.buffer.from_bytes(out)
 
     async def _encode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
         return await asyncio.to_thread(self._encode_sync, chunk_bytes, chunk_spec)
-
-    def compute_encoded_size(self, _input_byte_length: int, _chunk_spec: ArraySpec) -> int:
-        raise NotImplementedError
 
 
 class _Unconfigured(_RustCodec):
@@ -237,33 +244,11 @@ class Zfp(_RustCodec):
         }
 
 
-def _htj2k_image_bytes(data: bytes) -> int:
-    """Bytes of the image a JPEG 2000 codestream's SIZ marker segment describes (ITU-T T.800
-    A.5.1), or ValueError for what hdf5plugin's HTJ2K filter never writes: more than 4
-    components, components of different precisions or subsampled, over 16 bits, over 4096
-    tiles (vzarr's Rust decoder refuses the same)."""
-    if len(data) < 42 or data[:4] != b"\xff\x4f\xff\x51":
-        raise ValueError("vzarr.htj2k: not a JPEG 2000 codestream (no SOC marker followed by SIZ)")
-    lsiz, _, x, y, x0, y0, tw, th, tx0, ty0, ncomp = struct.unpack_from(">HHIIIIIIIIH", data, 4)
-    comps = data[42 : 42 + 3 * ncomp]
-    if not 1 <= ncomp <= 4 or lsiz != 38 + 3 * ncomp or len(comps) != 3 * ncomp:
-        raise ValueError(f"vzarr.htj2k: SIZ marker segment of {lsiz} bytes for {ncomp} components")
-    if comps != comps[:3] * ncomp or comps[1:3] != b"\x01\x01" or (comps[0] & 0x7F) >= 16:
-        raise ValueError("vzarr.htj2k: components of different precisions, subsampled or over 16 bits")
-    if not (x0 < x and y0 < y and tw and th and tx0 <= x0 and ty0 <= y0):
-        raise ValueError(f"vzarr.htj2k: image ({x0}, {y0})-({x}, {y}) in tiles of {tw} x {th}")
-    if -(-(x - tx0) // tw) * -(-(y - ty0) // th) > 4096:
-        raise ValueError("vzarr.htj2k: more than 4096 tiles")
-    return (x - x0) * (y - y0) * ncomp * (1 if (comps[0] & 0x7F) < 8 else 2)
-
-
 @dataclass(frozen=True)
-class Htj2k(BytesBytesCodec):
+class Htj2k(_Codec):
     """``vzarr.htj2k``: a JPEG 2000 codestream per chunk, as hdf5plugin's HTJ2K filter (HDF5
     filter 32033) stores chunks, decoded by OpenJPH (imagecodecs) to samples interleaved per
     pixel, 16-bit ones in ``endian`` order; decoding only."""
-
-    is_fixed_size = False
 
     endian: str = "little"
 
@@ -285,7 +270,9 @@ class Htj2k(BytesBytesCodec):
 
         data = chunk_bytes.to_bytes()
         size = _decoded_size(chunk_spec)
-        declared = _htj2k_image_bytes(data)
+        # The SIZ marker segment checked as vzarr's reader checks it, so what the decoder
+        # allocates is bounded by the chunk.
+        declared = htj2k_image_bytes(data)
         if declared != size:
             raise ValueError(f"vzarr.htj2k: the codestream's image is {declared} bytes, the chunk {size}")
         # Components interleaved per pixel, as the filter lays them out (imagecodecs would
@@ -297,11 +284,5 @@ class Htj2k(BytesBytesCodec):
             raise ValueError(f"vzarr.htj2k: the chunk decodes to {len(out)} bytes, not {size}")
         return chunk_spec.prototype.buffer.from_bytes(out)
 
-    async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
-        return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
-
     async def _encode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
         raise NotImplementedError("vzarr.htj2k decodes only: vzarr does not write JPEG 2000 codestreams")
-
-    def compute_encoded_size(self, _input_byte_length: int, _chunk_spec: ArraySpec) -> int:
-        raise NotImplementedError
