@@ -347,6 +347,45 @@ def test_a_filter_nobody_decodes_is_left_out_and_named(tmp_path):
     assert run_vzarr("build", src, "-o", out, "--strict", check=False).returncode != 0
 
 
+def test_a_chunk_stored_with_its_filter_skipped(tmp_path):
+    """A chunk whose filter mask skips the filter (written raw) must be re-encoded to share its
+    array's codec chain. zfp's reversible mode re-encodes (read back equal to h5py's values);
+    Blosc2, HTJ2K and zfp's lossy modes, which vzarr decodes only, leave out their array with
+    the reason, and the file's other arrays are still virtualised."""
+    x = FIELD[:60, :80].astype("f4")
+    u = (FIELD[:60, :80] * 500).astype("u2")
+    arrays = {"zfp_reversible": (x, hdf5plugin.Zfp(reversible=True)),
+              "zfp_rate": (x, hdf5plugin.Zfp(rate=16)),
+              "blosc2": (u, hdf5plugin.Blosc2()),
+              "htj2k": (u, hdf5plugin.Htj2k()),
+              "gzip": (x, "gzip")}
+    src = tmp_path / "masked.h5"
+    with h5py.File(src, "w") as f:
+        for name, (v, filt) in arrays.items():
+            d = f.create_dataset(name, data=v, chunks=(30, 40), compression=filt)
+            if name != "gzip":
+                d.id.write_direct_chunk((30, 40), np.ascontiguousarray(v[30:, 40:]).tobytes(), filter_mask=1)
+    refused = {"zfp_rate": "vzarr.zfp in a lossy mode", "blosc2": "vzarr.blosc2 decodes only",
+               "htj2k": "vzarr.htj2k decodes only"}
+    skipped = {s["path"]: s["reason"] for s in inspect_json(src)["skipped"]}
+    assert set(skipped) == set(refused), skipped
+    for name, why in refused.items():
+        assert "filter mask 0x1" in skipped[name] and why in skipped[name], skipped[name]
+    out = tmp_path / "masked.json"
+    b = run_vzarr("build", src, "-o", out, "--small-chunks", "keep")
+    assert b.stderr.count("cannot be re-encoded") == 3, b.stderr
+    got, codecs = zarr_python_alone(out, tmp_path)
+    assert set(got) == {"zfp_reversible", "gzip"}, set(got)
+    with h5py.File(src) as f:
+        for name in got:
+            np.testing.assert_array_equal(got[name], f[name][...], err_msg=name)
+    assert "vzarr.zfp" in codecs["zfp_reversible"], codecs
+    for readers in ("native", "c"):
+        ver = run_vzarr("verify", out, "--trust-references", "--readers", readers)
+        assert "all values match" in ver.stdout, ver.stdout
+    assert run_vzarr("build", src, "-o", out, "--strict", check=False).returncode != 0
+
+
 
 # PyTables' LZO filter (305): PyTables' own test files (tables 3.11.1's sdist, in the real-file
 # corpus: tables of a compound type, LZO alone and after shuffle, two format versions), and a

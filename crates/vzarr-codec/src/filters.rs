@@ -105,20 +105,40 @@ impl FilterCodec {
         }
     }
 
+    /// Why vzarr cannot write this codec's data so that it decodes to the values given, if it
+    /// cannot: the codecs it decodes only, and zfp in a lossy mode.
+    pub fn encoding_refused(&self) -> Option<&'static str> {
+        match &self.codec {
+            VCodec::Blosc2Hdf5 => {
+                Some("vzarr.blosc2 decodes only: vzarr does not write Blosc2 frames")
+            }
+            VCodec::Htj2k { .. } => {
+                Some("vzarr.htj2k decodes only: vzarr does not write JPEG 2000 codestreams")
+            }
+            c @ VCodec::ZfpHdf5 { .. } => match ZfpHdf5::new(c) {
+                Some(Ok(z)) if z.reversible() => None,
+                _ => {
+                    Some("vzarr.zfp in a lossy mode: re-encoding decoded values would change them")
+                }
+            },
+            _ => None,
+        }
+    }
+
     /// Encodes one chunk.
     pub fn encode_raw(&self, raw: &[u8]) -> Result<Vec<u8>, CodecError> {
+        if let Some(why) = self.encoding_refused() {
+            return Err(CodecError::Other(why.into()));
+        }
         match &self.codec {
             VCodec::Bz2 { level } => crate::bz2::bz2_encode(raw, *level),
             VCodec::Lzf => Ok(crate::lzf::lzf_encode(raw)),
             VCodec::Lz4Hdf5 => Ok(crate::lz4h5::lz4h5_encode(raw)),
             VCodec::Lzo => crate::lzo::lzo_encode(raw),
-            VCodec::Blosc2Hdf5 => Err(CodecError::Other(
-                "vzarr.blosc2 decodes only: vzarr does not write Blosc2 frames".into(),
-            )),
             VCodec::JpegLs => crate::jpegls::jpegls_encode(raw),
-            VCodec::Htj2k { .. } => Err(CodecError::Other(
-                "vzarr.htj2k decodes only: vzarr does not write JPEG 2000 codestreams".into(),
-            )),
+            VCodec::Blosc2Hdf5 | VCodec::Htj2k { .. } => {
+                Err(CodecError::Other(format!("{} decodes only", self.name)))
+            }
             c @ VCodec::ZfpHdf5 { .. } => ZfpHdf5::new(c).expect("a zfp codec")?.encode(raw),
             c @ VCodec::Szip { .. } => SzipHdf5::new(c).expect("a szip codec")?.encode(raw),
             _ => self.bitshuffle().expect("a filter codec").encode(raw),

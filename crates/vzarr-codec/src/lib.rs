@@ -58,6 +58,7 @@ pub enum CodecError {
 /// The bytes-to-bytes part of a codec chain, ready to encode and decode chunks.
 pub struct ByteCodecs {
     codecs: Vec<Arc<dyn BytesToBytesCodecTraits>>,
+    encoding_refused: Option<&'static str>,
 }
 
 impl ByteCodecs {
@@ -85,7 +86,21 @@ impl ByteCodecs {
         })?;
         Ok(ByteCodecs {
             codecs: chain.bytes_to_bytes_codecs().to_vec(),
+            encoding_refused: codecs
+                .iter()
+                .find_map(|c| FilterCodec::new(c.clone())?.encoding_refused()),
         })
+    }
+
+    /// Builds the chain for `codecs` to encode with: an error, before any chunk is read, when
+    /// a codec of the chain cannot give bytes that decode to the values encoded (a codec vzarr
+    /// decodes only, zfp in a lossy mode: [`FilterCodec::encoding_refused`]).
+    pub fn for_encoding(codecs: &[Codec]) -> Result<Self, CodecError> {
+        let chain = Self::new(codecs)?;
+        match chain.encoding_refused {
+            None => Ok(chain),
+            Some(why) => Err(CodecError::Failed(why.to_string())),
+        }
     }
 
     /// Whether the chain has no codecs (encoded bytes are the raw bytes).
@@ -395,5 +410,30 @@ mod tests {
         // zlib header: CM=8 (deflate), and (CMF*256 + FLG) % 31 == 0.
         assert_eq!(enc[0] & 0x0f, 8);
         assert_eq!((u16::from(enc[0]) * 256 + u16::from(enc[1])) % 31, 0);
+    }
+
+    #[test]
+    fn chains_with_a_decode_only_codec_refuse_to_encode_before_any_chunk() {
+        let shuffle = Codec::Shuffle { element_size: 2 };
+        assert!(ByteCodecs::for_encoding(&[shuffle.clone(), Codec::Lzf]).is_ok());
+        for (c, name) in [
+            (Codec::Blosc2Hdf5, "vzarr.blosc2"),
+            (
+                Codec::Htj2k {
+                    endian: vzarr_core::Endian::Little,
+                },
+                "vzarr.htj2k",
+            ),
+        ] {
+            let e = ByteCodecs::for_encoding(&[shuffle.clone(), c.clone()])
+                .err()
+                .unwrap();
+            assert!(
+                e.to_string().contains(&format!("{name} decodes only")),
+                "{e}"
+            );
+            // Decoding chains are built as before.
+            assert!(ByteCodecs::new(&[c]).is_ok());
+        }
     }
 }

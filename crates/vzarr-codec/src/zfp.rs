@@ -152,9 +152,15 @@ impl ZfpHdf5 {
         Ok(values.into_iter().flat_map(to_bytes).collect())
     }
 
+    /// Whether the stream is in zfp's reversible (lossless) mode, the one mode whose decoded
+    /// values re-encode to a stream that decodes to them again.
+    pub fn reversible(&self) -> bool {
+        self.config.mode() == ZfpMode::Reversible
+    }
+
     /// Encodes one chunk (its values in the codec's byte order), in reversible mode only.
     pub fn encode(&self, raw: &[u8]) -> Result<Vec<u8>, CodecError> {
-        if self.config.mode() != ZfpMode::Reversible {
+        if !self.reversible() {
             return Err(err(
                 "a lossy zfp mode: re-encoding decoded values would change them",
             ));

@@ -112,7 +112,7 @@ pub(crate) fn chunk_refs(
     if !masked.is_empty() {
         // Chunks stored with some filters skipped cannot share the array's codec chain:
         // read their values through HDF5 and store them re-encoded with the full chain.
-        let codecs = match vzarr_codec::ByteCodecs::new(enc.codecs) {
+        let codecs = match vzarr_codec::ByteCodecs::for_encoding(enc.codecs) {
             Ok(c) => c,
             Err(e) => {
                 let MaskedChunk { index, filter_mask } = &masked[0];

@@ -144,7 +144,7 @@ pub(crate) fn chunk_refs(
     if !masked.is_empty() {
         // Chunks stored with some filters skipped cannot share the array's codec chain:
         // decode them and store them re-encoded with the full chain.
-        let codecs = match ByteCodecs::new(enc.codecs) {
+        let codecs = match ByteCodecs::for_encoding(enc.codecs) {
             Ok(c) => c,
             Err(e) => {
                 let MaskedChunk {
