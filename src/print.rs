@@ -57,8 +57,8 @@ pub(crate) fn plan_report(r: &vzarr_plan::PlanReport) {
         r.materialised_chunks,
         human_bytes(r.materialised_bytes)
     );
-    for g in &r.gaps {
-        eprintln!("vzarr: warning: {g}");
+    for w in r.gaps.iter().chain(&r.left_out) {
+        eprintln!("vzarr: warning: {w}");
     }
 }
 

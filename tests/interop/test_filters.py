@@ -335,6 +335,56 @@ def test_concatenation_refuses_files_compressed_differently(tmp_path):
     assert "lzf" in b.stderr and "bitshuffle" in b.stderr, b.stderr
 
 
+def test_concatenation_leaves_out_arrays_whose_padded_chunks_cannot_be_reencoded(tmp_path):
+    """Monthly-like files of 50 steps in chunks of 40: each file's last chunk along time is
+    padded and must be cut and re-encoded. Arrays whose chain vzarr decodes only (HTJ2K,
+    Blosc2, lossy zfp) or whose codec reads one chunk shape only (zfp, even reversible: its
+    configuration holds the field's shape) are left out with the reason, not the build; gzip
+    re-encodes, and HTJ2K or zfp chunks that divide the file need no cutting: all equal
+    h5py's values concatenated, read by zarr-python alone; --strict refuses."""
+    files = []
+    for i in range(2):
+        p = tmp_path / f"part{i}.h5"
+        with h5py.File(p, "w") as f:
+            t = f.create_dataset("time", data=np.arange(50, dtype="f8") + 50 * i)
+            t.attrs["units"] = "days since 2000-01-01"
+            t.make_scale("time")
+            u = (FIELD[:50, :30] * 300 + i).astype("u2")
+            x = FIELD[:50, :30].astype("f4") + i
+            for name, v, comp, rows in [("htj2k", u, hdf5plugin.Htj2k(), 40),
+                                        ("htj2k_whole", u, hdf5plugin.Htj2k(), 25),
+                                        ("blosc2", u, hdf5plugin.Blosc2(), 40),
+                                        ("zfp_rate", x, hdf5plugin.Zfp(rate=16), 40),
+                                        ("zfp_reversible", x, hdf5plugin.Zfp(reversible=True), 40),
+                                        ("zfp_whole", x, hdf5plugin.Zfp(rate=16), 10),
+                                        ("gzip", x, "gzip", 40)]:
+                d = f.create_dataset(name, data=v, chunks=(rows, 30), compression=comp)
+                d.dims[0].attach_scale(t)
+        files.append(p)
+    out = tmp_path / "x.json"
+    b = run_vzarr("build", *files, "--concat-dim", "time", "-o", out)
+    left = {"htj2k": "vzarr.htj2k decodes only", "blosc2": "vzarr.blosc2 decodes only",
+            "zfp_rate": "vzarr.zfp in a lossy mode",
+            "zfp_reversible": "decodes chunks of its configuration's shape [40, 30] only"}
+    for name, why in left.items():
+        line = next(w for w in b.stderr.splitlines() if f"warning: {name}: " in w)
+        assert "part0.h5" in line and "padded" in line and why in line, line
+    got, _ = zarr_python_alone(out, tmp_path)
+    assert set(got) == {"time", "htj2k_whole", "zfp_whole", "gzip"}, set(got)
+    for name in got:
+        expect = []
+        for p in files:
+            with h5py.File(p) as f:
+                expect.append(f[name][...])
+        np.testing.assert_array_equal(got[name], np.concatenate(expect), err_msg=name)
+    for readers in ("native", "c"):
+        ver = run_vzarr("verify", out, "--trust-references", "--readers", readers)
+        assert "all values match" in ver.stdout, ver.stdout
+    s = run_vzarr("build", *files, "--concat-dim", "time", "-o", tmp_path / "y.json", "--strict", check=False)
+    assert s.returncode != 0 and "4 variable(s) would be left out" in s.stderr, s.stderr
+    assert not (tmp_path / "y.json").exists()
+
+
 def test_a_filter_nobody_decodes_is_left_out_and_named(tmp_path):
     src = write(tmp_path / "lossy.h5", {**LEFT_OUT, "lzf_f4": CASES["lzf_f4"]})
     skipped = {s["path"]: s["reason"] for s in inspect_json(src)["skipped"]}

@@ -113,6 +113,14 @@ pub struct Combined {
 pub fn combine(datasets: Vec<VirtualDataset>, opts: &BuildOptions) -> Result<Combined, BuildError> {
     let sources = Memo::new(Stores::default());
     let (mut dataset, plan, failures) = plan_all(datasets, opts, &sources)?;
+    if let Some(first) = plan.iter().flat_map(|p| &p.left_out).next()
+        && opts.strict
+    {
+        return Err(BuildError::StrictPlan {
+            count: plan.as_ref().map_or(0, |p| p.left_out.len()),
+            first: first.clone(),
+        });
+    }
     // Sources are opened from the records of their scans: no request to open an object.
     let recorded = Recorded::new(&sources, dataset.provenance.sources.clone());
     let policy = opts.small_chunks.unwrap_or_default();

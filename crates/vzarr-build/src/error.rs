@@ -48,6 +48,18 @@ pub enum BuildError {
         /// How many items.
         count: usize,
     },
+    /// Variables every source has would be left out of the combined dataset of a build that
+    /// must be complete.
+    #[error(
+        "{count} variable(s) would be left out of the combined dataset of a strict build \
+         (first: {first}); nothing written"
+    )]
+    StrictPlan {
+        /// How many variables.
+        count: usize,
+        /// The first, as `path: reason`.
+        first: String,
+    },
     /// A shard specification that is not `K/N` with `0 <= K < N`.
     #[error("shard {spec:?}: {reason}")]
     BadShard {

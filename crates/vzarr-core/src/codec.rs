@@ -472,6 +472,16 @@ impl Codec {
         }
     }
 
+    /// The chunk shape this codec's configuration fixes, if it fixes one (zfp's field, from
+    /// H5Z-ZFP's client data): the codec decodes chunks of that shape only, so a chunk cut
+    /// shorter (a padded edge chunk in the middle of a concatenated axis) cannot use it.
+    pub fn fixed_chunk_shape(&self) -> Option<&[usize]> {
+        match self {
+            Codec::ZfpHdf5 { shape, .. } => Some(shape),
+            _ => None,
+        }
+    }
+
     /// Why two conforming decoders of this codec may give different values for the same
     /// bytes, where they may: whoever compares two decodings says so beside a difference.
     pub fn decoders_may_differ(&self) -> Option<&'static str> {

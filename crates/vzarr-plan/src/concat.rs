@@ -11,9 +11,10 @@
 //! dimension must be identical in every file and are kept once ([`crate::compat`]).
 
 use rayon::prelude::*;
+use vzarr_codec::ByteCodecs;
 use vzarr_core::{
-    ChunkGrid, ChunkManifest, ChunkRef, ConcatInfo, ConcatPiece, DimGrid, Retimed, VirtualArray,
-    VirtualDataset,
+    ChunkGrid, ChunkManifest, ChunkRef, ConcatInfo, ConcatPiece, DimGrid, Retimed, SkippedVariable,
+    VirtualArray, VirtualDataset,
 };
 use vzarr_source::SourceStore;
 
@@ -48,10 +49,13 @@ enum Role {
     Concatenated,
     /// The same in every file: kept once.
     KeptOnce,
+    /// Left out of the combined dataset, for this reason (none of the files is at fault).
+    LeftOut(String),
 }
 
-/// One planned variable, its role and what planning it adds to the report.
-type Planned = (VirtualArray, Role, PlanReport);
+/// One planned variable (none when left out), its role and what planning it adds to the
+/// report.
+type Planned = (Option<VirtualArray>, Role, PlanReport);
 
 /// Concatenates the inputs along the existing dimension `dim`.
 pub(crate) fn concat_existing(
@@ -159,17 +163,19 @@ pub(crate) fn concat_existing(
                         .collect(),
                 };
                 let array = time_array(path, &arrays, &ordered, dim, &enc, reader, &pre)?;
-                Ok((array, Role::Retimed(r), sub))
+                Ok((Some(array), Role::Retimed(r), sub))
             } else if let Some(k) = axis_of(arrays[0], dim) {
                 // (Taken above unless some file lacks the variable, which `same_path` reports.)
                 let manifests = manifests
                     .unwrap_or_else(|| arrays.iter().map(|a| a.manifest.clone()).collect());
-                let array = concat_array(path, &arrays, manifests, &ordered, k, reader, &mut sub)?;
-                Ok((array, Role::Concatenated, sub))
+                match concat_array(path, &arrays, manifests, &ordered, k, reader, &mut sub)? {
+                    Ok(array) => Ok((Some(array), Role::Concatenated, sub)),
+                    Err(why) => Ok((None, Role::LeftOut(why), sub)),
+                }
             } else {
                 let known_same = pre.all_same(&ordered, path);
                 check_identical(path, &arrays, &urls, reader, known_same)?;
-                Ok((arrays[0].clone(), Role::KeptOnce, sub))
+                Ok((Some(arrays[0].clone()), Role::KeptOnce, sub))
             }
         })
         .collect();
@@ -183,12 +189,21 @@ pub(crate) fn concat_existing(
             }
             Role::Concatenated => concatenated.push(path.clone()),
             Role::KeptOnce => report.kept_once.push(path.clone()),
+            Role::LeftOut(reason) => {
+                report.left_out.push(format!("{path}: {reason}"));
+                out.skipped.push(SkippedVariable {
+                    path: path.clone(),
+                    reason,
+                });
+            }
         }
         report.rectilinear.extend(sub.rectilinear);
         report.trimmed_chunks += sub.trimmed_chunks;
         report.materialised_chunks += sub.materialised_chunks;
         report.materialised_bytes += sub.materialised_bytes;
-        out.arrays.insert(path.clone(), array);
+        if let Some(array) = array {
+            out.arrays.insert(path.clone(), array);
+        }
     }
     let mut start = 0;
     let pieces = order
@@ -289,7 +304,7 @@ fn concat_array(
     k: usize,
     reader: &dyn SourceStore,
     report: &mut PlanReport,
-) -> Result<VirtualArray, PlanError> {
+) -> Result<Result<VirtualArray, String>, PlanError> {
     let first = arrays[0];
     let reference = Version {
         url: &inputs[0].url,
@@ -362,6 +377,20 @@ fn concat_array(
                 });
             }
         }
+    }
+    // Chunks to cut and re-encode, in a codec chain vzarr cannot encode (a codec it decodes
+    // only) or that reads chunks of one shape only (zfp): the variable is left out rather than
+    // the dataset failed, no file being at fault.
+    if let Some(job) = jobs.first()
+        && let Some(why) = cannot_cut(&first.codecs)
+    {
+        return Ok(Err(format!(
+            "left out of the concatenation: {}'s chunk {:?} is padded past the file's end along \
+             the concatenation dimension (HDF5 stores edge chunks whole) and would have to be \
+             cut and re-encoded: {why}",
+            inputs[job.file].url,
+            job.array.grid.chunk_index(job.lin as u64),
+        )));
     }
     let mut reencoded = EdgeReencoder::new(&first.codecs, k, jobs, reader).run_all();
     let mut idx = Vec::new();
@@ -436,9 +465,23 @@ fn concat_array(
     if !grid.is_regular() {
         report.rectilinear.push(path.to_string());
     }
-    Ok(VirtualArray {
+    Ok(Ok(VirtualArray {
         grid,
         manifest,
         ..first.clone()
+    }))
+}
+
+/// Why chunks of the chain `codecs` cannot be cut shorter and re-encoded, if they cannot.
+fn cannot_cut(codecs: &[vzarr_core::Codec]) -> Option<String> {
+    if let Err(e) = ByteCodecs::for_encoding(codecs) {
+        return Some(e.to_string());
+    }
+    codecs.iter().find_map(|c| {
+        let shape = c.fixed_chunk_shape()?;
+        Some(format!(
+            "{} decodes chunks of its configuration's shape {shape:?} only",
+            c.label()
+        ))
     })
 }

@@ -177,7 +177,8 @@ impl<'a> EdgeReencoder<'a> {
 
     fn chain(&mut self) -> Result<&ByteCodecs, EdgeChunkError> {
         if self.chain.is_none() {
-            self.chain = Some(ByteCodecs::new(self.codecs).map_err(EdgeChunkError::Encode)?);
+            self.chain =
+                Some(ByteCodecs::for_encoding(self.codecs).map_err(EdgeChunkError::Encode)?);
         }
         Ok(self.chain.as_ref().expect("set above"))
     }
@@ -237,7 +238,7 @@ pub(crate) fn reencode_one(
     axis: usize,
     reader: &dyn SourceStore,
 ) -> Result<Vec<u8>, EdgeChunkError> {
-    let chain = ByteCodecs::new(codecs).map_err(EdgeChunkError::Encode)?;
+    let chain = ByteCodecs::for_encoding(codecs).map_err(EdgeChunkError::Encode)?;
     valid_prefix(
         &chain,
         job.array,

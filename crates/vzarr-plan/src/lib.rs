@@ -168,6 +168,9 @@ pub struct PlanReport {
     pub time_units: Option<String>,
     /// The variable the files were ordered by, when not the dimension's coordinate.
     pub ordered_by: Option<String>,
+    /// Variables left out of the combined dataset though every file has them, each as
+    /// `path: reason` (padded edge chunks to re-encode with a codec vzarr decodes only).
+    pub left_out: Vec<String>,
 }
 
 /// The file name of a URL, for labels.

@@ -233,6 +233,7 @@ fn build(
     let summary = serde_json::to_string(&out.summary)
         .map_err(|e| VzarrError::new_err(format!("summary: {e}")))?;
     let mut warnings = out.warnings;
+    warnings.extend(out.plan.iter().flat_map(|p| p.left_out.iter().cloned()));
     warnings.extend(
         out.small_chunks
             .left_referenced
