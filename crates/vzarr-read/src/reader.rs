@@ -276,7 +276,7 @@ impl Reader {
         if !self.dataset().arrays.contains_key(path) {
             return Err(ReadError::NoArray(path.to_string()));
         }
-        let store = Arc::new(RefStore::new(self.shared.clone(), path, HashMap::new()));
+        let store = Arc::new(RefStore::new(self.shared.clone(), path, Arc::default()));
         let a = Array::open(store, &format!("/{path}"))
             .map_err(|e| ReadError::array(path, format!("zarrs cannot open it: {e}")))?;
         let a = Arc::new(a);
@@ -311,7 +311,9 @@ impl Reader {
 /// ([`ArrayReader::fetch_chunks`]).
 #[derive(Clone, Debug, Default)]
 pub struct FetchedChunks {
-    bytes: HashMap<usize, Bytes>,
+    // Shared by every box decoded from the batch: cloning it per box would copy the whole
+    // batch's map each time (verify decodes one box per chunk).
+    bytes: Arc<HashMap<usize, Bytes>>,
 }
 
 /// One array of open references.
@@ -525,7 +527,9 @@ impl<'r> ArrayReader<'r> {
             .shared
             .fetch(&self.path, lins)
             .map_err(|e| e.in_array(&self.path))?;
-        Ok(FetchedChunks { bytes })
+        Ok(FetchedChunks {
+            bytes: Arc::new(bytes),
+        })
     }
 
     /// Decodes the box `ranges` (one range per axis) into native-endian values, with the
@@ -711,7 +715,7 @@ impl<'r> ArrayReader<'r> {
             let arr = self.zarr.with_storage(Arc::new(RefStore::new(
                 self.reader.shared.clone(),
                 &self.path,
-                HashMap::new(),
+                Arc::default(),
             )));
             let values = arr
                 .retrieve_array_subset::<Vec<T>>(&ArraySubset::new_with_ranges(ranges))

@@ -89,16 +89,16 @@ impl Shared {
 }
 
 /// The zarrs store of one read: the shared references plus the prefetched chunks of one
-/// array.
+/// array (shared, not copied: a batch's chunks serve every box decoded from it).
 pub(crate) struct RefStore {
     shared: Arc<Shared>,
     array: String,
-    cache: HashMap<usize, Bytes>,
+    cache: Arc<HashMap<usize, Bytes>>,
 }
 
 impl RefStore {
     /// A store with prefetched chunks of `array`.
-    pub(crate) fn new(shared: Arc<Shared>, array: &str, cache: HashMap<usize, Bytes>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, array: &str, cache: Arc<HashMap<usize, Bytes>>) -> Self {
         RefStore {
             shared,
             array: array.to_string(),
