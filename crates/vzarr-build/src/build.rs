@@ -113,11 +113,12 @@ pub struct Combined {
 pub fn combine(datasets: Vec<VirtualDataset>, opts: &BuildOptions) -> Result<Combined, BuildError> {
     let sources = Memo::new(Stores::default());
     let (mut dataset, plan, failures) = plan_all(datasets, opts, &sources)?;
-    if let Some(first) = plan.iter().flat_map(|p| &p.left_out).next()
-        && opts.strict
+    if opts.strict
+        && let Some(p) = &plan
+        && let Some(first) = p.left_out.first()
     {
         return Err(BuildError::StrictPlan {
-            count: plan.as_ref().map_or(0, |p| p.left_out.len()),
+            count: p.left_out.len(),
             first: first.clone(),
         });
     }

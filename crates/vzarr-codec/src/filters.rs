@@ -136,6 +136,7 @@ impl FilterCodec {
             VCodec::Lz4Hdf5 => Ok(crate::lz4h5::lz4h5_encode(raw)),
             VCodec::Lzo => crate::lzo::lzo_encode(raw),
             VCodec::JpegLs => crate::jpegls::jpegls_encode(raw),
+            // Refused above (`encoding_refused`); the arm keeps the match exhaustive.
             VCodec::Blosc2Hdf5 | VCodec::Htj2k { .. } => {
                 Err(CodecError::Other(format!("{} decodes only", self.name)))
             }

@@ -58,7 +58,15 @@ pub enum CodecError {
 /// The bytes-to-bytes part of a codec chain, ready to encode and decode chunks.
 pub struct ByteCodecs {
     codecs: Vec<Arc<dyn BytesToBytesCodecTraits>>,
-    encoding_refused: Option<&'static str>,
+}
+
+/// Why the chain `codecs` cannot encode values to bytes that decode to them again, if it
+/// cannot: the first codec vzarr decodes only, or zfp in a lossy mode
+/// ([`FilterCodec::encoding_refused`]).
+pub fn encoding_refused(codecs: &[Codec]) -> Option<&'static str> {
+    codecs
+        .iter()
+        .find_map(|c| FilterCodec::new(c.clone())?.encoding_refused())
 }
 
 impl ByteCodecs {
@@ -86,19 +94,15 @@ impl ByteCodecs {
         })?;
         Ok(ByteCodecs {
             codecs: chain.bytes_to_bytes_codecs().to_vec(),
-            encoding_refused: codecs
-                .iter()
-                .find_map(|c| FilterCodec::new(c.clone())?.encoding_refused()),
         })
     }
 
     /// Builds the chain for `codecs` to encode with: an error, before any chunk is read, when
     /// a codec of the chain cannot give bytes that decode to the values encoded (a codec vzarr
-    /// decodes only, zfp in a lossy mode: [`FilterCodec::encoding_refused`]).
+    /// decodes only, zfp in a lossy mode: [`encoding_refused`]).
     pub fn for_encoding(codecs: &[Codec]) -> Result<Self, CodecError> {
-        let chain = Self::new(codecs)?;
-        match chain.encoding_refused {
-            None => Ok(chain),
+        match encoding_refused(codecs) {
+            None => Self::new(codecs),
             Some(why) => Err(CodecError::Failed(why.to_string())),
         }
     }

@@ -11,7 +11,6 @@
 //! dimension must be identical in every file and are kept once ([`crate::compat`]).
 
 use rayon::prelude::*;
-use vzarr_codec::ByteCodecs;
 use vzarr_core::{
     ChunkGrid, ChunkManifest, ChunkRef, ConcatInfo, ConcatPiece, DimGrid, Retimed, SkippedVariable,
     VirtualArray, VirtualDataset,
@@ -474,8 +473,8 @@ fn concat_array(
 
 /// Why chunks of the chain `codecs` cannot be cut shorter and re-encoded, if they cannot.
 fn cannot_cut(codecs: &[vzarr_core::Codec]) -> Option<String> {
-    if let Err(e) = ByteCodecs::for_encoding(codecs) {
-        return Some(e.to_string());
+    if let Some(why) = vzarr_codec::encoding_refused(codecs) {
+        return Some(why.to_string());
     }
     codecs.iter().find_map(|c| {
         let shape = c.fixed_chunk_shape()?;
