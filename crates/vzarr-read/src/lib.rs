@@ -21,6 +21,7 @@
 //! # Ok::<(), vzarr_read::ReadError>(())
 //! ```
 
+mod array;
 mod config;
 mod dtype;
 mod error;
@@ -30,13 +31,11 @@ mod store;
 mod struct_dtype;
 mod values;
 
+pub use array::{ArrayReader, FetchedChunks, max_chunk_bytes};
 pub use config::{PREFIXES_ENV, configured_prefixes};
 pub use dtype::NullTerminatedBytesDataType;
 pub use error::ReadError;
-pub use reader::{
-    ArrayReader, FetchedChunks, ReadOptions, ReadStats, Reader, max_chunk_bytes, open, open_bytes,
-    open_parsed,
-};
+pub use reader::{ReadOptions, ReadStats, Reader, open, open_bytes, open_parsed};
 pub use select::{AxisSelection, ResolvedSelection, Selection, parse_selection};
 pub use struct_dtype::StructDataType;
 pub use values::{
