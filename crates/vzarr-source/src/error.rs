@@ -1,9 +1,8 @@
 //! Errors of byte access. Every variant names the source (URL or path) it is about; causes
-//! from the operating system and `object_store` are kept as sources.
+//! from the operating system and `object_store` are kept as sources. Why a URL is refused
+//! ([`UrlError`], [`Refusal`]) is here too, below the URL rules that raise it (`url.rs`).
 
 use std::io;
-
-use crate::url::UrlError;
 
 /// Why a source could not be opened, listed or read.
 #[derive(Debug, thiserror::Error)]
@@ -114,6 +113,57 @@ pub enum SourceError {
         #[source]
         source: io::Error,
     },
+}
+
+/// Why a URL was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UrlError {
+    /// An empty string.
+    #[error("empty URL")]
+    Empty,
+    /// Control characters anywhere in the URL.
+    #[error("the URL has control characters")]
+    ControlCharacters,
+    /// Neither an absolute path nor `scheme://...`.
+    #[error("not an absolute URL or path (relative paths are not accepted in manifests)")]
+    Relative,
+    /// A scheme that is not one of [`crate::Scheme`]'s (as written).
+    #[error("unsupported URL scheme {0:?} (supported: file, s3, gs, az, http, https)")]
+    UnsupportedScheme(String),
+    /// `file://host/...`.
+    #[error("file URL with a host (expected file:///absolute/path)")]
+    FileHost,
+    /// `s3:///key` and the like.
+    #[error("URL without a bucket or host")]
+    NoAuthority,
+    /// A bucket or host with spaces or backslashes.
+    #[error("invalid bucket or host")]
+    BadAuthority,
+    /// `https://user:password@host/...`.
+    #[error("URLs with credentials are not accepted")]
+    Credentials,
+    /// An HTTP URL with `?` or `#`.
+    #[error("HTTP URLs with a query or fragment are not accepted")]
+    QueryOrFragment,
+    /// `.` or `..` segments, also percent-encoded.
+    #[error("the path has `.` or `..` segments (it resolves to {resolved})")]
+    DotSegments {
+        /// The URL with the dots resolved lexically.
+        resolved: String,
+    },
+    /// A percent-encoded `/` or `\\`.
+    #[error("the path has a percent-encoded `/` or `\\`")]
+    EncodedSeparator,
+    /// A NUL byte, also percent-encoded.
+    #[error("the path has a NUL byte")]
+    Nul,
+    /// `a//b` in an object key.
+    #[error("empty path segment (`//`)")]
+    EmptySegment,
+    /// A local path that is not UTF-8.
+    #[error("the path is not UTF-8")]
+    NotUtf8,
 }
 
 /// Why a URL is refused by a [`crate::PrefixPolicy`].

@@ -56,7 +56,7 @@ pub use block_cache::{BlockCache, CacheCounts};
 pub use coalesce::{
     Coalesced, LOCAL_COALESCE_GAP, MAX_COALESCED_READ, REMOTE_COALESCE_GAP, merge_ranges,
 };
-pub use error::{NotAllowed, Refusal, SourceError, checked_len, range_len};
+pub use error::{NotAllowed, Refusal, SourceError, UrlError, checked_len, range_len};
 pub use list::{LIST_ATTEMPTS, list_prefix, list_prefix_with};
 pub use local::{LocalFile, absolute, file_url, local_record};
 pub use mem::{MemSource, MemStore};
@@ -73,7 +73,7 @@ pub use store::{
     SourceStore, Stores, fingerprint, fingerprint_of, format_ns, locate, open_source, parallel_map,
     read_across, record_changes,
 };
-pub use url::{Location, Prefix, PrefixPolicy, Scheme, UrlError, parse_url, percent_decode};
+pub use url::{Location, Prefix, PrefixPolicy, Scheme, parse_url, percent_decode};
 
 /// Random-access, read-only bytes of one source.
 pub trait ByteSource: Send + Sync + std::fmt::Debug {

@@ -8,7 +8,7 @@
 use std::fmt;
 
 use crate::SourceError;
-use crate::error::Refusal;
+use crate::error::{Refusal, UrlError};
 
 /// The storage a URL names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -167,57 +167,6 @@ fn check_key(scheme: Scheme, authority: &str, key: &str) -> Result<String, UrlEr
         out.push('/');
     }
     Ok(out)
-}
-
-/// Why a URL was refused.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum UrlError {
-    /// An empty string.
-    #[error("empty URL")]
-    Empty,
-    /// Control characters anywhere in the URL.
-    #[error("the URL has control characters")]
-    ControlCharacters,
-    /// Neither an absolute path nor `scheme://...`.
-    #[error("not an absolute URL or path (relative paths are not accepted in manifests)")]
-    Relative,
-    /// A scheme that is not one of [`Scheme`]'s (as written).
-    #[error("unsupported URL scheme {0:?} (supported: file, s3, gs, az, http, https)")]
-    UnsupportedScheme(String),
-    /// `file://host/...`.
-    #[error("file URL with a host (expected file:///absolute/path)")]
-    FileHost,
-    /// `s3:///key` and the like.
-    #[error("URL without a bucket or host")]
-    NoAuthority,
-    /// A bucket or host with spaces or backslashes.
-    #[error("invalid bucket or host")]
-    BadAuthority,
-    /// `https://user:password@host/...`.
-    #[error("URLs with credentials are not accepted")]
-    Credentials,
-    /// An HTTP URL with `?` or `#`.
-    #[error("HTTP URLs with a query or fragment are not accepted")]
-    QueryOrFragment,
-    /// `.` or `..` segments, also percent-encoded.
-    #[error("the path has `.` or `..` segments (it resolves to {resolved})")]
-    DotSegments {
-        /// The URL with the dots resolved lexically.
-        resolved: String,
-    },
-    /// A percent-encoded `/` or `\\`.
-    #[error("the path has a percent-encoded `/` or `\\`")]
-    EncodedSeparator,
-    /// A NUL byte, also percent-encoded.
-    #[error("the path has a NUL byte")]
-    Nul,
-    /// `a//b` in an object key.
-    #[error("empty path segment (`//`)")]
-    EmptySegment,
-    /// A local path that is not UTF-8.
-    #[error("the path is not UTF-8")]
-    NotUtf8,
 }
 
 /// Parses and checks a source URL: absolute local paths, `file://`, `s3://`, `gs://`, `az://`,
