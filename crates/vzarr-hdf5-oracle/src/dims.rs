@@ -3,28 +3,11 @@
 //! phony dimensions for axes without a scale, are the shared mapping's
 //! (`vzarr_hdf5_map::dims`).
 
-use std::collections::HashMap;
-
-use hdf5_sys::h5::haddr_t;
 use hdf5_sys::h5i::hid_t;
 
+use crate::ctx::{Ctx, ObjectNames};
 use crate::ffi;
 use crate::ffi::attr::{Attribute, References};
-use crate::walk::Ctx;
-
-/// The path of every object of a file by its address, from one visit of the file (what
-/// `H5Rget_obj_name` finds by visiting the file once per reference).
-#[derive(Debug, Default)]
-pub(crate) struct ObjectNames(HashMap<haddr_t, String>);
-
-impl ObjectNames {
-    /// Visits every object reachable from the root group `root`.
-    fn of_file(root: hid_t) -> Result<Self, String> {
-        ffi::object::paths_by_address(root)
-            .map(ObjectNames)
-            .ok_or_else(|| "cannot visit the file's objects".into())
-    }
-}
 
 /// The dimension scales attached to each axis of a dataset, by object path, from its
 /// `DIMENSION_LIST` attribute. `Ok(None)` when there is no such attribute. Object references

@@ -17,8 +17,8 @@ pub(crate) use vzarr_hdf5_map::chunks::Chunks;
 use vzarr_hdf5_map::chunks::{ChunksError, new_manifest};
 
 use crate::Hdf5Error;
+use crate::ctx::Ctx;
 use crate::ffi::{self, HADDR_UNDEF};
-use crate::walk::Ctx;
 
 /// What it takes to re-encode a chunk of a dataset.
 pub(crate) struct ChunkEncoding<'a> {

@@ -33,6 +33,7 @@
 #![deny(unsafe_code)]
 
 mod attributes;
+mod ctx;
 mod dims;
 #[allow(unsafe_code)]
 mod ffi;

@@ -6,57 +6,20 @@ use std::path::Path;
 
 use hdf5::{IndexType, IterationOrder, LinkType, LocationType};
 use hdf5_sys::h5d::H5D_layout_t;
-use hdf5_sys::h5i::hid_t;
-use vzarr_core::{Group, SkippedVariable, VirtualDataset};
+use vzarr_core::{Group, VirtualDataset};
 use vzarr_hdf5_map::attrs::convert_attributes;
 use vzarr_hdf5_map::dims::{PhonyDims, is_dimension_only, is_scale};
 use vzarr_hdf5_map::{Scanned, refusal};
 use vzarr_hdf5_map::{join, or_root};
 
 use crate::attributes::{read_attributes, string_attr};
-use crate::dims::{ObjectNames, dimension_names};
+use crate::ctx::Ctx;
+use crate::dims::dimension_names;
 use crate::ffi;
 use crate::fill::dataset_fill;
 use crate::layout::{ChunkEncoding, chunk_refs, compact_refs, contiguous_refs};
 use crate::types::{data_type, type_info};
 use crate::{Hdf5Error, ScanOptions, filters};
-
-/// The state of one file's scan.
-pub(crate) struct Ctx<'a> {
-    /// The file path, for messages.
-    pub(crate) path: String,
-    /// The file's URL, the source of every chunk reference.
-    pub(crate) url: String,
-    /// The file's size, which every byte range must stay within.
-    pub(crate) file_size: u64,
-    pub(crate) opts: &'a ScanOptions,
-    /// What the scan found so far.
-    pub(crate) out: VirtualDataset,
-    /// The phony dimensions named so far.
-    pub(crate) phony: PhonyDims,
-    /// The root group, for resolving object references.
-    pub(crate) root: hid_t,
-    /// Object paths by address, built when the first reference is resolved.
-    pub(crate) names: Option<ObjectNames>,
-}
-
-impl Ctx<'_> {
-    pub(crate) fn object_error(&self, object: &str, reason: impl Into<String>) -> Hdf5Error {
-        Hdf5Error::Object {
-            path: self.path.clone(),
-            object: object.to_string(),
-            reason: reason.into(),
-        }
-    }
-
-    /// Leaves a variable (or attribute, `path@name`) out, with the reason.
-    pub(crate) fn skip(&mut self, object: &str, reason: impl Into<String>) {
-        self.out.skipped.push(SkippedVariable {
-            path: object.to_string(),
-            reason: reason.into(),
-        });
-    }
-}
 
 /// Scans an HDF5 or NetCDF4 file into a virtual dataset whose chunks point into the file.
 pub fn scan_file(path: &Path, opts: &ScanOptions) -> Result<VirtualDataset, Hdf5Error> {
