@@ -10,8 +10,8 @@ use vzarr_hdf5_map::attrs::{
     AttrValues, MAX_ATTR_BYTES, MAX_ATTR_STRINGS, RawAttr, Space, is_bookkeeping, read_attr,
 };
 
+use crate::ctx::Ctx;
 use crate::types::type_info;
-use crate::walk::Ctx;
 
 /// An attribute's stored values, read from the file on demand.
 struct Stored<'a> {

@@ -2,30 +2,10 @@
 //! (netCDF-4 dimensions), resolved to their names here; the names, and phony dimensions for
 //! axes without a scale, are the shared mapping's (`vzarr_hdf5_map::dims`).
 
-use std::collections::HashMap;
-
 use vzarr_core::names::zarr_name;
 use vzarr_hdf5_format::{Attribute, DataspaceKind, File};
 
-use crate::walk::Ctx;
-
-/// The path of every object of a file by its address, from one walk of the file (the first
-/// path in a depth-first walk in name order, as `H5Ovisit` finds it).
-#[derive(Debug, Default)]
-pub(crate) struct ObjectNames(HashMap<u64, String>);
-
-impl ObjectNames {
-    /// Walks every object reachable from the root group by hard links.
-    fn of_file(file: &File) -> Result<Self, String> {
-        let paths = file
-            .object_paths()
-            .map_err(|_| "cannot visit the file's objects".to_string())?;
-        if !paths.errors.is_empty() {
-            return Err("cannot visit the file's objects".into());
-        }
-        Ok(ObjectNames(paths.by_address))
-    }
-}
+use crate::ctx::{Ctx, ObjectNames};
 
 /// The last component of an object path; the root group is `.` (the name `H5Ovisit` gives
 /// it).

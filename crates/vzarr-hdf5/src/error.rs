@@ -98,6 +98,54 @@ pub enum Hdf5Error {
 }
 
 impl Hdf5Error {
+    /// A `map_err` for the byte layer's error on `url` (its head or metadata).
+    pub(crate) fn source(url: &str) -> impl FnOnce(SourceError) -> Self {
+        move |source| Hdf5Error::Source {
+            url: url.to_string(),
+            source: Box::new(source),
+        }
+    }
+
+    /// A `map_err` for the structure reader's error opening the file at `url`.
+    pub(crate) fn open(url: &str) -> impl FnOnce(vzarr_hdf5_format::Error) -> Self {
+        move |source| Hdf5Error::Open {
+            url: url.to_string(),
+            source: Box::new(source),
+        }
+    }
+
+    /// A `map_err` for the byte layer's error reading the stored bytes of chunk `chunk` of
+    /// dataset `object`.
+    pub(crate) fn chunk_bytes<'a>(
+        url: &'a str,
+        object: &'a str,
+        chunk: &'a [u64],
+    ) -> impl FnOnce(SourceError) -> Self + 'a {
+        move |source| Hdf5Error::ChunkBytes {
+            url: url.to_string(),
+            object: object.to_string(),
+            chunk: chunk.to_vec(),
+            source: Box::new(source),
+        }
+    }
+
+    /// A `map_err` for a codec's error on chunk `chunk` (stored with `filter_mask`) of
+    /// dataset `object`.
+    pub(crate) fn chunk<'a>(
+        url: &'a str,
+        object: &'a str,
+        chunk: &'a [u64],
+        filter_mask: u32,
+    ) -> impl FnOnce(CodecError) -> Self + 'a {
+        move |source| Hdf5Error::Chunk {
+            url: url.to_string(),
+            object: object.to_string(),
+            chunk: chunk.to_vec(),
+            filter_mask,
+            source: Box::new(source),
+        }
+    }
+
     /// The URL of the source the error is about.
     pub fn url(&self) -> &str {
         match self {
@@ -134,4 +182,10 @@ impl Hdf5Error {
         }
         out
     }
+}
+
+/// Why a compact dataset is unreadable when it stores `stored` bytes for `expected` bytes of
+/// elements.
+pub(crate) fn compact_mismatch(stored: usize, expected: u64) -> String {
+    format!("compact data unreadable: {stored} bytes stored for {expected} bytes of elements")
 }

@@ -21,7 +21,7 @@ pub(crate) use vzarr_hdf5_map::chunks::Chunks;
 use vzarr_hdf5_map::chunks::{ChunksError, new_manifest, past_end};
 
 use crate::Hdf5Error;
-use crate::walk::Ctx;
+use crate::ctx::Ctx;
 
 /// What it takes to re-encode a chunk of a dataset.
 pub(crate) struct ChunkEncoding<'a> {
@@ -159,13 +159,12 @@ pub(crate) fn chunk_refs(
         };
         for m in &masked {
             let raw = chunk_values(ctx, &grid, m, enc, &codecs, path)?;
-            let encoded = codecs.encode(&raw).map_err(|source| Hdf5Error::Chunk {
-                url: ctx.url.clone(),
-                object: path.to_string(),
-                chunk: m.index.clone(),
-                filter_mask: m.filter_mask,
-                source: Box::new(source),
-            })?;
+            let encoded = codecs.encode(&raw).map_err(Hdf5Error::chunk(
+                &ctx.url,
+                path,
+                &m.index,
+                m.filter_mask,
+            ))?;
             let lin = grid
                 .linear_index(&m.index)
                 .ok_or_else(|| ctx.object_error(path, "chunk index outside the grid"))?;
@@ -206,21 +205,10 @@ fn chunk_values(
     let stored = ctx
         .storage
         .read_range(m.address..m.address + m.size)
-        .map_err(|source| Hdf5Error::ChunkBytes {
-            url: ctx.url.clone(),
-            object: path.to_string(),
-            chunk: m.index.clone(),
-            source: Box::new(source),
-        })?;
+        .map_err(Hdf5Error::chunk_bytes(&ctx.url, path, &m.index))?;
     let decoded = codecs
         .decode_skipping(&stored, nelem * esize, m.filter_mask)
-        .map_err(|source| Hdf5Error::Chunk {
-            url: ctx.url.clone(),
-            object: path.to_string(),
-            chunk: m.index.clone(),
-            filter_mask: m.filter_mask,
-            source: Box::new(source),
-        })?;
+        .map_err(Hdf5Error::chunk(&ctx.url, path, &m.index, m.filter_mask))?;
     // Allocated once the chunk has decoded to its full size, not on the word of its shape.
     let mut buf = enc.fill.repeat(nelem);
     copy_valid(&decoded, &mut buf, &cshape, &valid, esize);

@@ -71,6 +71,7 @@
 
 mod ahead;
 mod attributes;
+mod ctx;
 mod dims;
 mod error;
 mod fill;

@@ -12,6 +12,8 @@ use bytes::Bytes;
 use vzarr_hdf5_format::{Storage, StorageError};
 use vzarr_source::{BlockCache, ByteSource, CacheCounts, SourceError};
 
+use crate::ScanOptions;
+
 /// A [`Storage`] over a block-cached [`ByteSource`].
 #[derive(Debug, Clone)]
 pub struct SourceStorage {
@@ -35,6 +37,21 @@ impl SourceStorage {
         };
         SourceStorage {
             cache: Arc::new(cache),
+        }
+    }
+
+    /// Reads `src` as a scan with `opts` does: through the block cache
+    /// ([`SourceStorage::new`]) when `opts.cache_beyond_head`, else caching its head only
+    /// ([`SourceStorage::head_only`]).
+    pub(crate) fn for_scan(
+        src: Arc<dyn ByteSource>,
+        opts: &ScanOptions,
+        reach: Option<(u64, Arc<AtomicU64>)>,
+    ) -> Self {
+        if opts.cache_beyond_head {
+            SourceStorage::new(src, opts.block_size, opts.cache_capacity, reach)
+        } else {
+            SourceStorage::head_only(src, opts.block_size, opts.cache_capacity)
         }
     }
 

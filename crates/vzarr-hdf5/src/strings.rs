@@ -29,8 +29,9 @@ use vzarr_hdf5_format::{Dataset, FillStatus, Layout};
 use vzarr_hdf5_map::refusal;
 
 use crate::Hdf5Error;
+use crate::ctx::Ctx;
+use crate::error::compact_mismatch;
 use crate::layout::Chunks;
-use crate::walk::Ctx;
 
 /// Bytes of global heap collections prefetched per collection a chunk's elements point into.
 const COLLECTION_PREFETCH: u64 = 4096;
@@ -355,12 +356,7 @@ pub(crate) fn string_chunks(
                 let bytes = ctx
                     .storage
                     .read_range(s.address..s.address + s.size)
-                    .map_err(|source| Hdf5Error::ChunkBytes {
-                        url: ctx.url.clone(),
-                        object: path.to_string(),
-                        chunk: s.index.clone(),
-                        source: Box::new(source),
-                    })?;
+                    .map_err(Hdf5Error::chunk_bytes(&ctx.url, path, &s.index))?;
                 let raw = if chain.is_empty() && s.filter_mask == 0 {
                     if bytes.len() != raw_len {
                         return Err(ctx.object_error(
@@ -376,13 +372,7 @@ pub(crate) fn string_chunks(
                 } else {
                     chain
                         .decode_skipping(&bytes, raw_len, s.filter_mask)
-                        .map_err(|source| Hdf5Error::Chunk {
-                            url: ctx.url.clone(),
-                            object: path.to_string(),
-                            chunk: s.index.clone(),
-                            filter_mask: s.filter_mask,
-                            source: Box::new(source),
-                        })?
+                        .map_err(Hdf5Error::chunk(&ctx.url, path, &s.index, s.filter_mask))?
                 };
                 if let Err(r) = budget.add(4) {
                     return Ok(Err(r));
@@ -415,14 +405,14 @@ pub(crate) fn string_chunks(
                     ),
                 ));
             }
-            let raw = ctx.storage.read_range(addr..addr + len).map_err(|source| {
-                Hdf5Error::ChunkBytes {
-                    url: ctx.url.clone(),
-                    object: path.to_string(),
-                    chunk: vec![0; shape.len()],
-                    source: Box::new(source),
-                }
-            })?;
+            let raw = ctx
+                .storage
+                .read_range(addr..addr + len)
+                .map_err(Hdf5Error::chunk_bytes(
+                    &ctx.url,
+                    path,
+                    &vec![0; shape.len()],
+                ))?;
             if let Err(r) = budget.add(4) {
                 return Ok(Err(r));
             }
@@ -437,14 +427,7 @@ pub(crate) fn string_chunks(
                 return Ok(Ok(Chunks { grid, manifest }));
             }
             if data.len() != raw_len {
-                return Err(ctx.object_error(
-                    path,
-                    format!(
-                        "compact data unreadable: {} bytes stored for {raw_len} bytes of \
-                         elements",
-                        data.len()
-                    ),
-                ));
+                return Err(ctx.object_error(path, compact_mismatch(data.len(), raw_len as u64)));
             }
             if let Err(r) = budget.add(4) {
                 return Ok(Err(r));

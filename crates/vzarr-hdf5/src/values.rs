@@ -18,6 +18,7 @@ use vzarr_core::{DataType, Endian};
 use vzarr_hdf5_format::{Dataset, DataspaceKind, File, FillStatus, Layout, ObjectKind};
 use vzarr_source::ByteSource;
 
+use crate::error::compact_mismatch;
 use crate::fill::dataset_fill;
 use crate::storage::SourceStorage;
 use crate::strings::text_of;
@@ -110,21 +111,11 @@ impl ValueReader {
     pub fn open(src: Arc<dyn ByteSource>) -> Result<Self, Hdf5Error> {
         let url = src.url().to_string();
         let opts = ScanOptions::for_url(&url);
-        let storage = if opts.cache_beyond_head {
-            SourceStorage::new(src.clone(), opts.block_size, opts.cache_capacity, None)
-        } else {
-            SourceStorage::head_only(src.clone(), opts.block_size, opts.cache_capacity)
-        };
+        let storage = SourceStorage::for_scan(src.clone(), &opts, None);
         storage
             .read_head(opts.head_bytes)
-            .map_err(|source| Hdf5Error::Source {
-                url: url.clone(),
-                source: Box::new(source),
-            })?;
-        let file = File::open(Arc::new(storage.clone())).map_err(|source| Hdf5Error::Open {
-            url: url.clone(),
-            source: Box::new(source),
-        })?;
+            .map_err(Hdf5Error::source(&url))?;
+        let file = File::open(Arc::new(storage.clone())).map_err(Hdf5Error::open(&url))?;
         Ok(ValueReader {
             url,
             src,
@@ -458,14 +449,7 @@ impl ValueReader {
                     .try_fold(es as u64, |a, &d| a.checked_mul(d))
                     .unwrap_or(u64::MAX);
                 if data.len() as u64 != nbytes {
-                    return Err(self.error(
-                        path,
-                        format!(
-                            "compact data unreadable: {} bytes stored for {nbytes} bytes of \
-                             elements",
-                            data.len()
-                        ),
-                    ));
+                    return Err(self.error(path, compact_mismatch(data.len(), nbytes)));
                 }
                 let whole = Region {
                     start: &vec![0; ds.shape.len()],
@@ -491,10 +475,7 @@ impl ValueReader {
                 let got = self
                     .src
                     .read_ranges(&runs)
-                    .map_err(|source| Hdf5Error::Source {
-                        url: self.url.clone(),
-                        source: Box::new(source),
-                    })?;
+                    .map_err(Hdf5Error::source(&self.url))?;
                 let mut at = 0;
                 for b in got {
                     raw[at..at + b.len()].copy_from_slice(&b);
@@ -580,21 +561,10 @@ impl ValueReader {
         let bytes = self
             .storage
             .read_range(c.address..c.address + c.size)
-            .map_err(|source| Hdf5Error::ChunkBytes {
-                url: self.url.clone(),
-                object: path.to_string(),
-                chunk: index.to_vec(),
-                source: Box::new(source),
-            })?;
+            .map_err(Hdf5Error::chunk_bytes(&self.url, path, index))?;
         codecs
             .decode_skipping(&bytes, raw_len, c.filter_mask)
-            .map_err(|source| Hdf5Error::Chunk {
-                url: self.url.clone(),
-                object: path.to_string(),
-                chunk: index.to_vec(),
-                filter_mask: c.filter_mask,
-                source: Box::new(source),
-            })
+            .map_err(Hdf5Error::chunk(&self.url, path, index, c.filter_mask))
     }
 }
 

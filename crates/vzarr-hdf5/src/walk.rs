@@ -11,17 +11,18 @@ use std::sync::atomic::AtomicU64;
 use bytes::Bytes;
 
 use vzarr_core::names::{ORIGINAL_NAME_ATTR, sibling_names, zarr_name};
-use vzarr_core::{DataType, FillValue, Group, SkippedVariable, VirtualDataset};
+use vzarr_core::{DataType, FillValue, Group, VirtualDataset};
 use vzarr_hdf5_format::{
     Attribute, DataspaceKind, File, Layout, LinkTarget, ObjectHeader, ObjectKind, UNLIMITED,
 };
 use vzarr_hdf5_map::dims::{PhonyDims, is_dimension_only, is_scale};
+pub(crate) use vzarr_hdf5_map::join;
 use vzarr_hdf5_map::{Scanned, refusal};
-pub(crate) use vzarr_hdf5_map::{join, or_root};
 use vzarr_source::ByteSource;
 
 use crate::attributes::{convert_attributes, string_attr};
-use crate::dims::{ObjectNames, dimension_names};
+use crate::ctx::Ctx;
+use crate::dims::dimension_names;
 use crate::fill::dataset_fill;
 use crate::layout::{ChunkEncoding, chunk_refs, compact_refs, contiguous_refs};
 use crate::storage::SourceStorage;
@@ -31,32 +32,6 @@ use crate::{Hdf5Error, ScanOptions, filters};
 
 /// Bytes of an object header prefetched when a group names it (what the reader reads first).
 const HEADER_PREFETCH: u64 = 512;
-
-/// The state of one file's scan.
-pub(crate) struct Ctx<'a> {
-    /// The source's URL: the name of the file in messages and the source of every chunk
-    /// reference.
-    pub(crate) url: String,
-    /// The file's size, which every byte range must stay within.
-    pub(crate) file_size: u64,
-    pub(crate) opts: &'a ScanOptions,
-    /// The file's structure.
-    pub(crate) file: &'a File,
-    /// Its bytes.
-    pub(crate) storage: &'a SourceStorage,
-    /// What the scan found so far.
-    pub(crate) out: VirtualDataset,
-    /// The phony dimensions named so far.
-    pub(crate) phony: PhonyDims,
-    /// Object paths by address (or why they cannot all be named), built when the first
-    /// reference is resolved.
-    pub(crate) names: Option<Result<ObjectNames, String>>,
-    /// The source path under which each group or dataset was first met through hard links
-    /// (`H5Ovisit` order: depth first, links in name order).
-    seen: HashMap<u64, String>,
-    /// Groups and datasets met below soft links so far (bounded by [`MAX_SOFT_NODES`]).
-    soft_nodes: usize,
-}
 
 /// Most groups and datasets a file's soft links may add (each soft link to a group adds its
 /// whole subtree again; a few links to links could otherwise multiply a file's objects).
@@ -72,38 +47,6 @@ struct At<'p> {
     /// Whether it was reached through hard links only (a group below a soft link is not:
     /// there every object is listed again, as h5py's item access shows it).
     hard: bool,
-}
-
-impl Ctx<'_> {
-    pub(crate) fn object_error(&self, object: &str, reason: impl Into<String>) -> Hdf5Error {
-        Hdf5Error::Object {
-            url: self.url.clone(),
-            object: object.to_string(),
-            reason: reason.into(),
-        }
-    }
-
-    fn structure_error(
-        &self,
-        object: &str,
-        what: &'static str,
-        source: vzarr_hdf5_format::Error,
-    ) -> Hdf5Error {
-        Hdf5Error::Structure {
-            url: self.url.clone(),
-            object: or_root(object).to_string(),
-            what,
-            source: Box::new(source),
-        }
-    }
-
-    /// Leaves a variable (or attribute, `path@name`) out, with the reason.
-    pub(crate) fn skip(&mut self, object: &str, reason: impl Into<String>) {
-        self.out.skipped.push(SkippedVariable {
-            path: object.to_string(),
-            reason: reason.into(),
-        });
-    }
 }
 
 /// Scans an HDF5 or NetCDF4 source into a virtual dataset whose chunks point into it (at
@@ -133,28 +76,18 @@ pub fn scan_noting(
 ) -> Result<VirtualDataset, Hdf5Error> {
     let url = src.url().to_string();
     let file_size = src.size();
-    let storage = if opts.cache_beyond_head {
-        SourceStorage::new(src, opts.block_size, opts.cache_capacity, reach)
-    } else {
-        SourceStorage::head_only(src, opts.block_size, opts.cache_capacity)
-    };
+    let storage = SourceStorage::for_scan(src, opts, reach);
     storage.cache().seed_head(head);
     if (head.len() as u64) < opts.head_bytes.min(file_size) {
         storage
             .read_head(opts.head_bytes)
-            .map_err(|source| Hdf5Error::Source {
-                url: url.clone(),
-                source: Box::new(source),
-            })?;
+            .map_err(Hdf5Error::source(&url))?;
     }
     if opts.cache_beyond_head {
         // Batches for what lies beyond the head and will be needed first.
         crate::ahead::plan(&storage);
     }
-    let file = File::open(Arc::new(storage.clone())).map_err(|source| Hdf5Error::Open {
-        url: url.clone(),
-        source: Box::new(source),
-    })?;
+    let file = File::open(Arc::new(storage.clone())).map_err(Hdf5Error::open(&url))?;
     let mut ctx = Ctx {
         url,
         file_size,
