@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use vzarr_core::VirtualDataset;
+pub use vzarr_core::error_chain;
 use vzarr_plan::{CompactReport, PlanOptions, PlanReport};
 use vzarr_scan::batch::{BatchOptions, BatchSummary, Outcome, scan_all};
 use vzarr_scan::inputs::SourceRef;
@@ -213,21 +214,6 @@ pub fn left_out(
         .iter()
         .map(|s| format!("{}: {}: {}", source.display(), s.path, s.reason))
         .collect())
-}
-
-/// An error and its causes on one line, each cause once.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cause = c.source();
-    }
-    out
 }
 
 /// Scans and combines `sources`.

@@ -52,3 +52,19 @@ pub enum CoreError {
     #[error("invalid metadata: {0}")]
     Metadata(String),
 }
+
+/// An error and its causes on one line, each cause once (a cause whose text the line already
+/// holds is left out): how the build reports a file's error and the planner a chunk's.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
+}

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 use vzarr_codec::ByteCodecs;
-use vzarr_core::{ChunkRef, Codec, SmallChunkPolicy, VirtualArray, VirtualDataset};
+use vzarr_core::{ChunkRef, Codec, SmallChunkPolicy, VirtualArray, VirtualDataset, error_chain};
 use vzarr_source::{Bytes, SourceStore, read_across};
 
 use super::select::{Candidate, action};
@@ -108,7 +108,7 @@ fn inline_batch(
         .zip(got)
         .map(|((c, a), read)| {
             let r = read
-                .map_err(|e| chain_text(&e))
+                .map_err(|e| error_chain(&e))
                 .and_then(|chunks| inline_one(&a, &c, chunks, policy));
             (c, a, r)
         })
@@ -170,7 +170,7 @@ fn inline_one(
         }
         None => {
             let all: Vec<Option<Vec<u8>>> = (0..a.manifest.len()).map(&mut encoded).collect();
-            let raw = values::assemble(a, all).map_err(|e| chain_text(&e))?;
+            let raw = values::assemble(a, all).map_err(|e| error_chain(&e))?;
             kept_inline(a, &raw, policy.target_chunk_bytes)
         }
     }
@@ -198,17 +198,17 @@ fn kept_inline(template: &VirtualArray, raw: &[u8], target: u64) -> Result<Virtu
     let fill = template.fill_value.bytes_in(dt.clone(), template.endian);
     let shape = template.shape();
     let (grid, chunks) = inline::chunks_along_axis0(&shape, dt.size(), target, raw, &fill)
-        .map_err(|e| chain_text(&e))?;
+        .map_err(|e| error_chain(&e))?;
     let all_fill = |c: &[u8]| !fill.is_empty() && c.chunks(fill.len()).all(|e| e == fill);
     let codecs = inline_codecs(template, raw.len() as u64);
-    let chain = ByteCodecs::new(&codecs).map_err(|e| chain_text(&e))?;
+    let chain = ByteCodecs::new(&codecs).map_err(|e| error_chain(&e))?;
     let mut manifest = vzarr_core::ChunkManifest::new_missing(chunks.len());
     for (i, c) in chunks.iter().enumerate() {
         if all_fill(c) {
             continue;
         }
-        let bytes = chain.encode(c).map_err(|e| chain_text(&e))?;
-        manifest.set_inline(i, bytes).map_err(|e| chain_text(&e))?;
+        let bytes = chain.encode(c).map_err(|e| error_chain(&e))?;
+        manifest.set_inline(i, bytes).map_err(|e| error_chain(&e))?;
     }
     Ok(VirtualArray {
         codecs,
@@ -216,19 +216,4 @@ fn kept_inline(template: &VirtualArray, raw: &[u8], target: u64) -> Result<Virtu
         manifest,
         ..template.clone()
     })
-}
-
-/// An error and its causes on one line, each once.
-fn chain_text(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cause = c.source();
-    }
-    out
 }
