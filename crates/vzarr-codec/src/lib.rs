@@ -184,6 +184,55 @@ mod tests {
             .collect()
     }
 
+    /// szip with the options of a 32-bit test file (mask 141, 16 pixels a block).
+    fn szip() -> Codec {
+        Codec::Szip {
+            options_mask: 141,
+            pixels_per_block: 16,
+            bits_per_pixel: 32,
+            pixels_per_scanline: 1000,
+        }
+    }
+
+    /// H5Z-ZFP on 40 x 100 32-bit integers, reversible (`min_exp` -1075).
+    fn zfp_int32() -> Codec {
+        Codec::ZfpHdf5 {
+            scalar: vzarr_core::ZfpType::Int32,
+            shape: vec![40, 100],
+            min_bits: 1,
+            max_bits: 16658,
+            max_prec: 64,
+            min_exp: -1075,
+            big_endian: false,
+        }
+    }
+
+    /// Blosc at level 5 on 4-byte elements with `cname` and `shuffle`.
+    fn blosc(cname: &str, shuffle: BloscShuffle) -> Codec {
+        Codec::Blosc {
+            cname: cname.into(),
+            clevel: 5,
+            shuffle,
+            typesize: 4,
+            blocksize: 0,
+        }
+    }
+
+    /// The bitshuffle filter with these parameters.
+    fn bitshuffle(
+        element_size: usize,
+        block_size: usize,
+        compression: BitshuffleCompression,
+        level: i32,
+    ) -> Codec {
+        Codec::Bitshuffle {
+            element_size,
+            block_size,
+            compression,
+            level,
+        }
+    }
+
     #[test]
     fn round_trips_every_codec() {
         let chains = vec![
@@ -197,52 +246,18 @@ mod tests {
                 Codec::Fletcher32,
             ],
             vec![Codec::Zstd { level: 3 }],
-            vec![Codec::Blosc {
-                cname: "lz4".into(),
-                clevel: 5,
-                shuffle: BloscShuffle::Shuffle,
-                typesize: 4,
-                blocksize: 0,
-            }],
+            vec![blosc("lz4", BloscShuffle::Shuffle)],
             vec![Codec::Bz2 { level: 9 }],
             vec![Codec::Lzf],
             vec![Codec::Shuffle { element_size: 4 }, Codec::Lzf],
             vec![Codec::Lz4Hdf5],
             vec![Codec::Lz4Hdf5, Codec::Fletcher32],
             vec![Codec::Shuffle { element_size: 4 }, Codec::Lzo],
-            vec![Codec::Bitshuffle {
-                element_size: 4,
-                block_size: 0,
-                compression: BitshuffleCompression::Lz4,
-                level: 0,
-            }],
-            vec![Codec::Bitshuffle {
-                element_size: 2,
-                block_size: 64,
-                compression: BitshuffleCompression::Zstd,
-                level: 5,
-            }],
-            vec![Codec::Bitshuffle {
-                element_size: 8,
-                block_size: 0,
-                compression: BitshuffleCompression::None,
-                level: 0,
-            }],
-            vec![Codec::Szip {
-                options_mask: 141,
-                pixels_per_block: 16,
-                bits_per_pixel: 32,
-                pixels_per_scanline: 1000,
-            }],
-            vec![Codec::ZfpHdf5 {
-                scalar: vzarr_core::ZfpType::Int32,
-                shape: vec![40, 100],
-                min_bits: 1,
-                max_bits: 16658,
-                max_prec: 64,
-                min_exp: -1075,
-                big_endian: false,
-            }],
+            vec![bitshuffle(4, 0, BitshuffleCompression::Lz4, 0)],
+            vec![bitshuffle(2, 64, BitshuffleCompression::Zstd, 5)],
+            vec![bitshuffle(8, 0, BitshuffleCompression::None, 0)],
+            vec![szip()],
+            vec![zfp_int32()],
         ];
         let raw = sample();
         for chain in chains {
@@ -279,50 +294,16 @@ mod tests {
         let chains = [
             vec![Codec::Zlib { level: 4 }],
             vec![Codec::Zstd { level: 3 }],
-            vec![Codec::Blosc {
-                cname: "zstd".into(),
-                clevel: 5,
-                shuffle: BloscShuffle::BitShuffle,
-                typesize: 4,
-                blocksize: 0,
-            }],
+            vec![blosc("zstd", BloscShuffle::BitShuffle)],
             vec![Codec::Bz2 { level: 9 }],
             vec![Codec::Lzf],
             vec![Codec::Lzo],
             vec![Codec::Lz4Hdf5],
-            vec![Codec::Bitshuffle {
-                element_size: 4,
-                block_size: 0,
-                compression: BitshuffleCompression::Lz4,
-                level: 0,
-            }],
-            vec![Codec::Bitshuffle {
-                element_size: 4,
-                block_size: 128,
-                compression: BitshuffleCompression::Zstd,
-                level: 3,
-            }],
-            vec![Codec::Bitshuffle {
-                element_size: 4,
-                block_size: 0,
-                compression: BitshuffleCompression::None,
-                level: 0,
-            }],
-            vec![Codec::Szip {
-                options_mask: 141,
-                pixels_per_block: 16,
-                bits_per_pixel: 32,
-                pixels_per_scanline: 1000,
-            }],
-            vec![Codec::ZfpHdf5 {
-                scalar: vzarr_core::ZfpType::Int32,
-                shape: vec![40, 100],
-                min_bits: 1,
-                max_bits: 16658,
-                max_prec: 64,
-                min_exp: -1075,
-                big_endian: false,
-            }],
+            vec![bitshuffle(4, 0, BitshuffleCompression::Lz4, 0)],
+            vec![bitshuffle(4, 128, BitshuffleCompression::Zstd, 3)],
+            vec![bitshuffle(4, 0, BitshuffleCompression::None, 0)],
+            vec![szip()],
+            vec![zfp_int32()],
         ];
         let raw = sample();
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
