@@ -5,14 +5,10 @@ use std::fmt;
 
 use crate::calendar::Calendar;
 use crate::error::{CfTimeError, Result};
+use crate::fields::{Fields, MAX_YEAR, MIN_YEAR};
 
 /// Nanoseconds in a day.
 pub(crate) const NANOS_PER_DAY: i128 = 86_400_000_000_000;
-
-/// Smallest year supported by [`DateTime`] and [`Instant`] (in every calendar).
-pub const MIN_YEAR: i32 = -1_000_000;
-/// Largest year supported by [`DateTime`] and [`Instant`] (in every calendar).
-pub const MAX_YEAR: i32 = 1_000_000;
 
 /// A calendar date and time of day (UTC, no time zone) that is valid in its calendar.
 ///
@@ -28,42 +24,6 @@ pub struct DateTime {
     minute: u8,
     second: u8,
     nanosecond: u32,
-}
-
-/// The fields of a date-time as written, not yet checked against a calendar (wide enough
-/// for what parsers read).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Fields {
-    pub(crate) year: i64,
-    pub(crate) month: u32,
-    pub(crate) day: u32,
-    pub(crate) hour: u32,
-    pub(crate) minute: u32,
-    pub(crate) second: u32,
-    pub(crate) nanosecond: u32,
-}
-
-impl Fields {
-    /// Formats the fields as `YYYY-MM-DD HH:MM:SS[.ffffff|.fffffffff]`.
-    fn to_iso_string(self) -> String {
-        let (year, nanosecond) = (self.year, self.nanosecond);
-        let y = if year < 0 {
-            format!("-{:04}", year.unsigned_abs())
-        } else {
-            format!("{year:04}")
-        };
-        let frac = if nanosecond == 0 {
-            String::new()
-        } else if nanosecond.is_multiple_of(1000) {
-            format!(".{:06}", nanosecond / 1000)
-        } else {
-            format!(".{nanosecond:09}")
-        };
-        format!(
-            "{y}-{:02}-{:02} {:02}:{:02}:{:02}{frac}",
-            self.month, self.day, self.hour, self.minute, self.second
-        )
-    }
 }
 
 impl DateTime {
@@ -107,12 +67,13 @@ impl DateTime {
 
     /// Parses `YYYY-MM-DD[( |T)hh:mm[:ss[.f...]]][ Z|UTC|±hh[:mm]]` (the syntax of a units reference); offsets are applied, the result is UTC.
     pub fn parse(text: &str, calendar: Calendar) -> Result<DateTime> {
-        let parsed =
-            crate::units::parse_reference(text).map_err(|reason| CfTimeError::InvalidDateTime {
+        let parsed = crate::units::reference::parse_reference(text).map_err(|reason| {
+            CfTimeError::InvalidDateTime {
                 text: text.to_string(),
                 calendar,
                 reason,
-            })?;
+            }
+        })?;
         let local = DateTime::checked(calendar, parsed.local).map_err(|e| match e {
             CfTimeError::InvalidDateTime { reason, .. } => CfTimeError::InvalidDateTime {
                 text: text.to_string(),

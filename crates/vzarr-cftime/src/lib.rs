@@ -58,12 +58,14 @@
 mod calendar;
 mod datetime;
 mod error;
+mod fields;
 mod num;
 mod units;
 
 pub use calendar::Calendar;
-pub use datetime::{DateTime, Instant, MAX_YEAR, MIN_YEAR};
+pub use datetime::{DateTime, Instant};
 pub use error::{CfTimeError, Result};
+pub use fields::{MAX_YEAR, MIN_YEAR};
 pub use units::{TimeUnit, Units};
 
 /// Decodes numeric time values into instants; non-finite values (NaN, ±inf) give `None`.

@@ -5,11 +5,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 use vzarr_core::{ChunkManifest, VirtualArray, VirtualDataset};
-use vzarr_source::SourceStore;
 
 use crate::error::PlanError;
-use crate::prefetch::Prefetched;
-use crate::values;
 
 /// The scan of one file.
 pub(crate) struct Input {
@@ -97,26 +94,6 @@ pub(crate) fn same_path<'a>(
                 })
         })
         .collect()
-}
-
-/// The values of a numeric variable of one file, as f64: as read up front, else read now.
-pub(crate) fn read_numbers(
-    input: &Input,
-    path: &str,
-    a: &VirtualArray,
-    reader: &dyn SourceStore,
-    pre: &Prefetched,
-) -> Result<Vec<f64>, PlanError> {
-    if let Some(v) = pre.numbers(input.pos, path) {
-        return Ok(v.to_vec());
-    }
-    let err = |source| PlanError::Read {
-        file: input.url.clone(),
-        variable: path.into(),
-        source,
-    };
-    let raw = values::read_array(a, reader).map_err(err)?;
-    values::as_f64(&raw, a.data_type.clone(), a.endian).map_err(err)
 }
 
 /// The axis of `dim` in an array.

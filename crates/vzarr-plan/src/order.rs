@@ -6,8 +6,8 @@ use vzarr_core::{VirtualArray, VirtualDataset};
 use vzarr_source::SourceStore;
 
 use crate::error::{Boundary, FilePair, Gap, PlanError};
-use crate::input::{Input, attr_str, axis_of, read_numbers};
-use crate::prefetch::Prefetched;
+use crate::input::{Input, attr_str, axis_of};
+use crate::prefetch::{Prefetched, read_numbers};
 use crate::time::{self, CfTime};
 
 /// Length of `dim` in a file, from its arrays (all must agree).

@@ -14,6 +14,8 @@
 //!
 //! A read that fails here is not an error: the planner reads again where it needs the bytes
 //! and reports the failure there, in the order it always has.
+//! [`read_numbers`] is that second read for a numeric variable: its values as read up front,
+//! else read now.
 //!
 //! Memory: at most [`READ_FILES`] files' reads at once, each of at most [`FILE_BYTES`]
 //! referenced bytes (arrays beyond the budget are read later, on demand) plus what the byte
@@ -28,6 +30,7 @@ use vzarr_codec::ByteCodecs;
 use vzarr_core::{ChunkRef, VirtualArray};
 use vzarr_source::{Bytes, SourceStore, parallel_map, read_across};
 
+use crate::error::PlanError;
 use crate::input::Input;
 use crate::values;
 
@@ -73,6 +76,26 @@ impl Prefetched {
             .iter()
             .all(|i| self.files.get(i.pos).is_some_and(|f| f.same.contains(path)))
     }
+}
+
+/// The values of a numeric variable of one file, as f64: as read up front, else read now.
+pub(crate) fn read_numbers(
+    input: &Input,
+    path: &str,
+    a: &VirtualArray,
+    reader: &dyn SourceStore,
+    pre: &Prefetched,
+) -> Result<Vec<f64>, PlanError> {
+    if let Some(v) = pre.numbers(input.pos, path) {
+        return Ok(v.to_vec());
+    }
+    let err = |source| PlanError::Read {
+        file: input.url.clone(),
+        variable: path.into(),
+        source,
+    };
+    let raw = values::read_array(a, reader).map_err(err)?;
+    values::as_f64(&raw, a.data_type.clone(), a.endian).map_err(err)
 }
 
 /// Reads, from every input, the arrays `numbers` names (decoded into numbers) and the arrays

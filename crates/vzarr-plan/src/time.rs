@@ -10,8 +10,8 @@ use vzarr_source::SourceStore;
 use crate::compat::check_compatible;
 use crate::error::PlanError;
 use crate::inline::inline_array;
-use crate::input::{Input, Version, attr_str, axis_of, read_numbers};
-use crate::prefetch::Prefetched;
+use crate::input::{Input, Version, attr_str, axis_of};
+use crate::prefetch::{Prefetched, read_numbers};
 use crate::values;
 
 /// Whether a `units` attribute is a CF time units string (`<unit> since <date>`).

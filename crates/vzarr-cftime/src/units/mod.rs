@@ -3,15 +3,16 @@
 //! This module holds the units and their unit names, and decodes and encodes values with
 //! them; [`reference`](mod@reference) parses the reference date-time after `since`.
 
-mod reference;
+pub(crate) mod reference;
 #[cfg(test)]
 mod tests;
 
 use std::fmt;
 
 use crate::calendar::Calendar;
-use crate::datetime::{DateTime, Instant, MAX_YEAR, MIN_YEAR};
+use crate::datetime::{DateTime, Instant};
 use crate::error::{CfTimeError, Result};
+use crate::fields::{MAX_YEAR, MIN_YEAR};
 use crate::num;
 
 pub(crate) use reference::parse_reference;

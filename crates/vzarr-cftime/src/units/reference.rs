@@ -2,7 +2,7 @@
 //! `DateTime` parses): a date, an optional time of day and an optional time zone, with a
 //! message naming what is wrong when the text is refused.
 
-use crate::datetime::{Fields, MAX_YEAR, MIN_YEAR};
+use crate::fields::{Fields, MAX_YEAR, MIN_YEAR};
 
 /// Fields of a reference date-time as written (local time) plus its UTC offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
