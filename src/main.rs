@@ -20,7 +20,7 @@ use flags::Run;
 /// Returns the memory glibc's malloc holds free to the system. glibc keeps freed memory in the
 /// arena of the thread that freed it, and an Icechunk build in pieces frees hundreds of MB per
 /// piece on whichever of the runtime's threads ran Icechunk's commit: without this, a build of
-/// 10M references peaked at 3.2 GB instead of about 2 (BENCHMARKS.md). Called between pieces
+/// 10M references peaked at 3.2 GB instead of about 2 (benches/HISTORY.md). Called between pieces
 /// (`vzarr_icechunk::WriteOptions::after_piece`); a no-op with other allocators.
 pub(crate) fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -155,7 +155,7 @@ impl ScanOptions {
     /// 20-100 ms of latency, but a catalog scans many files at once and is then limited by
     /// bandwidth, where every head's size counts: a 1 MiB head made the object-storage
     /// benchmark fetch 3-4 times the bytes for the same requests, and take longer
-    /// (BENCHMARKS.md). 64 MiB holds the reader's largest prefetch window of such blocks,
+    /// (benches/HISTORY.md). 64 MiB holds the reader's largest prefetch window of such blocks,
     /// and bounds the memory of a scan when many run at once.
     pub fn object_storage() -> Self {
         ScanOptions {
