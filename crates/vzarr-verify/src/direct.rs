@@ -22,16 +22,7 @@ use vzarr_read::{swap_elements, unravel};
 use vzarr_source::{ByteSource, Format, SourceStore, sniff};
 
 use crate::SourceReaders;
-
-/// Values read from a source: their type in the source and native-endian bytes.
-#[derive(Clone, Debug)]
-pub(crate) struct SourceValues {
-    /// Element type as the source stores it.
-    pub(crate) dtype: DataType,
-    /// Native-endian element bytes, C order; for [`DataType::String`], the strings encoded as
-    /// a `vlen-utf8` chunk ([`vzarr_codec::vlen_utf8`]).
-    pub(crate) bytes: Vec<u8>,
-}
+use crate::source_values::SourceValues;
 
 /// How vzarr's own HDF5 reader is named in reports.
 pub(crate) const NATIVE_HDF5: &str =
@@ -50,7 +41,7 @@ enum Opened {
     },
     /// Through a C library.
     #[cfg(feature = "c-oracle")]
-    C(crate::c_readers::Opened),
+    C(crate::c_opened::Opened),
 }
 
 impl Opened {
@@ -202,7 +193,7 @@ impl DirectReaders {
         let format = sniff(src.as_ref()).map_err(|e| e.to_string())?;
         #[cfg(feature = "c-oracle")]
         if self.readers == SourceReaders::CLibraries
-            && let Some(c) = crate::c_readers::Opened::open(
+            && let Some(c) = crate::c_opened::Opened::open(
                 url,
                 &src,
                 format,

@@ -21,12 +21,15 @@
 //! ```
 
 #[cfg(feature = "c-oracle")]
+mod c_opened;
+#[cfg(feature = "c-oracle")]
 mod c_readers;
 mod direct;
 #[cfg(feature = "c-oracle")]
 mod h5filters;
 mod report;
 mod sample;
+mod source_values;
 mod verify;
 #[cfg(feature = "c-oracle")]
 pub mod worker;

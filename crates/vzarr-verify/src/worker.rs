@@ -22,7 +22,7 @@ use vzarr_core::DataType;
 
 use crate::WorkerCommand;
 use crate::c_readers::{hdf5_read, nc_read, open_hdf5, open_netcdf};
-use crate::direct::SourceValues;
+use crate::source_values::SourceValues;
 
 /// Which library reads the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
