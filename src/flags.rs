@@ -252,6 +252,18 @@ impl OutputArgs {
     }
 }
 
+/// What `vzarr build` and `vzarr combine` share: how the sources are combined, what is done
+/// with their small chunks, and where the reports go.
+#[derive(clap::Args, Clone)]
+pub(crate) struct CombiningArgs {
+    #[command(flatten)]
+    pub(crate) combine: CombineArgs,
+    #[command(flatten)]
+    pub(crate) small: SmallChunkArgs,
+    #[command(flatten)]
+    pub(crate) report: ReportArgs,
+}
+
 /// Where to put reports.
 #[derive(clap::Args, Clone)]
 pub(crate) struct ReportArgs {
@@ -282,11 +294,7 @@ pub(crate) enum Command {
         #[arg(long)]
         append: bool,
         #[command(flatten)]
-        combine: CombineArgs,
-        #[command(flatten)]
-        small: SmallChunkArgs,
-        #[command(flatten)]
-        report: ReportArgs,
+        combining: CombiningArgs,
     },
     /// Scan one shard of the sources (every N-th, starting at K) into a partial file, for
     /// `vzarr combine`; run shards 0..N on any batch engine.
@@ -309,11 +317,7 @@ pub(crate) enum Command {
         #[command(flatten)]
         output: OutputArgs,
         #[command(flatten)]
-        combine: CombineArgs,
-        #[command(flatten)]
-        small: SmallChunkArgs,
-        #[command(flatten)]
-        report: ReportArgs,
+        combining: CombiningArgs,
     },
     /// Print what the scanner sees in a file: arrays, shapes, types, chunking, codecs; and
     /// which small chunks a build would merge or keep inline.
@@ -410,9 +414,12 @@ pub(crate) fn parse() -> Result<Run> {
             sources,
             output,
             append,
-            combine,
-            small,
-            report,
+            combining:
+                CombiningArgs {
+                    combine,
+                    small,
+                    report,
+                },
         } => Run::Build {
             opts: build_options(&sources, Some((&combine, &small)))?,
             sources: collect(&sources)?,
@@ -433,9 +440,12 @@ pub(crate) fn parse() -> Result<Run> {
         Command::Combine {
             partials,
             output,
-            combine,
-            small,
-            report,
+            combining:
+                CombiningArgs {
+                    combine,
+                    small,
+                    report,
+                },
         } => Run::Combine {
             partials,
             opts: BuildOptions {
