@@ -3,14 +3,14 @@ scripts/real-files pins by hash: test data of h5py, netCDF4, pyfive, PyTables, h
 output, radar, satellite, NWB and NeXus files from the tools of those fields):
 every dataset h5py (or netCDF4-python, for NetCDF3) reads equals what zarr-python reads through
 the manifest vzarr builds (variable-length strings included, compared as text), and what
-icechunk-python reads from the Icechunk repository vzarr builds, or is reported as skipped by
+icechunk-python reads from the Icechunk repository vzarr builds (test_real_files_icechunk.py),
+or is reported as skipped by
 `vzarr inspect`; every manifest is accepted by zarrs and verified against
 libhdf5/netCDF-C by `vzarr verify`, with Zarr-valid node names; and the manifest built from an
 object-storage copy equals the local one."""
 
 import json
 import os
-import shutil
 import subprocess
 import warnings
 from pathlib import Path
@@ -70,10 +70,10 @@ def source_arrays(p: Path):
             yield name, (lambda var=var: var[...])
 
 
-# `scripts/test --full`: the Icechunk test also verifies every repository against libhdf5 and
-# netCDF-C. By default it verifies them against vzarr's own readers of the sources, which the
-# kerchunk JSON test below checks against libhdf5 and netCDF-C on every file: the same
-# comparison, reached through one reader fewer.
+# `scripts/test --full`: the Icechunk test (test_real_files_icechunk.py) also verifies every
+# repository against libhdf5 and netCDF-C. By default it verifies them against vzarr's own
+# readers of the sources, which the kerchunk JSON test below checks against libhdf5 and
+# netCDF-C on every file: the same comparison, reached through one reader fewer.
 FULL = os.environ.get("VZARR_TEST_FULL") == "1"
 
 
@@ -147,31 +147,6 @@ def test_every_array_matches_an_independent_reader(json_builds):
             continue
         t.check(p, zarr.open_group(open_store(json.loads(out.read_text())), mode="r"))
     t.assert_complete("kerchunk JSON, zarr-python")
-
-
-def test_every_array_of_an_icechunk_repository_matches_an_independent_reader(tmp_path):
-    """The same through Icechunk: each file built into a repository, read by icechunk-python
-    (authorising the containers it lists) and zarr-python, and verified by `vzarr verify`
-    (vzarr's own reader of repositories against vzarr's readers of the sources; with
-    `scripts/test --full` then against libhdf5/netCDF-C too)."""
-    from test_icechunk import build_repo, open_local, zarr_group
-
-    t = Tally()
-    for i, p in enumerate(REAL_FILES):
-        repo_path = tmp_path / f"repo{i}"
-        b = build_repo(repo_path, p, check=False)
-        if b.returncode != 0:
-            t.problems.append(f"{p.relative_to(REAL_DIR)}: build failed: {b.stderr.strip()[-300:]}")
-            continue
-        repo, _ = open_local(repo_path)
-        t.check(p, zarr_group(repo))
-        for readers in verify_readers(p) if FULL else ["native"]:
-            v = run_vzarr("verify", repo_path, "--trust-references", "--readers", readers, check=False)
-            if v.returncode != 0:
-                t.problems.append(f"{p.relative_to(REAL_DIR)}: vzarr verify --readers {readers} failed:\n"
-                                  f"{v.stdout[-1500:]}{v.stderr[-500:]}")
-        shutil.rmtree(repo_path)
-    t.assert_complete("Icechunk, icechunk-python")
 
 
 ZARR_RESERVED = ("__",)
