@@ -3,13 +3,14 @@ scripts/real-files pins by hash: test data of h5py, netCDF4, pyfive, PyTables, h
 output, radar, satellite, NWB and NeXus files from the tools of those fields):
 every dataset h5py (or netCDF4-python, for NetCDF3) reads equals what zarr-python reads through
 the manifest vzarr builds (variable-length strings included, compared as text), and what
-icechunk-python reads from the Icechunk repository vzarr builds, or is reported as skipped by
+icechunk-python reads from the Icechunk repository vzarr builds (test_real_files_icechunk.py),
+or is reported as skipped by
 `vzarr inspect`; every manifest is accepted by zarrs and verified against
 libhdf5/netCDF-C by `vzarr verify`, with Zarr-valid node names; and the manifest built from an
 object-storage copy equals the local one."""
 
 import json
-import shutil
+import os
 import subprocess
 import warnings
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import h5py
 import hdf5plugin  # noqa: F401  (registers the filters some of these files use)
 import netCDF4
+import pytest
 import zarr
 
 from conftest import (
@@ -68,6 +70,26 @@ def source_arrays(p: Path):
             yield name, (lambda var=var: var[...])
 
 
+# `scripts/test --full`: the Icechunk test (test_real_files_icechunk.py) also verifies every
+# repository against libhdf5 and netCDF-C. By default it verifies them against vzarr's own
+# readers of the sources, which the kerchunk JSON test below checks against libhdf5 and
+# netCDF-C on every file: the same comparison, reached through one reader fewer.
+FULL = os.environ.get("VZARR_TEST_FULL") == "1"
+
+
+@pytest.fixture(scope="module")
+def json_builds(tmp_path_factory):
+    """Each corpus file built once into kerchunk JSON (the default options), for the tests of
+    this module that read, verify and compare those references: {file: (CompletedProcess,
+    output path)}."""
+    d = tmp_path_factory.mktemp("real-json")
+    out = {}
+    for i, p in enumerate(REAL_FILES):
+        path = d / f"{i:03}-{p.name}.json"
+        out[p] = (run_vzarr("build", p, "-o", path, check=False), path)
+    return out
+
+
 def test_the_corpus_is_there():
     assert len(REAL_FILES) >= 240, f"{len(REAL_FILES)} real files below {REAL_DIR}"
 
@@ -116,41 +138,15 @@ class Tally:
         assert self.strings >= 600, self.strings
 
 
-def test_every_array_matches_an_independent_reader(tmp_path):
+def test_every_array_matches_an_independent_reader(json_builds):
     t = Tally()
     for p in REAL_FILES:
-        out = tmp_path / (p.name + ".json")
-        b = run_vzarr("build", p, "-o", out, check=False)
+        b, out = json_builds[p]
         if b.returncode != 0:
             t.problems.append(f"{p.relative_to(REAL_DIR)}: build failed: {b.stderr.strip()[-300:]}")
             continue
         t.check(p, zarr.open_group(open_store(json.loads(out.read_text())), mode="r"))
     t.assert_complete("kerchunk JSON, zarr-python")
-
-
-def test_every_array_of_an_icechunk_repository_matches_an_independent_reader(tmp_path):
-    """The same through Icechunk: each file built into a repository, read by icechunk-python
-    (authorising the containers it lists) and zarr-python, and verified by `vzarr verify`
-    (vzarr's own reader of repositories against vzarr's readers of the sources, then against
-    libhdf5/netCDF-C)."""
-    from test_icechunk import build_repo, open_local, zarr_group
-
-    t = Tally()
-    for i, p in enumerate(REAL_FILES):
-        repo_path = tmp_path / f"repo{i}"
-        b = build_repo(repo_path, p, check=False)
-        if b.returncode != 0:
-            t.problems.append(f"{p.relative_to(REAL_DIR)}: build failed: {b.stderr.strip()[-300:]}")
-            continue
-        repo, _ = open_local(repo_path)
-        t.check(p, zarr_group(repo))
-        for readers in verify_readers(p):
-            v = run_vzarr("verify", repo_path, "--trust-references", "--readers", readers, check=False)
-            if v.returncode != 0:
-                t.problems.append(f"{p.relative_to(REAL_DIR)}: vzarr verify --readers {readers} failed:\n"
-                                  f"{v.stdout[-1500:]}{v.stderr[-500:]}")
-        shutil.rmtree(repo_path)
-    t.assert_complete("Icechunk, icechunk-python")
 
 
 ZARR_RESERVED = ("__",)
@@ -185,15 +181,15 @@ def verify_readers(p: Path):
     return VERIFY_READERS
 
 
-def test_vzarr_verify_and_zarrs_accept_every_real_file(tmp_path):
+def test_vzarr_verify_and_zarrs_accept_every_real_file(json_builds):
     """Every manifest of the corpus has node names Zarr v3 allows, and `vzarr verify` (zarrs
     through the manifest; on the source vzarr's own readers, then libhdf5 or netCDF-C) accepts
     it: every value matches."""
     failed = []
     for p in REAL_FILES:
         name = str(p.relative_to(REAL_DIR))
-        out = tmp_path / (p.name + ".json")
-        if run_vzarr("build", p, "-o", out, check=False).returncode != 0:
+        b, out = json_builds[p]
+        if b.returncode != 0:
             continue  # files no scanner opens: the test above lists them
         refs = json.loads(out.read_text())
         for key in refs["refs"]:
@@ -208,7 +204,7 @@ def test_vzarr_verify_and_zarrs_accept_every_real_file(tmp_path):
     assert not failed, "\n".join(failed)
 
 
-def test_every_real_file_scans_the_same_from_object_storage(moto_server, tmp_path):
+def test_every_real_file_scans_the_same_from_object_storage(moto_server, tmp_path, json_builds):
     """The manifest of each real file built from a bucket equals the local one but for the
     source's URL and object-store identity."""
     client, env = moto_server
@@ -218,11 +214,12 @@ def test_every_real_file_scans_the_same_from_object_storage(moto_server, tmp_pat
     for i, p in enumerate(REAL_FILES):
         key = f"{i:03}/{p.name}"
         client.upload_file(str(p), bucket, key)
-        remote, local = tmp_path / f"{i}.s3.json", tmp_path / f"{i}.local.json"
+        remote = tmp_path / f"{i}.s3.json"
         r = subprocess.run([vzarr_bin(), "build", f"s3://{bucket}/{key}", "-o", remote],
                            capture_output=True, text=True, env=env)
         assert r.returncode == 0, (p, r.stderr)
-        run_vzarr("build", p, "-o", local)
+        b, local = json_builds[p]
+        assert b.returncode == 0, (p, b.stderr)
         rj, lj = json.loads(remote.read_text()), json.loads(local.read_text())
         (rs,), (ls,) = rj["vzarr"].pop("sources"), lj["vzarr"].pop("sources")
         # An object's ETag tells a rewrite: no fingerprint of its head (a local file's has one).
