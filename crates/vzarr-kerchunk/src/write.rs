@@ -9,6 +9,8 @@ use base64::Engine as _;
 use rayon::prelude::*;
 use vzarr_core::{ChunkRef, VirtualArray, VirtualDataset, group_metadata};
 
+use crate::consolidated;
+
 /// Errors of writing references.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -163,7 +165,23 @@ pub fn write_refs<W: Write>(ds: &VirtualDataset, mut out: W) -> Result<W, WriteE
         serde_json::to_writer(&mut out, &ds.provenance)?;
         out.write_all(br#","refs":{"zarr.json":"#)?;
         let root = ds.groups.get("").cloned().unwrap_or_default();
-        let text = serde_json::to_string(&group_metadata(&root.attributes))?;
+        let nodes: Vec<(&str, serde_json::Value)> = ds
+            .groups
+            .iter()
+            .filter(|(p, _)| !p.is_empty())
+            .map(|(p, g)| (p.as_str(), group_metadata(&g.attributes)))
+            .chain(
+                ds.arrays
+                    .iter()
+                    .map(|(p, a)| (p.as_str(), a.zarr_metadata())),
+            )
+            .collect();
+        let root = consolidated::consolidate(
+            &group_metadata(&root.attributes),
+            nodes.iter().map(|(p, d)| (*p, d)),
+            "",
+        );
+        let text = serde_json::to_string(&root)?;
         serde_json::to_writer(&mut out, &text)?;
         let mut buf = Vec::new();
         for (path, group) in ds.groups.iter().filter(|(p, _)| !p.is_empty()) {
