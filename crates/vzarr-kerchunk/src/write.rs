@@ -305,11 +305,28 @@ mod tests {
                 "s/zarr.json"
             ]
         );
-        let root: Value = serde_json::from_str(refs["zarr.json"].as_str().unwrap()).unwrap();
+        let mut root: Value = serde_json::from_str(refs["zarr.json"].as_str().unwrap()).unwrap();
+        // The consolidated block repeats every node's document, by depth then path.
+        let block = root
+            .as_object_mut()
+            .unwrap()
+            .shift_remove("consolidated_metadata");
         assert_eq!(
             root,
             json!({"zarr_format": 3, "node_type": "group", "attributes": {"title": "t"}})
         );
+        let block = block.unwrap();
+        let members: Vec<&String> = block["metadata"].as_object().unwrap().keys().collect();
+        assert_eq!(members, ["g", "s", "g/v"]);
+        for (k, doc) in block["metadata"].as_object().unwrap() {
+            let mut own: Value =
+                serde_json::from_str(refs[&format!("{k}/zarr.json")].as_str().unwrap()).unwrap();
+            if own["node_type"] == "group" {
+                own["consolidated_metadata"] =
+                    json!({"kind": "inline", "must_understand": false, "metadata": {}});
+            }
+            assert_eq!(*doc, own, "{k}");
+        }
         assert_eq!(refs["g/v/c/0"], json!(["file:///x/a b.nc", 10, 8]));
         assert_eq!(refs["g/v/c/1"], json!("base64:AACAPw=="));
         let meta: Value = serde_json::from_str(refs["g/v/zarr.json"].as_str().unwrap()).unwrap();
