@@ -23,6 +23,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod consolidated;
 mod read;
 mod stream;
 mod write;

@@ -9,6 +9,8 @@ use base64::Engine as _;
 use rayon::prelude::*;
 use vzarr_core::{ChunkRef, VirtualArray, VirtualDataset, group_metadata};
 
+use crate::consolidated;
+
 /// Errors of writing references.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -163,7 +165,23 @@ pub fn write_refs<W: Write>(ds: &VirtualDataset, mut out: W) -> Result<W, WriteE
         serde_json::to_writer(&mut out, &ds.provenance)?;
         out.write_all(br#","refs":{"zarr.json":"#)?;
         let root = ds.groups.get("").cloned().unwrap_or_default();
-        let text = serde_json::to_string(&group_metadata(&root.attributes))?;
+        let nodes: Vec<(&str, serde_json::Value)> = ds
+            .groups
+            .iter()
+            .filter(|(p, _)| !p.is_empty())
+            .map(|(p, g)| (p.as_str(), group_metadata(&g.attributes)))
+            .chain(
+                ds.arrays
+                    .iter()
+                    .map(|(p, a)| (p.as_str(), a.zarr_metadata())),
+            )
+            .collect();
+        let root = consolidated::consolidate(
+            &group_metadata(&root.attributes),
+            nodes.iter().map(|(p, d)| (*p, d)),
+            "",
+        );
+        let text = serde_json::to_string(&root)?;
         serde_json::to_writer(&mut out, &text)?;
         let mut buf = Vec::new();
         for (path, group) in ds.groups.iter().filter(|(p, _)| !p.is_empty()) {
@@ -287,11 +305,28 @@ mod tests {
                 "s/zarr.json"
             ]
         );
-        let root: Value = serde_json::from_str(refs["zarr.json"].as_str().unwrap()).unwrap();
+        let mut root: Value = serde_json::from_str(refs["zarr.json"].as_str().unwrap()).unwrap();
+        // The consolidated block repeats every node's document, by depth then path.
+        let block = root
+            .as_object_mut()
+            .unwrap()
+            .shift_remove("consolidated_metadata");
         assert_eq!(
             root,
             json!({"zarr_format": 3, "node_type": "group", "attributes": {"title": "t"}})
         );
+        let block = block.unwrap();
+        let members: Vec<&String> = block["metadata"].as_object().unwrap().keys().collect();
+        assert_eq!(members, ["g", "s", "g/v"]);
+        for (k, doc) in block["metadata"].as_object().unwrap() {
+            let mut own: Value =
+                serde_json::from_str(refs[&format!("{k}/zarr.json")].as_str().unwrap()).unwrap();
+            if own["node_type"] == "group" {
+                own["consolidated_metadata"] =
+                    json!({"kind": "inline", "must_understand": false, "metadata": {}});
+            }
+            assert_eq!(*doc, own, "{k}");
+        }
         assert_eq!(refs["g/v/c/0"], json!(["file:///x/a b.nc", 10, 8]));
         assert_eq!(refs["g/v/c/1"], json!("base64:AACAPw=="));
         let meta: Value = serde_json::from_str(refs["g/v/zarr.json"].as_str().unwrap()).unwrap();

@@ -7,6 +7,7 @@
 
 mod codecs;
 mod open;
+mod store;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -518,6 +519,7 @@ fn _vzarr(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(codecs::encode_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(codecs::htj2k_image_bytes, m)?)?;
     m.add_class::<Store>()?;
+    m.add_class::<store::ReferenceStore>()?;
     m.add("VzarrError", py.get_type::<VzarrError>())?;
     m.add("SourceError", py.get_type::<SourceError>())?;
     m.add("NotAllowedError", py.get_type::<NotAllowedError>())?;

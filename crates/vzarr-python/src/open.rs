@@ -51,7 +51,10 @@ pub(crate) fn detect(py: Python<'_>, location: String) -> &'static str {
 
 /// The reader options of the caller's prefixes: those given plus those of the environment
 /// and the configuration file; the references' own only when trusted.
-fn options(allow_prefixes: Vec<String>, trust_references: bool) -> Result<ReadOptions, ReadError> {
+pub(crate) fn reader_options(
+    allow_prefixes: Vec<String>,
+    trust_references: bool,
+) -> Result<ReadOptions, ReadError> {
     let mut allow = allow_prefixes;
     allow.extend(vzarr_read::configured_prefixes()?);
     Ok(ReadOptions {
@@ -65,7 +68,7 @@ fn options(allow_prefixes: Vec<String>, trust_references: bool) -> Result<ReadOp
 
 /// A reading error as the Python exception: refusals as `NotAllowedError`, sources and
 /// references that cannot be read as `SourceError`, the rest as `VzarrError`.
-fn to_py(e: &ReadError, at: &str) -> PyErr {
+pub(crate) fn to_py(e: &ReadError, at: &str) -> PyErr {
     let message = format!("{at}: {}", chain(e));
     match e.source_error() {
         Some(SourceError::NotAllowed(_)) => NotAllowedError::new_err(message),
@@ -78,7 +81,7 @@ fn to_py(e: &ReadError, at: &str) -> PyErr {
 }
 
 /// An error and its causes on one line, each cause once.
-fn chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {
@@ -105,7 +108,7 @@ pub(crate) fn checked_references(
     trust_references: bool,
 ) -> PyResult<Py<PyBytes>> {
     let bytes = py.detach(|| -> Result<bytes::Bytes, ReadError> {
-        let opts = options(allow_prefixes, trust_references)?;
+        let opts = reader_options(allow_prefixes, trust_references)?;
         let load = |source| ReadError::Load {
             origin: location.clone(),
             source,
@@ -136,7 +139,7 @@ pub(crate) fn checked_repository<'py>(
     trust_references: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let checked = py.detach(|| -> Result<_, String> {
-        let opts = options(allow_prefixes, trust_references).map_err(|e| chain(&e))?;
+        let opts = reader_options(allow_prefixes, trust_references).map_err(|e| chain(&e))?;
         let loc = RepoLocation::parse(&location).map_err(|e| chain(&e))?;
         let opened = vzarr_icechunk::open(&loc, &branch, opts.limits.max_references)
             .map_err(|e| chain(&e))?;

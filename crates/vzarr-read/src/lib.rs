@@ -37,6 +37,7 @@ pub use dtype::NullTerminatedBytesDataType;
 pub use error::ReadError;
 pub use reader::{ReadOptions, ReadStats, Reader, open, open_bytes, open_parsed};
 pub use select::{AxisSelection, ResolvedSelection, Selection, parse_selection};
+pub use store::{KeyTarget, resolve_key};
 pub use struct_dtype::StructDataType;
 pub use values::{
     Difference, RawArray, Scalar, box_positions, compare, compare_strings, extract_box, scalar,

@@ -26,35 +26,52 @@ pub(crate) struct Shared {
     pub(crate) concurrency: usize,
 }
 
-/// What a store key names.
-enum Resolved<'a> {
+/// What a store key of parsed references names.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub enum KeyTarget<'a> {
+    /// A metadata document (`zarr.json`, `path/zarr.json`), as given.
     Document(&'a Bytes),
-    Chunk { path: &'a str, lin: usize },
+    /// The chunk at linear index `lin` (C order over the grid) of the array at `path`; the
+    /// manifest says whether it is stored, inline or by reference.
+    Chunk {
+        /// The array's path.
+        path: &'a str,
+        /// The chunk's linear index.
+        lin: usize,
+    },
+    /// Nothing: not a document, nor a chunk key inside an array's grid.
     Nothing,
 }
 
+/// What `key` names in `refs`: a document, a chunk of an array (its key in the default
+/// encoding, inside the grid), or nothing.
+pub fn resolve_key<'a>(refs: &'a ParsedRefs, key: &'a str) -> KeyTarget<'a> {
+    if let Some(doc) = refs.documents.get(key) {
+        return KeyTarget::Document(doc);
+    }
+    let arrays = &refs.dataset.arrays;
+    let Some((path, rest)) = split_chunk_key(key, |p| arrays.contains_key(p)) else {
+        return KeyTarget::Nothing;
+    };
+    let Ok(index) = parse_chunk_indices(rest) else {
+        return KeyTarget::Nothing;
+    };
+    let Some((path, array)) = arrays.get_key_value(path) else {
+        return KeyTarget::Nothing;
+    };
+    match array.grid.linear_index(&index) {
+        Some(lin) => KeyTarget::Chunk {
+            path,
+            lin: lin as usize,
+        },
+        None => KeyTarget::Nothing,
+    }
+}
+
 impl Shared {
-    fn resolve<'a>(&'a self, key: &'a str) -> Resolved<'a> {
-        if let Some(doc) = self.refs.documents.get(key) {
-            return Resolved::Document(doc);
-        }
-        let arrays = &self.refs.dataset.arrays;
-        let Some((path, rest)) = split_chunk_key(key, |p| arrays.contains_key(p)) else {
-            return Resolved::Nothing;
-        };
-        let Ok(index) = parse_chunk_indices(rest) else {
-            return Resolved::Nothing;
-        };
-        let Some((path, array)) = arrays.get_key_value(path) else {
-            return Resolved::Nothing;
-        };
-        match array.grid.linear_index(&index) {
-            Some(lin) => Resolved::Chunk {
-                path,
-                lin: lin as usize,
-            },
-            None => Resolved::Nothing,
-        }
+    fn resolve<'a>(&'a self, key: &'a str) -> KeyTarget<'a> {
+        resolve_key(&self.refs, key)
     }
 
     /// Fetches the stored-by-reference chunks among `lins` of array `path`: linear index ->
@@ -185,9 +202,9 @@ impl ReadableStorageTraits for RefStore {
     ) -> Result<MaybeBytesIterator<'a>, StorageError> {
         let k = key.as_str();
         let out: Vec<Bytes> = match self.shared.resolve(k) {
-            Resolved::Nothing => return Ok(None),
-            Resolved::Document(doc) => slices(k, doc, byte_ranges)?,
-            Resolved::Chunk { path, lin } => {
+            KeyTarget::Nothing => return Ok(None),
+            KeyTarget::Document(doc) => slices(k, doc, byte_ranges)?,
+            KeyTarget::Chunk { path, lin } => {
                 let array = &self.shared.refs.dataset.arrays[path];
                 if array.data_type.is_string() {
                     // zarrs' vlen-utf8 decoder trusts the lengths in a chunk: the whole chunk
@@ -228,9 +245,9 @@ impl ReadableStorageTraits for RefStore {
 
     fn size_key(&self, key: &StoreKey) -> Result<Option<u64>, StorageError> {
         Ok(match self.shared.resolve(key.as_str()) {
-            Resolved::Nothing => None,
-            Resolved::Document(d) => Some(d.len() as u64),
-            Resolved::Chunk { path, lin } => {
+            KeyTarget::Nothing => None,
+            KeyTarget::Document(d) => Some(d.len() as u64),
+            KeyTarget::Chunk { path, lin } => {
                 match self.shared.refs.dataset.arrays[path].manifest.get(lin) {
                     ChunkRef::Missing => None,
                     ChunkRef::Inline(b) => Some(b.len() as u64),

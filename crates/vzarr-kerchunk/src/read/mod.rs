@@ -193,6 +193,7 @@ pub fn parse_refs(
     let mut ds = VirtualDataset::new();
     ds.groups.clear();
     let mut documents = HashMap::new();
+    let mut parsed_docs: Vec<(String, Value)> = Vec::new();
     let mut total_chunks: u64 = 0;
     for (key, value) in &meta {
         let path = if key == "zarr.json" {
@@ -252,7 +253,27 @@ pub fn parse_refs(
             }
         }
         documents.insert(key.clone(), raw);
+        parsed_docs.push((path.to_string(), doc));
     }
+    // A consolidated block is what zarr-python reads instead of the documents: it must say
+    // what they say, or a reader opening consolidated would read something else.
+    let nodes: Vec<(&str, &Value)> = parsed_docs.iter().map(|(p, d)| (p.as_str(), d)).collect();
+    if let Err((group, why)) = crate::consolidated::check(&nodes) {
+        let key = if group.is_empty() {
+            "zarr.json".to_string()
+        } else {
+            format!("{group}/zarr.json")
+        };
+        return Err(bad_key(
+            &key,
+            format!(
+                "consolidated metadata disagrees with the per-node documents ({why}); \
+                 refused, since zarr-python reading it consolidated would not read what \
+                 the documents say"
+            ),
+        ));
+    }
+    drop(parsed_docs);
     for path in ds.arrays.keys() {
         if ds.groups.contains_key(path) {
             return Err(malformed(format!("{path} is both a group and an array")));

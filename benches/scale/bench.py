@@ -1,0 +1,121 @@
+"""One measurement of benches/scale, in its own process (so peak memory is its own).
+
+    python bench.py open  --refs tas.json --via store|fsspec|fsspec-listing [--allow DIR]
+    python bench.py read  --refs tas.json --via store|fsspec --read step|point|yearquarter
+                          [--pipeline fused|batched|zarrs] [--concurrency N] [--profile OUT]
+
+Prints one JSON line: seconds to open (to a lazy xarray.Dataset, no dask: `chunks=None`), peak
+RSS after opening (MiB), the read's seconds and peak RSS after it, chunks read. The reads:
+`step` one time step (288 chunks), `point` one grid point's whole series (3,650 chunks),
+`yearquarter` a year of a quarter of the domain (365 x 72 = 26,280 chunks). `--via store`:
+`vzarr.open_dataset` (zarr-python's fused pipeline), or with `--pipeline batched` VzarrStore
+under zarr-python's default pipeline; `--via fsspec`: the recipe of docs/python.md for readers
+without vzarr (`fsspec-listing`: that recipe before consolidated metadata, `consolidated=False`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+
+
+def rss_mib() -> float:
+    """Peak resident set size of this process so far, MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def open_ds(refs: str, via: str, allow: str | None):
+    """The lazy dataset over `refs`, through vzarr's store or fsspec's reference filesystem
+    (the documented recipe for readers without vzarr)."""
+    import xarray as xr
+    import zarr
+
+    if via == "store" and zarr.config.get("codec_pipeline.path").endswith("BatchedCodecPipeline"):
+        # zarr-python's default pipeline on vzarr's store (vzarr.open_dataset would choose the
+        # fused one for its arrays).
+        from vzarr.store import VzarrStore
+
+        store = VzarrStore(refs, allow_prefixes=allow, trust_references=allow is None)
+        return xr.open_zarr(store, consolidated=True, zarr_format=3, chunks=None)
+    if via == "store":
+        import vzarr
+
+        return vzarr.open_dataset(refs, allow_prefixes=allow, trust_references=allow is None)
+    import fsspec
+
+    with open(refs) as f:
+        fo = json.load(f)
+    fs = fsspec.filesystem("reference", fo=fo, remote_protocol="file", asynchronous=True,
+                           remote_options={"asynchronous": True})
+    store = zarr.storage.FsspecStore(fs, path="/", read_only=True)
+    # fsspec-listing: the recipe as docs/python.md gave it before the consolidated metadata
+    # (zarr-python lists every key).
+    return xr.open_zarr(store, consolidated=via == "fsspec", zarr_format=3, chunks=None)
+
+
+READS = {
+    "step": lambda v: v.isel(time=100),
+    "point": lambda v: v.isel(lat=100, lon=200),
+    "yearquarter": lambda v: v.isel(time=slice(365, 730), lat=slice(0, 192), lon=slice(0, 384)),
+}
+CHUNKS = {"step": 288, "point": 3650, "yearquarter": 26280}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["open", "read"])
+    ap.add_argument("--refs", required=True)
+    ap.add_argument("--via", choices=["store", "fsspec", "fsspec-listing"], default="store")
+    ap.add_argument("--allow")
+    ap.add_argument("--read", choices=sorted(READS), default="point")
+    ap.add_argument("--pipeline", choices=["batched", "fused", "zarrs"], default="fused")
+    ap.add_argument("--concurrency", type=int)
+    ap.add_argument("--profile")
+    a = ap.parse_args()
+
+    import numpy  # noqa: F401
+    import xarray  # noqa: F401
+    import zarr
+
+    if a.pipeline == "batched":
+        zarr.config.set({"codec_pipeline.path": "zarr.core.codec_pipeline.BatchedCodecPipeline"})
+    elif a.pipeline == "fused":
+        zarr.config.set({"codec_pipeline.path": "zarr.core.codec_pipeline.FusedCodecPipeline"})
+    elif a.pipeline == "zarrs":
+        import zarrs  # noqa: F401
+
+        zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"})
+    if a.concurrency:
+        zarr.config.set({"async.concurrency": a.concurrency})
+    base = rss_mib()
+    t0 = time.perf_counter()
+    ds = open_ds(a.refs, a.via, a.allow)
+    out = {"what": a.what, "via": a.via, "open_s": round(time.perf_counter() - t0, 3),
+           "rss_imports_mib": round(base), "rss_open_mib": round(rss_mib())}
+    if a.what == "read":
+        v = ds["tas"].variable
+        sel = READS[a.read](v)
+        prof = None
+        if a.profile:
+            import cProfile
+
+            prof = cProfile.Profile()
+            prof.enable()
+        t0 = time.perf_counter()
+        vals = sel.values
+        out.update(read=a.read, pipeline=a.pipeline, concurrency=a.concurrency,
+                   read_s=round(time.perf_counter() - t0, 3), chunks=CHUNKS[a.read],
+                   rss_read_mib=round(rss_mib()), checksum=float(vals.astype("f8").sum()))
+        if prof is not None:
+            prof.disable()
+            prof.dump_stats(a.profile)
+    print(json.dumps(out))
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

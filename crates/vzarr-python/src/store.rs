@@ -1,0 +1,318 @@
+//! The key-value side of `vzarr.store.VzarrStore` (zarr-python's `Store` over a reference
+//! file): references parsed once in Rust (about 20 bytes a reference, no Python object per
+//! reference), keys resolved to documents and chunks, chunk bytes fetched through the
+//! reader's source stack (allowed prefixes checked for every URL at open, before anything is
+//! read), many keys at once, concurrently and with nearby ranges coalesced, the GIL released.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use vzarr_core::{ChunkRef, chunk_key};
+use vzarr_read::{KeyTarget, ReadError, Reader, resolve_key};
+
+use crate::VzarrError;
+use crate::open::{reader_options, to_py};
+
+/// A byte range as zarr-python asks for one: `(0, start, end)`, `(1, offset, 0)` (from offset
+/// to the end) or `(2, n, 0)` (the last `n` bytes); `None`: the whole value.
+type PyRange = Option<(u8, u64, u64)>;
+
+/// The absolute range of `r` inside a value of `len` bytes, as zarr-python's stores serve it:
+/// a range reaching past the end is cut at the end, a suffix longer than the value is the
+/// whole value; a range starting past the end is an error.
+fn range_in(r: PyRange, len: u64) -> Result<Range<u64>, String> {
+    let out = match r {
+        None => Some(0..len),
+        Some((0, s, e)) => (s <= e && s <= len).then(|| s..e.min(len)),
+        Some((1, o, _)) => (o <= len).then_some(o..len),
+        Some((2, n, _)) => Some(len - n.min(len)..len),
+        Some((k, ..)) => return Err(format!("unknown byte range kind {k}")),
+    };
+    out.ok_or_else(|| format!("byte range {r:?} starts past the value's {len} bytes"))
+}
+
+/// What one request resolves to before anything is fetched.
+enum Plan {
+    Ready(Option<Bytes>),
+    Fetch(usize),
+}
+
+/// A reference file opened for zarr-python: what its keys name and the sources behind it.
+#[pyclass(frozen, module = "vzarr._vzarr")]
+pub(crate) struct ReferenceStore {
+    reader: Arc<Reader>,
+    location: String,
+    /// The reference file's size, modification time (ns) and ETag when opened.
+    stamp: (u64, Option<i128>, Option<String>),
+}
+
+impl ReferenceStore {
+    fn get_many_inner(&self, requests: &[(String, PyRange)]) -> Result<Vec<Option<Bytes>>, String> {
+        let refs = self.reader.refs();
+        let mut plans = Vec::with_capacity(requests.len());
+        let mut fetch: Vec<(&str, Range<u64>)> = Vec::new();
+        for (key, r) in requests {
+            let plan = match resolve_key(refs, key) {
+                KeyTarget::Document(doc) => {
+                    let rr = range_in(*r, doc.len() as u64).map_err(|e| format!("{key}: {e}"))?;
+                    Plan::Ready(Some(doc.slice(rr.start as usize..rr.end as usize)))
+                }
+                KeyTarget::Chunk { path, lin } => {
+                    match refs.dataset.arrays[path].manifest.get(lin) {
+                        ChunkRef::Missing => Plan::Ready(None),
+                        ChunkRef::Inline(b) => {
+                            let rr =
+                                range_in(*r, b.len() as u64).map_err(|e| format!("{key}: {e}"))?;
+                            Plan::Ready(Some(Bytes::copy_from_slice(
+                                &b[rr.start as usize..rr.end as usize],
+                            )))
+                        }
+                        ChunkRef::Range {
+                            source,
+                            offset,
+                            length,
+                        } => {
+                            let rr = range_in(*r, length).map_err(|e| format!("{key}: {e}"))?;
+                            let (Some(a), Some(b)) =
+                                (offset.checked_add(rr.start), offset.checked_add(rr.end))
+                            else {
+                                return Err(format!("{key}: offset + length overflows"));
+                            };
+                            fetch.push((source, a..b));
+                            Plan::Fetch(fetch.len() - 1)
+                        }
+                    }
+                }
+                _ => Plan::Ready(None),
+            };
+            plans.push(plan);
+        }
+        let mut fetched = if fetch.is_empty() {
+            Vec::new()
+        } else {
+            vzarr_source::read_across(
+                self.reader.direct_sources().as_ref(),
+                &fetch,
+                self.reader.options().concurrency.max(1),
+            )
+            .map_err(|e| crate::open::chain(&ReadError::from(e)))?
+        };
+        Ok(plans
+            .into_iter()
+            .map(|p| match p {
+                Plan::Ready(b) => b,
+                Plan::Fetch(i) => Some(std::mem::take(&mut fetched[i])),
+            })
+            .collect())
+    }
+
+    /// The chunk keys of stored chunks of the array at `path` whose index starts with `head`.
+    fn chunk_indices(&self, path: &str, head: &[u64]) -> Vec<Vec<u64>> {
+        let array = &self.reader.refs().dataset.arrays[path];
+        let mut idx = Vec::new();
+        let mut out = Vec::new();
+        for (i, c) in array.manifest.iter_stored() {
+            if c == ChunkRef::Missing {
+                continue;
+            }
+            array.grid.chunk_index_into(i as u64, &mut idx);
+            if idx.starts_with(head) {
+                out.push(idx.clone());
+            }
+        }
+        out
+    }
+}
+
+/// `prefix` as a key prefix: empty for the root, else ending with `/`.
+fn dir_prefix(prefix: &str) -> String {
+    let p = prefix.trim_matches('/');
+    if p.is_empty() {
+        String::new()
+    } else {
+        format!("{p}/")
+    }
+}
+
+#[pymethods]
+impl ReferenceStore {
+    /// Opens the reference file at `location` (a path or URL) and checks every URL it names
+    /// against the allowed prefixes (`allow_prefixes`, `VZARR_ALLOW_PREFIXES`, the
+    /// configuration file; those the references record only narrow these, unless
+    /// `trust_references`). Raises `NotAllowedError` for a refused reference.
+    #[new]
+    #[pyo3(signature = (location, *, allow_prefixes, trust_references))]
+    fn new(
+        py: Python<'_>,
+        location: String,
+        allow_prefixes: Vec<String>,
+        trust_references: bool,
+    ) -> PyResult<Self> {
+        let opened = py.detach(|| -> Result<_, ReadError> {
+            let opts = reader_options(allow_prefixes, trust_references)?;
+            let load = |source| ReadError::Load {
+                origin: location.clone(),
+                source,
+            };
+            let src = vzarr_source::open_source(&location).map_err(load)?;
+            let rec = src.record();
+            let stamp = (rec.size, rec.mtime_ns, rec.etag.clone());
+            let bytes = src.read(0..src.size()).map_err(load)?;
+            let reader = vzarr_read::open_bytes(&bytes, &location, opts)?;
+            Ok((reader, stamp))
+        });
+        let (reader, stamp) = opened.map_err(|e| to_py(&e, &location))?;
+        Ok(ReferenceStore {
+            reader: Arc::new(reader),
+            location,
+            stamp,
+        })
+    }
+
+    /// Where the references were opened from.
+    #[getter]
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The reference file's size, modification time (ns since the epoch) and ETag when opened.
+    #[getter]
+    fn stamp(&self) -> (u64, Option<i128>, Option<String>) {
+        self.stamp.clone()
+    }
+
+    /// Chunk references (stored chunks) the store holds.
+    #[getter]
+    fn references(&self) -> u64 {
+        self.reader
+            .dataset()
+            .arrays
+            .values()
+            .map(|a| a.manifest.stored() as u64)
+            .sum()
+    }
+
+    /// The values of `requests` (`(key, range)`; see the module), `None` for a key that names
+    /// nothing or a chunk not stored; chunks of sources fetched concurrently, nearby ranges
+    /// of one source in one request.
+    fn get_many<'py>(
+        &self,
+        py: Python<'py>,
+        requests: Vec<(String, PyRange)>,
+    ) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
+        let got = py
+            .detach(|| self.get_many_inner(&requests))
+            .map_err(|e| VzarrError::new_err(format!("{}: {e}", self.location)))?;
+        Ok(got
+            .into_iter()
+            .map(|b| b.map(|b| PyBytes::new(py, &b)))
+            .collect())
+    }
+
+    /// The keys of the metadata documents (`zarr.json`, `path/zarr.json`), sorted.
+    fn document_keys(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.reader.refs().documents.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Whether `key` holds a value (a document or a stored chunk).
+    fn exists(&self, key: &str) -> bool {
+        match resolve_key(self.reader.refs(), key) {
+            KeyTarget::Document(_) => true,
+            KeyTarget::Chunk { path, lin } => {
+                self.reader.dataset().arrays[path].manifest.get(lin) != ChunkRef::Missing
+            }
+            _ => false,
+        }
+    }
+
+    /// Every key starting with `prefix`, documents first, then each array's chunk keys in C
+    /// order.
+    fn list_prefix(&self, py: Python<'_>, prefix: &str) -> Vec<String> {
+        py.detach(|| {
+            let refs = self.reader.refs();
+            let mut out: Vec<String> = refs
+                .documents
+                .keys()
+                .filter(|k| k.starts_with(prefix))
+                .cloned()
+                .collect();
+            out.sort();
+            for path in refs.dataset.arrays.keys() {
+                let base = chunk_key(path, &[]);
+                if !(base.starts_with(prefix) || prefix.starts_with(base.as_str())) {
+                    continue;
+                }
+                for idx in self.chunk_indices(path, &[]) {
+                    let k = chunk_key(path, &idx);
+                    if k.starts_with(prefix) {
+                        out.push(k);
+                    }
+                }
+            }
+            out
+        })
+    }
+
+    /// The names directly below `prefix` (a directory: `""` the root, `"tas"`, `"tas/c/0"`),
+    /// sorted.
+    fn list_dir(&self, py: Python<'_>, prefix: &str) -> Vec<String> {
+        py.detach(|| {
+            let pfx = dir_prefix(prefix);
+            let refs = self.reader.refs();
+            let mut out = BTreeSet::new();
+            let first = |rest: &str| rest.split('/').next().unwrap_or(rest).to_string();
+            for k in refs.documents.keys() {
+                if let Some(rest) = k.strip_prefix(pfx.as_str()) {
+                    out.insert(first(rest));
+                }
+            }
+            for path in refs.dataset.arrays.keys() {
+                let base = chunk_key(path, &[]);
+                if let Some(rest) = base.strip_prefix(pfx.as_str()) {
+                    if !self.chunk_indices(path, &[]).is_empty() {
+                        out.insert(first(rest));
+                    }
+                } else if let Some(rest) = pfx.strip_prefix(&format!("{base}/")) {
+                    let head: Option<Vec<u64>> = rest
+                        .trim_end_matches('/')
+                        .split('/')
+                        .filter(|s| !s.is_empty())
+                        .map(|s| s.parse().ok())
+                        .collect();
+                    let Some(head) = head else { continue };
+                    for idx in self.chunk_indices(path, &head) {
+                        if let Some(v) = idx.get(head.len()) {
+                            out.insert(v.to_string());
+                        }
+                    }
+                }
+            }
+            out.into_iter().collect()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_as_zarr_python_serves_them() {
+        assert_eq!(range_in(None, 5).unwrap(), 0..5);
+        assert_eq!(range_in(Some((0, 1, 3)), 5).unwrap(), 1..3);
+        assert_eq!(range_in(Some((0, 1, 9)), 5).unwrap(), 1..5);
+        assert_eq!(range_in(Some((1, 5, 0)), 5).unwrap(), 5..5);
+        assert_eq!(range_in(Some((2, 2, 0)), 5).unwrap(), 3..5);
+        assert_eq!(range_in(Some((2, 9, 0)), 5).unwrap(), 0..5);
+        assert!(range_in(Some((0, 6, 7)), 5).is_err());
+        assert!(range_in(Some((0, 3, 2)), 5).is_err());
+        assert!(range_in(Some((1, 6, 0)), 5).is_err());
+        assert!(range_in(Some((7, 0, 0)), 5).is_err());
+    }
+}
