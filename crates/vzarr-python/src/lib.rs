@@ -259,7 +259,7 @@ fn build(
 /// Returns the memory glibc's malloc holds free to the system, between the pieces of an
 /// Icechunk build: glibc keeps memory freed by a thread in that thread's arena, and each piece
 /// frees hundreds of MB on one of the I/O runtime's threads (the binary does the same; see
-/// BENCHMARKS.md, "Icechunk at scale"). A no-op with other allocators.
+/// benches/HISTORY.md, "Icechunk at scale"). A no-op with other allocators.
 fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim takes no pointers; it only walks glibc's own free lists.

@@ -4,6 +4,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
+use vzarr_core::error_chain;
 use vzarr_icechunk::RepoLocation;
 use vzarr_read::{ParsedRefs, ReadError, ReadOptions};
 use vzarr_source::SourceError;
@@ -69,7 +70,7 @@ pub(crate) fn reader_options(
 /// A reading error as the Python exception: refusals as `NotAllowedError`, sources and
 /// references that cannot be read as `SourceError`, the rest as `VzarrError`.
 pub(crate) fn to_py(e: &ReadError, at: &str) -> PyErr {
-    let message = format!("{at}: {}", chain(e));
+    let message = format!("{at}: {}", error_chain(e));
     match e.source_error() {
         Some(SourceError::NotAllowed(_)) => NotAllowedError::new_err(message),
         Some(_) => PySourceError::new_err(message),
@@ -78,21 +79,6 @@ pub(crate) fn to_py(e: &ReadError, at: &str) -> PyErr {
         }
         None => VzarrError::new_err(message),
     }
-}
-
-/// An error and its causes on one line, each cause once.
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let t = c.to_string();
-        if !out.contains(&t) {
-            out.push_str(": ");
-            out.push_str(&t);
-        }
-        cur = c.source();
-    }
-    out
 }
 
 /// Reads the reference file at `location` (a path or URL), checks that every source it points
@@ -139,10 +125,10 @@ pub(crate) fn checked_repository<'py>(
     trust_references: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let checked = py.detach(|| -> Result<_, String> {
-        let opts = reader_options(allow_prefixes, trust_references).map_err(|e| chain(&e))?;
-        let loc = RepoLocation::parse(&location).map_err(|e| chain(&e))?;
+        let opts = reader_options(allow_prefixes, trust_references).map_err(|e| error_chain(&e))?;
+        let loc = RepoLocation::parse(&location).map_err(|e| error_chain(&e))?;
         let opened = vzarr_icechunk::open(&loc, &branch, opts.limits.max_references)
-            .map_err(|e| chain(&e))?;
+            .map_err(|e| error_chain(&e))?;
         let snapshot = opened.snapshot.clone();
         let parsed =
             ParsedRefs::from_parts(opened.dataset, opened.documents, opened.has_provenance);

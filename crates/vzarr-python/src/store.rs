@@ -99,7 +99,7 @@ impl ReferenceStore {
                 &fetch,
                 self.reader.options().concurrency.max(1),
             )
-            .map_err(|e| crate::open::chain(&ReadError::from(e)))?
+            .map_err(|e| vzarr_core::error_chain(&ReadError::from(e)))?
         };
         Ok(plans
             .into_iter()
