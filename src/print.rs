@@ -134,6 +134,11 @@ pub(crate) fn finish(
     report: &ReportArgs,
 ) -> Result<ExitCode> {
     let s = summarize(ds);
+    if let Output::Kerchunk(_) = output
+        && let Some(w) = vzarr_build::output::reference_file_warning(ds)
+    {
+        warnings(&[format!("{w}: --format icechunk")]);
+    }
     let written = vzarr_build::output::write(
         ds,
         output,

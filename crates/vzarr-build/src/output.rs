@@ -228,3 +228,42 @@ pub fn write(
         }
     }
 }
+
+/// The most chunks (references and inline values) a reference file holds before vzarr warns
+/// that it stops being practical to open. Measured on 2 cores (2026-11-28, BENCHMARKS.md,
+/// "Readers at scale"): `vzarr.open_dataset` opens 1,051,200 references in 0.6 s and 243 MiB
+/// and 10,000,000 in 6.0 s and 1.2 GiB; fsspec's reference filesystem, the reader of those
+/// without vzarr, needs 7.4 s and 728 MiB for 1M and more than 12 GiB for 10M; an Icechunk
+/// repository opens 10M in 0.3 s.
+pub const REFERENCE_FILE_CEILING: usize = 5_000_000;
+
+/// A warning when `ds`, written as a reference file, would hold more chunks than
+/// [`REFERENCE_FILE_CEILING`]: what opening it costs, and the Icechunk format instead.
+pub fn reference_file_warning(ds: &VirtualDataset) -> Option<String> {
+    ceiling_warning(ds.arrays.values().map(|a| a.manifest.stored()).sum())
+}
+
+fn ceiling_warning(chunks: usize) -> Option<String> {
+    (chunks > REFERENCE_FILE_CEILING).then(|| {
+        format!(
+            "{chunks} chunks in one reference file: above {REFERENCE_FILE_CEILING} a reference \
+             file is slow to open (about 0.6 s and 120 MB a million with vzarr's reader, far \
+             more through fsspec's); an Icechunk repository (format icechunk) opens in a \
+             fraction of a second at any size"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_files_above_the_ceiling_are_warned_of() {
+        assert_eq!(ceiling_warning(REFERENCE_FILE_CEILING), None);
+        let w = ceiling_warning(REFERENCE_FILE_CEILING + 1).expect("a warning");
+        assert!(w.starts_with("5000001 chunks in one reference file"), "{w}");
+        assert!(w.contains("Icechunk"), "{w}");
+        assert_eq!(reference_file_warning(&VirtualDataset::new()), None);
+    }
+}

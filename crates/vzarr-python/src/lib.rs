@@ -234,6 +234,12 @@ fn build(
     let summary = serde_json::to_string(&out.summary)
         .map_err(|e| VzarrError::new_err(format!("summary: {e}")))?;
     let mut warnings = out.warnings;
+    if format == Format::Kerchunk {
+        warnings.extend(
+            vzarr_build::output::reference_file_warning(&out.dataset)
+                .map(|w| format!("{w}: format=\"icechunk\"")),
+        );
+    }
     warnings.extend(out.plan.iter().flat_map(|p| p.left_out.iter().cloned()));
     warnings.extend(
         out.small_chunks
