@@ -1,7 +1,9 @@
 """One measurement of benches/scale, in its own process (so peak memory is its own).
 
     python bench.py open  --refs tas.json --via store|fsspec|fsspec-listing [--allow DIR]
-    python bench.py read  --refs tas.json --via store|fsspec --read step|point|yearquarter
+    python bench.py open  --refs tas.icechunk --via icechunk|icechunk-python [--allow DIR]
+    python bench.py read  --refs tas.json --via store|fsspec|icechunk|icechunk-python
+                          --read step|point|yearquarter
                           [--pipeline fused|batched|zarrs] [--concurrency N] [--profile OUT]
 
 Prints one JSON line: seconds to open (to a lazy xarray.Dataset, no dask: `chunks=None`), peak
@@ -10,7 +12,10 @@ RSS after opening (MiB), the read's seconds and peak RSS after it, chunks read. 
 `yearquarter` a year of a quarter of the domain (365 x 72 = 26,280 chunks). `--via store`:
 `vzarr.open_dataset` (zarr-python's fused pipeline), or with `--pipeline batched` VzarrStore
 under zarr-python's default pipeline; `--via fsspec`: the recipe of docs/python.md for readers
-without vzarr (`fsspec-listing`: that recipe before consolidated metadata, `consolidated=False`).
+without vzarr (`fsspec-listing`: that recipe before consolidated metadata, `consolidated=False`);
+`--via icechunk`: `vzarr.open_dataset` of the Icechunk repository vzarr built from the same
+catalog (every virtual reference checked against the allowed prefixes first), `--via
+icechunk-python`: icechunk-python alone, its containers authorised (the floor of that path).
 """
 
 from __future__ import annotations
@@ -40,10 +45,21 @@ def open_ds(refs: str, via: str, allow: str | None):
 
         store = VzarrStore(refs, allow_prefixes=allow, trust_references=allow is None)
         return xr.open_zarr(store, consolidated=True, zarr_format=3, chunks=None)
-    if via == "store":
+    if via in ("store", "icechunk"):
         import vzarr
 
         return vzarr.open_dataset(refs, allow_prefixes=allow, trust_references=allow is None)
+    if via == "icechunk-python":
+        import icechunk
+
+        storage = icechunk.local_filesystem_storage(refs)
+        containers = icechunk.Repository.open(storage).config.virtual_chunk_containers or {}
+        creds = icechunk.containers_credentials(
+            {c: icechunk.credentials.LocalFileSystemAccess for c in containers})
+        repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=creds)
+        zarr.config.set({"array.rectilinear_chunks": True})
+        return xr.open_zarr(repo.readonly_session(branch="main").store, consolidated=False,
+                            zarr_format=3, chunks=None)
     import fsspec
 
     with open(refs) as f:
@@ -68,7 +84,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("what", choices=["open", "read"])
     ap.add_argument("--refs", required=True)
-    ap.add_argument("--via", choices=["store", "fsspec", "fsspec-listing"], default="store")
+    ap.add_argument("--via", default="store",
+                    choices=["store", "fsspec", "fsspec-listing", "icechunk", "icechunk-python"])
     ap.add_argument("--allow")
     ap.add_argument("--read", choices=sorted(READS), default="point")
     ap.add_argument("--pipeline", choices=["batched", "fused", "zarrs"], default="fused")
