@@ -9,7 +9,7 @@ use std::path::Path;
 use vzarr_core::{
     ChunkGrid, ChunkManifest, DataType, Endian, FillValue, VirtualArray, VirtualDataset,
 };
-use vzarr_icechunk::{RepoLocation, WriteOptions, history, open, write};
+use vzarr_icechunk::{Commits, RepoLocation, WriteOptions, history, open, write};
 
 /// One array of `n` one-chunk rows (16 values a chunk) referencing 100 files in turn.
 fn dataset(dir: &str, n: u64) -> VirtualDataset {
@@ -139,5 +139,39 @@ fn pieces_write_no_garbage() {
             );
         }
         eprintln!("{pieces} pieces: {w_sum} bytes written, {l_sum} live: {written:?} / {live:?}");
+    }
+}
+
+/// `Commits::One`: a dataset past `piece_refs` is still one session and one commit, equal to
+/// what was written, and leaves no garbage either.
+#[test]
+fn one_commit_whatever_the_size() {
+    let n = 2_000u64;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let ds = dataset(dir, n);
+    let path = tmp.path().join("repo");
+    let loc = RepoLocation::parse(path.to_str().unwrap()).unwrap();
+    let w = write(
+        &ds,
+        &loc,
+        &WriteOptions {
+            piece_refs: 100,
+            commits: Commits::One,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!((w.pieces, w.commits), (20, 1));
+    assert_eq!(history(&loc, "main").unwrap().len(), 2);
+    let written = sizes(&path);
+    collect_garbage(&path);
+    let live = sizes(&path);
+    for kind in ["manifests", "snapshots", "transactions"] {
+        assert_eq!(written.get(kind), live.get(kind), "{kind}");
+    }
+    let back = open(&loc, "main", n).unwrap();
+    for (i, c) in back.dataset.arrays["v"].manifest.iter_stored() {
+        assert_eq!(c, ds.arrays["v"].manifest.get(i), "chunk {i}");
     }
 }
