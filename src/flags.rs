@@ -240,7 +240,7 @@ pub(crate) struct OutputArgs {
     #[arg(long, conflicts_with = "one_commit")]
     pub(crate) commit_per_piece: bool,
     /// With --format icechunk: one commit whatever the size, the whole build held in
-    /// Icechunk's memory until it commits (a few hundred bytes a reference: about 3 GB at
+    /// Icechunk's memory until it commits (a few hundred bytes a reference: several GB at
     /// 10 million); --piece-refs is then ignored.
     #[arg(long)]
     pub(crate) one_commit: bool,
