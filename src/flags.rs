@@ -62,7 +62,7 @@ pub(crate) enum FormatArg {
     /// kerchunk version 1 reference JSON with Zarr v3 keys (one file).
     Kerchunk,
     /// An Icechunk repository (spec version 2; a local directory, or s3://, gs:// or
-    /// az://bucket/prefix), one commit per build (or per piece, with --commit-per-piece).
+    /// az://bucket/prefix), one commit per build (per piece past --piece-refs chunks).
     Icechunk,
 }
 
@@ -229,16 +229,21 @@ pub(crate) struct OutputArgs {
     #[arg(long, value_name = "BRANCH", default_value = "main")]
     pub(crate) branch: String,
     /// With --format icechunk: the most chunk references Icechunk holds in memory before
-    /// they are committed; more are written in pieces that still end as one commit unless
-    /// --commit-per-piece (smaller: less memory, more time).
+    /// they are committed; a build of more is written in pieces of at most N, one commit
+    /// each, that the branch gains all together or not at all (smaller: less memory, more
+    /// commits).
     #[arg(long, value_name = "N", default_value_t = vzarr_icechunk::PIECE_REFS,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub(crate) piece_refs: usize,
-    /// With --format icechunk: commit each piece on its own instead of amending them into one
-    /// commit, so that memory stays that of one piece at any size (one commit amended from
-    /// many pieces grows by about 100 bytes a chunk); the branch gains all the commits or none.
-    #[arg(long)]
+    /// With --format icechunk: one commit per piece. What a build of more than --piece-refs
+    /// chunks does anyway; kept for scripts that ask for it.
+    #[arg(long, conflicts_with = "one_commit")]
     pub(crate) commit_per_piece: bool,
+    /// With --format icechunk: one commit whatever the size, the whole build held in
+    /// Icechunk's memory until it commits (a few hundred bytes a reference: several GB at
+    /// 10 million); --piece-refs is then ignored.
+    #[arg(long)]
+    pub(crate) one_commit: bool,
 }
 
 impl OutputArgs {
@@ -247,7 +252,11 @@ impl OutputArgs {
         Ok(
             Output::parse(&self.output, self.format.into(), &self.branch)?
                 .with_piece_refs(self.piece_refs)
-                .with_commits(vzarr_icechunk::Commits::per_piece(self.commit_per_piece)),
+                .with_commits(if self.one_commit {
+                    vzarr_icechunk::Commits::One
+                } else {
+                    vzarr_icechunk::Commits::per_piece(self.commit_per_piece)
+                }),
         )
     }
 }
@@ -309,7 +318,7 @@ pub(crate) enum Command {
         output: PathBuf,
     },
     /// Combine the partial scans of every shard into one reference file (or, with --format
-    /// icechunk, one commit of an Icechunk repository).
+    /// icechunk, a commit of an Icechunk repository).
     Combine {
         /// Partial scan files of shards 0..N.
         #[arg(required = true)]

@@ -139,6 +139,7 @@ pub(crate) fn finish(
     {
         warnings(&[format!("{w}: --format icechunk")]);
     }
+    let started = std::time::Instant::now();
     let written = vzarr_build::output::write(
         ds,
         output,
@@ -146,6 +147,9 @@ pub(crate) fn finish(
         action == "append",
         Some(crate::release_free_memory),
     );
+    // The write counts in the summary's time (for a large Icechunk build, most of it).
+    let mut summary = summary.clone();
+    summary.add_write(started.elapsed().as_secs_f64());
     // The library's Icechunk errors name the repository already.
     let written = match output {
         Output::Kerchunk(_) => written.with_context(|| format!("writing {}", output.display()))?,
@@ -200,17 +204,22 @@ pub(crate) fn finish(
             if w.commits > 1 {
                 println!("written in {} pieces, one commit each", w.pieces);
             } else if w.pieces > 1 {
-                println!("written in {} pieces, amended into one commit", w.pieces);
+                println!("written in {} pieces, one commit", w.pieces);
             }
         }
         _ => {}
     }
     println!(
-        "{} files: {} scanned, {} from the cache, {} failed; {:.2} s",
-        summary.files, summary.scanned, summary.cache_hits, summary.failed, summary.total_seconds
+        "{} files: {} scanned, {} from the cache, {} failed; {:.2} s ({:.2} s writing)",
+        summary.files,
+        summary.scanned,
+        summary.cache_hits,
+        summary.failed,
+        summary.total_seconds,
+        summary.write_seconds
     );
     if let Some(p) = &report.summary_json {
-        std::fs::write(p, serde_json::to_string_pretty(summary)? + "\n")
+        std::fs::write(p, serde_json::to_string_pretty(&summary)? + "\n")
             .with_context(|| format!("writing {}", p.display()))?;
     }
     if failures.is_empty() {

@@ -103,25 +103,27 @@ def bench_catalog(a, work: Path) -> dict:
     warm(files)
     d = work / "catalog"
     d.mkdir(parents=True, exist_ok=True)
-    # Both ways of committing a build in pieces: amended into one commit (the default), and
-    # one commit per piece (--commit-per-piece), alternating run by run.
-    modes = {"one commit": [], "commit per piece": ["--commit-per-piece"]}
+    # Both commit policies, alternating run by run: chosen by size (the default: one commit
+    # per piece past --piece-refs), and one commit whatever the size (--one-commit). Every
+    # chunk referenced as stored (--small-chunks keep): the one-byte chunks would otherwise be
+    # merged and kept inline, and nothing would be referenced.
+    modes = {"by size (default)": [], "one commit": ["--one-commit"]}
     runs: dict[str, list[dict]] = {m: [] for m in modes}
     checks = {}
     for i in range(a.catalog_runs):
         for mode, extra in modes.items():
-            out = d / ("vzarr.icechunk" if not extra else "vzarr-per-piece.icechunk")
-            argv = [a.vzarr, "build", *files, "--new-dim", "member", "--format", "icechunk",
-                    "-o", str(out), *extra] + (
+            out = d / ("vzarr.icechunk" if not extra else "vzarr-one.icechunk")
+            argv = [a.vzarr, "build", *files, "--new-dim", "member", "--small-chunks", "keep",
+                    "--format", "icechunk", "-o", str(out), *extra] + (
                         ["--piece-refs", str(a.piece_refs)] if a.piece_refs else [])
-            tag = "one" if not extra else "per-piece"
+            tag = "by-size" if not extra else "one"
             r = one("vzarr", argv, out, d / f"vzarr-{tag}.run{i}")
             runs[mode].append(r)
             if i == 0:
                 chk = check(out, files, a.python, d / f"vzarr-{tag}.check")
                 pieces = next((int(line.split()[2]) for line in r["stdout_tail"]
                                if line.startswith("written in ")), 1)
-                want = 2 if not extra else pieces + 1
+                want = pieces + 1 if not extra else 2
                 if chk["commits"] != want or chk["branches"] != ["main"]:
                     raise BenchError(f"catalog, {mode}: {chk} (want {want} commits)")
                 chk["pieces"] = pieces

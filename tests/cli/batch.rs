@@ -388,3 +388,40 @@ fn directories_are_walked_with_include_and_exclude() {
     let refs: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(refs["vzarr"]["sources"].as_array().unwrap().len(), 9);
 }
+
+/// The summary counts the write: an Icechunk build in pieces reports its pieces and
+/// commits, and `--summary-json` has the write's seconds, included in the total.
+#[test]
+fn summary_counts_the_icechunk_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    let sum = dir.path().join("summary.json");
+    let mut args = vec!["build"];
+    let files = months();
+    args.extend(files[..3].iter().map(|p| s(p)));
+    args.extend([
+        "--concat-dim",
+        "time",
+        "--format",
+        "icechunk",
+        "-o",
+        s(&repo),
+        "--piece-refs",
+        "2",
+        "--summary-json",
+        s(&sum),
+    ]);
+    let o = vzarr(&args);
+    ok(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("pieces, one commit each"), "{stdout}");
+    assert!(stdout.contains(" s writing)"), "{stdout}");
+    let v = summary(&sum);
+    let (write, total, scan) = (
+        v["write_seconds"].as_f64().unwrap(),
+        v["total_seconds"].as_f64().unwrap(),
+        v["scan_seconds"].as_f64().unwrap(),
+    );
+    assert!(write > 0.0, "{v}");
+    assert!(total >= write + scan, "{v}");
+}

@@ -7,6 +7,7 @@ repository and sources on an S3 server (moto); append as a second commit; `vzarr
 `cat` and `inspect` on repositories, and staleness after a source is touched."""
 
 import json
+from datetime import datetime, timezone
 import os
 import shutil
 
@@ -106,36 +107,70 @@ def test_monthly_archive_reads_as_the_sources(tmp_path, months, chunk_t, zlib, g
         assert "re-encoded inline" in p.stdout and "0 native chunks" not in p.stdout
 
 
+def pieces_of(p):
+    """The number of pieces a build's output says it was written in (1 when it says none)."""
+    line = next((l for l in p.stdout.splitlines() if l.startswith("written in ")), None)
+    if line is None:
+        return 1
+    assert line.endswith("pieces, one commit each"), line
+    return int(line.split()[2])
+
+
+def assert_no_garbage(repo):
+    """Icechunk's garbage collection, cutoff now, finds nothing to delete: every snapshot,
+    transaction log and manifest the builds wrote is reachable from the branch."""
+    cutoff = datetime.now(timezone.utc)
+    gc = repo.garbage_collect(cutoff)
+    assert (gc.snapshots_deleted, gc.transaction_logs_deleted, gc.manifests_deleted) == (0, 0, 0), gc
+
+
 @pytest.mark.parametrize("piece_refs", [1, 7, 100])
-def test_pieces_read_as_the_sources_in_one_commit(tmp_path, piece_refs):
+def test_pieces_read_as_the_sources(tmp_path, piece_refs):
     """A build written in many pieces (`--piece-refs`; down to one chunk each) reads back with
-    icechunk-python + xarray equal to the sources, adds exactly one commit to the branch and
-    leaves no temporary branch; an append in pieces is one more commit equal to the whole."""
+    icechunk-python + xarray equal to the sources, adds one commit per piece to the branch (the
+    last naming the build), leaves no temporary branch and no garbage; an append in pieces
+    adds its own and reads equal to the whole."""
     paths = write_archive(tmp_path, MONTHS_24, chunk_t=10, zlib=True)
     repo_path = tmp_path / "repo"
     p = build_repo(repo_path, *paths[:12], "--concat-dim", "time", "--piece-refs", piece_refs)
-    assert "amended into one commit" in p.stdout
+    n = pieces_of(p)
+    assert n > 1 if piece_refs < 100 else n >= 1
     repo, _ = open_local(repo_path)
     assert_matches_concat(open_xr(repo), expected_concat(paths[:12]))
     history = list(repo.ancestry(branch="main"))
-    assert len(history) == 2
+    assert len(history) == n + 1
     assert "build of 12 source(s)" in history[0].message
     assert "vzarr" in history[0].metadata
     assert set(repo.list_branches()) == {"main"}
     p = build_repo(repo_path, *paths[12:], "--append", "--piece-refs", piece_refs)
-    assert "amended into one commit" in p.stdout
+    m = pieces_of(p)
     repo, _ = open_local(repo_path)
     history = list(repo.ancestry(branch="main"))
-    assert len(history) == 3 and "append of 24 source(s)" in history[0].message
+    assert len(history) == n + m + 1 and "append of 24 source(s)" in history[0].message
     assert set(repo.list_branches()) == {"main"}
     assert_matches_concat(open_xr(repo), expected_concat(paths))
-    # The first commit still reads as the first year.
+    # The first build's last commit still reads as the first year.
     first = xr.open_zarr(
-        repo.readonly_session(snapshot_id=history[1].id).store, consolidated=False, zarr_format=3
+        repo.readonly_session(snapshot_id=history[m].id).store, consolidated=False, zarr_format=3
     )
     assert_matches_concat(first, expected_concat(paths[:12]))
+    assert_no_garbage(repo)
+    assert_matches_concat(open_xr(repo), expected_concat(paths))
     v = run_vzarr("verify", repo_path, "--trust-references", check=False)
     assert v.returncode == 0, v.stdout + v.stderr
+
+
+def test_one_commit_whatever_the_size(tmp_path):
+    """`--one-commit`: a build past `--piece-refs` is still one commit, equal to the sources."""
+    paths = write_archive(tmp_path, MONTHS_24, chunk_t=10, zlib=True)
+    repo_path = tmp_path / "repo"
+    p = build_repo(repo_path, *paths[:12], "--concat-dim", "time", "--piece-refs", "7",
+                   "--one-commit")
+    assert "one commit each" not in p.stdout
+    repo, _ = open_local(repo_path)
+    assert len(list(repo.ancestry(branch="main"))) == 2
+    assert_matches_concat(open_xr(repo), expected_concat(paths[:12]))
+    assert_no_garbage(repo)
 
 
 def test_http_sources_read_as_the_sources(tmp_path, http_files):
@@ -166,11 +201,6 @@ def test_pieces_committed_one_by_one(tmp_path):
     intermediate snapshot opens and says which piece it holds; no temporary branch is left."""
     paths = write_archive(tmp_path, MONTHS_24, chunk_t=10, zlib=True)
     repo_path = tmp_path / "repo"
-
-    def pieces_of(p):
-        line = next(l for l in p.stdout.splitlines() if l.startswith("written in "))
-        assert line.endswith("pieces, one commit each"), line
-        return int(line.split()[2])
 
     p = build_repo(repo_path, *paths[:12], "--concat-dim", "time", "--piece-refs", "7",
                    "--commit-per-piece")
@@ -382,10 +412,11 @@ def test_repository_and_sources_on_s3(tmp_path, moto_server):
     assert f"s3://{bucket}/archive/" in p.stdout
     for p in paths[6:]:
         client.upload_file(str(p), bucket, f"archive/{p.name}")
-    # The append in pieces: Icechunk's amend and branch moves on S3 too.
+    # The append in pieces: the temporary branch and the branch's move on S3 too.
     p = run_vzarr_env(env, "build", f"s3://{bucket}/archive/", "--append", "--format", "icechunk",
                       "-o", repo_url, "--piece-refs", "5")
-    assert "amended into one commit" in p.stdout
+    m = pieces_of(p)
+    assert m > 1
     endpoint = env["AWS_ENDPOINT_URL"]
     storage = icechunk.s3_storage(
         bucket=bucket, prefix="repos/tas", endpoint_url=endpoint, allow_http=True, region="us-east-1",
@@ -398,7 +429,7 @@ def test_repository_and_sources_on_s3(tmp_path, moto_server):
     )
     repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=creds)
     history = list(repo.ancestry(branch="main"))
-    assert len(history) == 3 and "append of 12 source(s)" in history[0].message
+    assert len(history) == m + 2 and "append of 12 source(s)" in history[0].message
     assert set(repo.list_branches()) == {"main"}
     virt = open_xr(repo)
     assert_matches_concat(virt, expected_concat(paths))

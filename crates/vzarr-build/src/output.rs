@@ -15,7 +15,7 @@ pub enum Format {
     /// kerchunk version 1 reference JSON with Zarr v3 keys (one file or object).
     #[default]
     Kerchunk,
-    /// An Icechunk repository (spec version 2), one commit per build.
+    /// An Icechunk repository (spec version 2), one commit per build (per piece for a large one).
     Icechunk,
 }
 
@@ -94,7 +94,7 @@ impl Output {
                     location: vzarr_icechunk::RepoLocation::parse(target)?,
                     branch: branch.to_string(),
                     piece_refs: vzarr_icechunk::PIECE_REFS,
-                    commits: vzarr_icechunk::Commits::One,
+                    commits: vzarr_icechunk::Commits::Auto,
                 })
             }
         }
@@ -175,8 +175,7 @@ pub fn plan_append(
 }
 
 /// Writes `ds` to `output` (atomically: a reference file appears whole or not at all; an
-/// Icechunk build is one commit, or with [`vzarr_icechunk::Commits::PerPiece`] all its
-/// commits, or none). `action` names what made it in an Icechunk commit
+/// Icechunk build's branch gains all its commits, one per piece, or none). `action` names what made it in an Icechunk commit
 /// message (`build`, `append`, `combine`); `append` says the repository must exist;
 /// `after_piece` runs between the pieces of an Icechunk build (see
 /// [`vzarr_icechunk::WriteOptions::after_piece`]).

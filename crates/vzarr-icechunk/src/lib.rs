@@ -1,6 +1,6 @@
 //! Icechunk repositories of vzarr datasets (spec version 2, `icechunk` crate 2.3).
 //!
-//! - [`write()`]: a planned [`vzarr_core::VirtualDataset`] as one commit on a branch: the Zarr v3
+//! - [`write()`]: a planned [`vzarr_core::VirtualDataset`] as a commit on a branch: the Zarr v3
 //!   documents vzarr writes (rectilinear grids included), a virtual chunk reference (URL,
 //!   offset, length, and the source's ETag or modification time as checksum) per referenced
 //!   chunk, and the chunks vzarr keeps inline (re-encoded edges, decoded time, strings) as
@@ -8,11 +8,11 @@
 //!   per source prefix (`file:///dir/`, `s3://bucket/dir/`): what a reader must authorise.
 //!   The commit's metadata holds the dataset's provenance under `vzarr` (sources with size,
 //!   modification time and ETag, concatenation), as the kerchunk writer's `vzarr` block.
-//!   Datasets of more than [`WriteOptions::piece_refs`] chunks are written in pieces, each
-//!   committed on a temporary branch and amended into the next, so that the branch still
-//!   gains one commit while Icechunk holds one piece at a time (or, with
-//!   [`Commits::PerPiece`], one commit per piece, which bounds memory at any size); manifests
-//!   are split so that none holds more than [`MANIFEST_REFS`] references.
+//!   Datasets of more than [`WriteOptions::piece_refs`] chunks are written in pieces, one
+//!   commit each on a temporary branch that the branch then moves to (all or none), so that
+//!   Icechunk holds one piece at a time and nothing is amended ([`Commits`]: the policy is
+//!   chosen by size); manifests are split so that none holds more than [`MANIFEST_REFS`]
+//!   references.
 //! - [`open`]: the tip of a branch back into a dataset (native chunks read into the manifest
 //!   as inline bytes), for vzarr's reader and verifier; [`history`] lists the commits.
 //!

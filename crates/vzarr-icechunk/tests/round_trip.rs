@@ -320,10 +320,11 @@ fn assert_same(back: &VirtualDataset, ds: &VirtualDataset) {
     }
 }
 
-/// A build written in many pieces (down to one chunk each) reads back equal, adds exactly one
-/// commit to the branch, leaves no temporary branch, and splits the manifests.
+/// A build written in many pieces (down to one chunk each) reads back equal, adds one commit
+/// per piece to the branch (the last with the message), leaves no temporary branch, and splits
+/// the manifests.
 #[test]
-fn pieces_end_as_one_commit() {
+fn pieces_end_as_one_commit_each() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_str().unwrap();
     let ds = many_chunks(dir);
@@ -358,6 +359,14 @@ fn pieces_end_as_one_commit() {
         let back = open(&loc, "main", 1000).unwrap();
         assert_same(&back.dataset, &ds);
         assert_eq!(back.snapshot, w.snapshot);
+        assert_eq!(w.commits, w.pieces, "{piece_refs}");
+        let n = w.pieces as usize;
+        for p in 1..n {
+            commits.insert(
+                0,
+                format!("vzarr: piece {p} of {n} of a build (complete only in the last)"),
+            );
+        }
         commits.insert(0, message);
         let h: Vec<String> = history(&loc, "main")
             .unwrap()
@@ -403,7 +412,16 @@ fn pieces_end_as_one_commit() {
     assert_eq!(open(&loc, "main", 1000).unwrap().snapshot, tip);
     let h = history(&loc, "dev").unwrap();
     assert_eq!(h[0].message, "dev build");
-    assert_eq!(h[1].id, tip);
+    // The dev build's pieces, then main's history from its tip.
+    let main_ids: Vec<String> = history(&loc, "main")
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(main_ids[0], tip);
+    assert!(h.len() > main_ids.len() + 1);
+    let dev_ids: Vec<String> = h.into_iter().map(|c| c.id).collect();
+    assert_eq!(dev_ids[dev_ids.len() - main_ids.len()..], main_ids[..]);
     assert_eq!(branches_and_manifests(&path, "dev").0, ["dev", "main"]);
 }
 
@@ -428,6 +446,15 @@ fn failed_pieces_leave_nothing() {
     )
     .unwrap();
     let tip = open(&loc, "main", 1000).unwrap().snapshot;
+    let messages = |loc: &RepoLocation| -> Vec<String> {
+        history(loc, "main")
+            .unwrap()
+            .into_iter()
+            .map(|c| c.message)
+            .collect()
+    };
+    let good = messages(&loc);
+    assert_eq!(good[0], "good");
     let mut bad = ds.clone();
     let u = bad.arrays.get_mut("u").unwrap();
     let s = u.manifest.intern(&format!("file://{dir}/f0.nc")).unwrap();
@@ -444,12 +471,7 @@ fn failed_pieces_leave_nothing() {
     .unwrap_err();
     assert!(matches!(e, IcechunkError::Icechunk { .. }), "{e}");
     assert_eq!(open(&loc, "main", 1000).unwrap().snapshot, tip);
-    let h: Vec<String> = history(&loc, "main")
-        .unwrap()
-        .into_iter()
-        .map(|c| c.message)
-        .collect();
-    assert_eq!(h, ["good", "Repository initialized"]);
+    assert_eq!(messages(&loc), good);
     assert_eq!(branches_and_manifests(&path, "main").0, ["main"]);
     // A new repository whose build fails in its last piece is removed again.
     let fresh = tmp.path().join("fresh");
@@ -621,7 +643,7 @@ fn many_references() {
             "chunk {i} differs after the round trip"
         );
     }
-    assert_eq!(history(&loc, "main").unwrap().len(), 2);
+    assert_eq!(history(&loc, "main").unwrap().len() as u64, 1 + w.commits);
     println!(
         "{n} references in {} pieces: write {written:?} (peak RSS {before} KiB before, {after_write} KiB after), open {opened:?}, repository {size} bytes",
         w.pieces

@@ -265,11 +265,20 @@ pub struct BatchSummary {
     pub bytes_parsed: u64,
     /// Seconds spent scanning.
     pub scan_seconds: f64,
-    /// Seconds in all.
+    /// Seconds spent writing the output (0 until a front end writes it and adds them, to
+    /// this and to [`BatchSummary::total_seconds`]: see [`BatchSummary::add_write`]).
+    pub write_seconds: f64,
+    /// Seconds in all (the write's included once it is added).
     pub total_seconds: f64,
 }
 
 impl BatchSummary {
+    /// The summary with the output's write, which took `seconds`, counted in the totals.
+    pub fn add_write(&mut self, seconds: f64) {
+        self.write_seconds += seconds;
+        self.total_seconds += seconds;
+    }
+
     /// Counts the outcomes of a batch.
     pub fn of_outcomes(outcomes: &[Outcome], started: Instant) -> Self {
         BatchSummary {

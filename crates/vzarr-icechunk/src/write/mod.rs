@@ -1,5 +1,5 @@
-//! Writing a [`VirtualDataset`] to an Icechunk repository as one commit (or, for a large
-//! dataset, one commit per piece when asked: [`Commits`]).
+//! Writing a [`VirtualDataset`] to an Icechunk repository as one commit, or for a large
+//! dataset one commit per piece, the branch gaining all of them or none ([`Commits`]).
 //!
 //! This module holds the options, the result and the write itself: the repository opened or
 //! created, the branch, the session(s) committed and, for a build in pieces, the temporary
@@ -13,7 +13,9 @@ mod containers;
 mod manifests;
 mod session;
 
-use icechunk::config::{CachingConfig, ManifestConfig};
+use icechunk::config::{
+    CachingConfig, ManifestConfig, ManifestVirtualChunkLocationCompressionConfig,
+};
 use icechunk::format::format_constants::SpecVersionBin;
 use icechunk::format::snapshot::SnapshotProperties;
 use icechunk::repository::RepositoryErrorKind;
@@ -37,8 +39,11 @@ use session::Writer;
 pub const PIECE_REFS: usize = 1 << 20;
 
 /// The most references one manifest holds (manifests are split along the arrays' axes, see
-/// [`write()`]); never more than [`WriteOptions::piece_refs`].
-pub const MANIFEST_REFS: usize = 1 << 18;
+/// [`write()`]); never more than [`WriteOptions::piece_refs`]. Below Icechunk's 65,535, the
+/// most its configuration can exempt from compressing each reference's URL on its own (a
+/// zstd call per reference, a third of a large write's time; the manifest object is still
+/// compressed whole, where repeated URLs cost little).
+pub const MANIFEST_REFS: usize = 65_000;
 
 /// Whether the repository must exist.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -53,25 +58,32 @@ pub enum WriteMode {
     Existing,
 }
 
-/// How a build written in pieces is committed (see [`write()`]).
+/// How a write is committed: the policy a build's size chooses by default.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Commits {
-    /// The branch gains one commit: each piece amends the one before. Icechunk merges the
-    /// transaction logs of the amended commits, so the memory of the last commit grows with
-    /// every chunk of the build (about 100 bytes a chunk).
+    /// Chosen by size: a dataset of at most [`WriteOptions::piece_refs`] chunks is one
+    /// session and one commit; a larger one is written in pieces, one commit each, on a
+    /// temporary branch that the branch is then moved to (all the commits or none). Nothing
+    /// is amended, so every byte written stays part of the branch's history (no garbage).
     #[default]
+    Auto,
+    /// One session and one commit whatever the size: Icechunk holds every chunk of it in
+    /// memory until the commit (a few hundred bytes a reference).
     One,
-    /// The branch gains one commit per piece (the last with the message and the provenance;
-    /// the others say which piece they hold), all or none: memory stays that of one piece at
-    /// any number of chunks.
+    /// One commit per piece: what [`Commits::Auto`] does for more than one piece, asked for
+    /// explicitly (a front end's `--commit-per-piece`).
     PerPiece,
 }
 
 impl Commits {
-    /// [`Commits::PerPiece`] when `yes`, else [`Commits::One`] (a front end's on/off flag).
+    /// [`Commits::PerPiece`] when `yes`, else [`Commits::Auto`] (a front end's on/off flag).
     pub fn per_piece(yes: bool) -> Commits {
-        if yes { Commits::PerPiece } else { Commits::One }
+        if yes {
+            Commits::PerPiece
+        } else {
+            Commits::Auto
+        }
     }
 }
 
@@ -88,7 +100,7 @@ pub struct WriteOptions {
     /// in memory; [`PIECE_REFS`] by default, 0 counts as 1. A dataset of more is written in
     /// several pieces, committed as [`WriteOptions::commits`] says (see [`write()`]).
     pub piece_refs: usize,
-    /// How the pieces are committed: [`Commits::One`] by default.
+    /// How the write is committed: [`Commits::Auto`] (by size) by default.
     pub commits: Commits,
     /// Called after each piece is committed, when Icechunk has dropped the piece's change set
     /// (a program may return freed memory to the system there: with glibc's malloc, freed
@@ -103,7 +115,7 @@ impl Default for WriteOptions {
             message: "vzarr".into(),
             mode: WriteMode::default(),
             piece_refs: PIECE_REFS,
-            commits: Commits::One,
+            commits: Commits::Auto,
             after_piece: None,
         }
     }
@@ -125,10 +137,10 @@ pub struct Written {
     pub virtual_refs: u64,
     /// Chunks written as Icechunk chunks (inline in the manifest or chunk objects).
     pub native_chunks: u64,
-    /// Pieces the chunks were written in (each committed on a temporary branch and amended
-    /// into the next when more than one, unless [`Commits::PerPiece`]).
+    /// Pieces the chunks were written in (each committed on a temporary branch when more
+    /// than one).
     pub pieces: u64,
-    /// Commits the branch gained: 1, or with [`Commits::PerPiece`] one per piece.
+    /// Commits the branch gained: one per piece.
     pub commits: u64,
     /// The temporary branch of a build in pieces, when the build succeeded but deleting the
     /// branch failed (it can be deleted by hand; nothing needs it).
@@ -173,25 +185,26 @@ fn ice<E: Into<crate::IcechunkCause>>(at: &str, op: &str) -> impl FnOnce(E) -> I
     move |e| IcechunkError::icechunk(&at, op, e)
 }
 
-/// Writes `ds` to the repository at `location` as one commit on `opts.branch`, with the
-/// dataset's provenance in the commit's metadata (key `vzarr`). Nothing is committed unless
-/// every node and chunk was written; a local repository this call created is removed again
-/// when the write fails.
+/// Writes `ds` to the repository at `location` on `opts.branch`, with the dataset's
+/// provenance in the (last) commit's metadata (key `vzarr`). Nothing reaches the branch
+/// unless every node and chunk was written; a local repository this call created is removed
+/// again when the write fails.
 ///
 /// Memory stays bounded at any number of references: Icechunk 2.3 holds every chunk of a
-/// session in its change set until the commit (several hundred bytes each), so a dataset of
-/// more than `opts.piece_refs` chunks is written in pieces. The pieces go to a temporary
-/// branch started at the branch's tip: the documents first, as one commit, then each piece
-/// as a commit amending the one before (the last with `opts.message` and the provenance), so
-/// the final commit's parent is still the tip. The branch is then moved to it, only if it
-/// still points at the tip (else [`IcechunkError::BranchMoved`]), and the temporary branch
-/// (`vzarr-build.<branch>.<pid>.<time>`) is deleted, also when the write fails (should that
-/// fail after the commit, [`Written::temporary_branch_left`] names it). The branch
-/// thus gains exactly one commit; the intermediate snapshots are unreachable and Icechunk's
-/// garbage collection removes them. Repositories of spec version 1, which cannot amend, get
-/// one piece. With [`Commits::PerPiece`] nothing is amended: every piece stays a commit of
-/// its own (the first also holds the documents), and the branch, moved the same way, gains
-/// them all or none.
+/// session in its change set until the commit (a few hundred bytes each), so a dataset of
+/// more than `opts.piece_refs` chunks is written in pieces, each committed on its own
+/// ([`Commits::Auto`]; [`Commits::One`] keeps one session whatever the size). The pieces go
+/// to a temporary branch started at the branch's tip (the first also holds the documents,
+/// the last `opts.message` and the provenance, the others say which piece they are); the
+/// branch is then moved to the last, only if it still points at the tip (else
+/// [`IcechunkError::BranchMoved`]), so it gains all the commits or none. The temporary
+/// branch (`vzarr-build.<branch>.<pid>.<time>`) is deleted, also when the write fails
+/// (should that fail after the move, [`Written::temporary_branch_left`] names it).
+///
+/// No commit is amended: Icechunk merges an amended commit's transaction log into the
+/// next, so a chain of amends writes every earlier piece's log again (bytes growing with
+/// the square of the pieces). Each piece's log holds that piece only, and every byte the
+/// write stores stays reachable from the branch.
 ///
 /// Manifests are split along the arrays' axes so that none holds more than
 /// [`MANIFEST_REFS`] references (or `opts.piece_refs`, if fewer), and pieces are cut
@@ -321,7 +334,7 @@ async fn write_async(
     }
     // The writer's own view of the repository, never saved: manifests split so that none
     // holds more than `split_refs` references (unless the repository's owner configured a
-    // splitting of their own), and no cache of the manifests written (Icechunk keeps up to
+    // splitting of their own), their URLs compressed with the manifest, and no cache of the manifests written (Icechunk keeps up to
     // 15M references of them in memory by default).
     let mut overlay = RepositoryConfig {
         caching: Some(CachingConfig {
@@ -330,18 +343,21 @@ async fn write_async(
         }),
         ..Default::default()
     };
-    if repo
-        .config()
-        .manifest
-        .as_ref()
-        .and_then(|m| m.splitting.as_ref())
-        .is_none()
-    {
-        overlay.manifest = Some(ManifestConfig {
-            splitting: Some(splitting(&arrays, split_refs)),
-            ..Default::default()
-        });
+    let owner = repo.config().manifest.clone().unwrap_or_default();
+    let mut manifest = ManifestConfig::default();
+    if owner.splitting.is_none() {
+        manifest.splitting = Some(splitting(&arrays, split_refs));
     }
+    // No per-reference URL compression in manifests of fewer than 65,535 references (all of
+    // vzarr's own splits), unless the owner configured it.
+    if owner.virtual_chunk_location_compression.is_none() {
+        manifest.virtual_chunk_location_compression =
+            Some(ManifestVirtualChunkLocationCompressionConfig {
+                min_num_chunks: Some(u16::MAX),
+                ..Default::default()
+            });
+    }
+    overlay.manifest = Some(manifest);
     let repo = Repository::open(storage.clone())
         .config(overlay)
         .execute()
@@ -375,9 +391,8 @@ async fn write_async(
         locations: &locations,
         at: &at,
     };
-    let per_piece = opts.commits == Commits::PerPiece;
-    if pieces.len() <= 1 || (!per_piece && repo.spec_version() < SpecVersionBin::V2) {
-        // One session holds everything (Icechunk amends only spec-version-2 commits).
+    if pieces.len() <= 1 || opts.commits == Commits::One {
+        // One session holds everything.
         let store = w.store(&opts.branch).await?;
         w.write_nodes(&store, exists).await?;
         for piece in &pieces {
@@ -386,16 +401,15 @@ async fn write_async(
         written.pieces = pieces.len().max(1) as u64;
         written.commits = 1;
         written.snapshot = w
-            .commit(&store, &opts.message, Some(props), false)
+            .commit(&store, &opts.message, Some(props))
             .await?
             .to_string();
         return Ok(written);
     }
-    // Many pieces: each is committed, so that Icechunk's change set never holds more than
-    // one piece. The commits go to a temporary branch started at the branch's tip, each
-    // amending the one before (unless per piece), so the last has the tip as its parent; the
-    // branch is then moved there (if nobody moved it meanwhile) and the temporary branch
-    // deleted.
+    // Many pieces: each is a commit of its own, so that Icechunk's change set never holds
+    // more than one piece. The commits go to a temporary branch started at the branch's tip;
+    // the branch is then moved to the last (if nobody moved it meanwhile) and the temporary
+    // branch deleted.
     let tip = repo
         .lookup_branch(&opts.branch)
         .await
@@ -406,26 +420,19 @@ async fn write_async(
         .map_err(ice(&at, "creating a temporary branch"))?;
     let result = async {
         let n = pieces.len();
-        if !per_piece {
-            let store = w.store(&temp).await?;
-            w.write_nodes(&store, exists).await?;
-            w.commit(&store, &progress(0, n), None, false).await?;
-        }
         let mut last = None;
         for (k, piece) in pieces.iter().enumerate() {
             let store = w.store(&temp).await?;
-            if per_piece && k == 0 {
+            if k == 0 {
                 w.write_nodes(&store, exists).await?;
             }
             w.write_piece(&store, piece, &mut written).await?;
             let (message, props) = if k + 1 == n {
                 (opts.message.clone(), Some(props.clone()))
-            } else if per_piece {
-                (piece_message(k + 1, n), None)
             } else {
-                (progress(k + 1, n), None)
+                (piece_message(k + 1, n), None)
             };
-            last = Some(w.commit(&store, &message, props, !per_piece).await?);
+            last = Some(w.commit(&store, &message, props).await?);
             drop(store);
             if let Some(f) = opts.after_piece {
                 f();
@@ -446,23 +453,18 @@ async fn write_async(
     .await;
     let deleted = repo.delete_branch(&temp).await;
     let last = result?;
-    // The commit is on the branch: a temporary branch that could not be deleted does not
-    // undo it, the caller is told instead.
+    // The commits are on the branch: a temporary branch that could not be deleted does not
+    // undo them, the caller is told instead.
     if deleted.is_err() {
         written.temporary_branch_left = Some(temp);
     }
     written.pieces = pieces.len() as u64;
-    written.commits = if per_piece { written.pieces } else { 1 };
+    written.commits = written.pieces;
     written.snapshot = last.to_string();
     Ok(written)
 }
 
-/// The message of an intermediate commit (amended away by the next).
-fn progress(done: usize, of: usize) -> String {
-    format!("vzarr: build in progress ({done} of {of} pieces)")
-}
-
-/// The message of a piece's own commit ([`Commits::PerPiece`]; not the last).
+/// The message of a piece's own commit (not the last).
 fn piece_message(done: usize, of: usize) -> String {
     format!("vzarr: piece {done} of {of} of a build (complete only in the last)")
 }

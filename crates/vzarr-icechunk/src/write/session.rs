@@ -155,22 +155,18 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// Commits the session of `store` (amending the branch's tip when `amend`).
+    /// Commits the session of `store` as a new commit (never an amend: see [`super::write`]).
     pub(super) async fn commit(
         &self,
         store: &Store,
         message: &str,
         props: Option<SnapshotProperties>,
-        amend: bool,
     ) -> Result<SnapshotId, IcechunkError> {
         let session = store.session();
         let mut session = session.write().await;
         let mut commit = session.commit(message).allow_empty(true);
         if let Some(props) = props {
             commit = commit.properties(props);
-        }
-        if amend {
-            commit = commit.amend();
         }
         commit.execute().await.map_err(ice(self.at, "committing"))
     }
