@@ -124,7 +124,7 @@ fn value_error(name: &'static str) -> impl Fn(BuildError) -> PyErr {
     inputs, *, catalog, include, exclude, concat_dim, new_dim, new_dim_values, allow_gaps,
     time_units, order_by, jobs, on_error, cache_dir, strict, file_timeout, split_contiguous,
     max_string_bytes, small_chunks, chunk_target, inline_max, inline_total, output, format,
-    branch, piece_refs, commit_per_piece, append, progress
+    branch, piece_refs, commit_per_piece, one_commit, append, progress
 ))]
 #[allow(clippy::too_many_arguments)]
 fn build(
@@ -155,10 +155,16 @@ fn build(
     branch: &str,
     piece_refs: Option<usize>,
     commit_per_piece: bool,
+    one_commit: bool,
     append: bool,
     progress: bool,
 ) -> PyResult<Built> {
     let format: Format = format.parse().map_err(value_error("format"))?;
+    if one_commit && commit_per_piece {
+        return Err(PyValueError::new_err(
+            "one_commit and commit_per_piece: choose one",
+        ));
+    }
     if piece_refs == Some(0) {
         return Err(PyValueError::new_err("piece_refs: at least 1"));
     }
@@ -166,7 +172,11 @@ fn build(
         .map(|o| {
             Output::parse(&o, format, branch).map(|out| {
                 out.with_piece_refs(piece_refs.unwrap_or(vzarr_icechunk::PIECE_REFS))
-                    .with_commits(vzarr_icechunk::Commits::per_piece(commit_per_piece))
+                    .with_commits(if one_commit {
+                        vzarr_icechunk::Commits::One
+                    } else {
+                        vzarr_icechunk::Commits::per_piece(commit_per_piece)
+                    })
             })
         })
         .transpose()
@@ -215,7 +225,10 @@ fn build(
         let append_to = output.as_ref().filter(|_| append);
         vzarr_build::run(sources, opts, append_to, &on_progress, |out| {
             let action = if append { "append" } else { "build" };
-            match &output {
+            // The write (or the rendering of the references returned) counts in the summary.
+            let started = std::time::Instant::now();
+            let mut out = out;
+            let done = match &output {
                 Some(target) => {
                     let w = vzarr_build::output::write(
                         &out.dataset,
@@ -224,10 +237,12 @@ fn build(
                         append,
                         Some(release_free_memory),
                     )?;
-                    Ok((None, out, Some(written_json(&w))))
+                    (None, Some(written_json(&w)))
                 }
-                None => Ok((Some(vzarr_kerchunk::to_bytes(&out.dataset)?), out, None)),
-            }
+                None => (Some(vzarr_kerchunk::to_bytes(&out.dataset)?), None),
+            };
+            out.summary.add_write(started.elapsed().as_secs_f64());
+            Ok((done.0, out, done.1))
         })?
     });
     let (bytes, out, written) = result.map_err(|e| to_py(py, &e))?;

@@ -111,6 +111,7 @@ def build(
     branch: str = "main",
     piece_refs: int | None = None,
     commit_per_piece: bool = False,
+    one_commit: bool = False,
     append: bool = False,
     catalog: PathLike | Sequence[PathLike] | None = None,
     include: str | Sequence[str] | None = None,
@@ -156,12 +157,14 @@ def build(
     format: "kerchunk" (reference JSON) or "icechunk" (a repository; needs ``output``).
     branch: the Icechunk branch to commit to.
     piece_refs: with ``format="icechunk"``, the most chunk references Icechunk holds in memory
-        before they are committed (default 1,048,576); more are written in pieces that still
-        end as one commit unless ``commit_per_piece`` (smaller: less memory, more time).
-    commit_per_piece: with ``format="icechunk"``, commit each piece on its own instead of
-        amending them into one commit, so that memory stays that of one piece at any size
-        (one commit amended from many pieces grows by about 100 bytes a chunk); the branch
-        gains all the commits or none.
+        before they are committed (default 1,048,576); a larger build is written in pieces of
+        at most this many, one commit each, that the branch gains all together or not at all
+        (smaller: less memory, more commits).
+    commit_per_piece: with ``format="icechunk"``, one commit per piece: what a build of more
+        than ``piece_refs`` chunks does anyway (kept for code that asks for it).
+    one_commit: with ``format="icechunk"``, one commit whatever the size, the whole build held
+        in Icechunk's memory until it commits (a few hundred bytes a reference: several GB at
+        10 million); ``piece_refs`` is then ignored.
     append: extend the existing ``output`` with the new files among ``inputs``: its recorded
         sources are combined with them again (their scans come from ``cache_dir`` when
         cached there), which equals a full rebuild; a repository gets it as a new commit.
@@ -228,6 +231,7 @@ def build(
         branch=branch,
         piece_refs=piece_refs,
         commit_per_piece=commit_per_piece,
+        one_commit=one_commit,
         append=append,
         progress=progress,
     )
@@ -251,7 +255,7 @@ def scan(url: PathLike, **options: Any) -> References:
     the scan options of :func:`build` (strict, split_contiguous, max_string_bytes,
     file_timeout, cache_dir)."""
     for k in ("concat_dim", "new_dim", "new_dim_values", "output", "catalog", "format",
-              "branch", "piece_refs", "append"):
+              "branch", "piece_refs", "commit_per_piece", "one_commit", "append"):
         if k in options:
             raise TypeError(f"scan() takes no {k!r}; use vzarr.build")
     refs = build(url, **options)

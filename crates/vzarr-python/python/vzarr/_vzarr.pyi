@@ -38,6 +38,7 @@ def build(
     branch: str,
     piece_refs: int | None,
     commit_per_piece: bool,
+    one_commit: bool,
     append: bool,
     progress: bool,
 ) -> tuple[bytes | None, list[tuple[str, str]], list[str], str, str | None]: ...
