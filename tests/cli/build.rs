@@ -126,6 +126,17 @@ fn without_string_arrays(text: &str) -> (String, Vec<String>) {
             .iter()
             .any(|p| k == &format!("{p}/zarr.json") || k.starts_with(&format!("{p}/c")))
     });
+    // The root's consolidated metadata lists every node: the string arrays' entries go too.
+    if let Some(root) = refs.get_mut("zarr.json") {
+        let mut meta: serde_json::Value = serde_json::from_str(root.as_str().unwrap()).unwrap();
+        if let Some(members) = meta
+            .pointer_mut("/consolidated_metadata/metadata")
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            members.retain(|path, _| !strings.contains(path));
+        }
+        *root = serde_json::Value::String(serde_json::to_string(&meta).unwrap());
+    }
     (serde_json::to_string(&v).unwrap(), strings)
 }
 
