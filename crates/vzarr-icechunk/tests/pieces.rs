@@ -2,43 +2,13 @@
 //! from the branch (Icechunk's garbage collection finds nothing to delete), at 10 and at 100
 //! pieces, and the values read back equal.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::num::{NonZeroU16, NonZeroUsize};
 use std::path::Path;
 
-use vzarr_core::{
-    ChunkGrid, ChunkManifest, DataType, Endian, FillValue, VirtualArray, VirtualDataset,
-};
 use vzarr_icechunk::{Commits, RepoLocation, WriteOptions, history, open, write};
-
-/// One array of `n` one-chunk rows (16 values a chunk) referencing 100 files in turn.
-fn dataset(dir: &str, n: u64) -> VirtualDataset {
-    let mut ds = VirtualDataset::new();
-    let mut manifest = ChunkManifest::new_missing(n as usize);
-    let files: Vec<u32> = (0..100)
-        .map(|i| manifest.intern(&format!("file://{dir}/f{i}.nc")).unwrap())
-        .collect();
-    for i in 0..n {
-        manifest
-            .set_range(i as usize, files[(i % 100) as usize], 4096 + i * 64, 64)
-            .unwrap();
-    }
-    ds.arrays.insert(
-        "v".into(),
-        VirtualArray {
-            data_type: DataType::Float32,
-            endian: Endian::Little,
-            fill_value: FillValue::zero(DataType::Float32),
-            codecs: vec![],
-            dimension_names: vec!["t".into(), "x".into()],
-            attributes: Default::default(),
-            grid: ChunkGrid::regular(&[n, 16], &[1, 16]).unwrap(),
-            manifest,
-        },
-    );
-    ds.provenance.allowed_prefixes = vec![format!("file://{dir}/")];
-    ds
-}
 
 /// Bytes under `p`, by top-level folder of the repository (`manifests`, `snapshots`,
 /// `transactions`, `repo`, ...).
@@ -101,7 +71,7 @@ fn pieces_write_no_garbage() {
     for pieces in [10u64, 100] {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().to_str().unwrap();
-        let ds = dataset(dir, n);
+        let ds = common::rows_over_100_files(dir, n);
         let path = tmp.path().join("repo");
         let loc = RepoLocation::parse(path.to_str().unwrap()).unwrap();
         let w = write(
@@ -149,7 +119,7 @@ fn one_commit_whatever_the_size() {
     let n = 2_000u64;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_str().unwrap();
-    let ds = dataset(dir, n);
+    let ds = common::rows_over_100_files(dir, n);
     let path = tmp.path().join("repo");
     let loc = RepoLocation::parse(path.to_str().unwrap()).unwrap();
     let w = write(

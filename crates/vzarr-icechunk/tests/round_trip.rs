@@ -1,5 +1,7 @@
 //! Writing datasets to local repositories and opening them back.
 
+mod common;
+
 use serde_json::json;
 use vzarr_core::{
     ChunkGrid, ChunkManifest, DataType, DimGrid, Endian, FillValue, Group, Provenance,
@@ -586,31 +588,7 @@ fn many_references() {
         .unwrap_or(1_000_000);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_str().unwrap();
-    let mut ds = VirtualDataset::new();
-    let grid = ChunkGrid::regular(&[n, 16], &[1, 16]).unwrap();
-    let mut manifest = ChunkManifest::new_missing(n as usize);
-    let files: Vec<u32> = (0..100)
-        .map(|i| manifest.intern(&format!("file://{dir}/f{i}.nc")).unwrap())
-        .collect();
-    for i in 0..n {
-        manifest
-            .set_range(i as usize, files[(i % 100) as usize], 4096 + i * 64, 64)
-            .unwrap();
-    }
-    ds.arrays.insert(
-        "v".into(),
-        VirtualArray {
-            data_type: DataType::Float32,
-            endian: Endian::Little,
-            fill_value: FillValue::zero(DataType::Float32),
-            codecs: vec![],
-            dimension_names: vec!["t".into(), "x".into()],
-            attributes: Default::default(),
-            grid,
-            manifest,
-        },
-    );
-    ds.provenance.allowed_prefixes = vec![format!("file://{dir}/")];
+    let ds = common::rows_over_100_files(dir, n);
     let loc = RepoLocation::parse(&format!("{dir}/repo")).unwrap();
     let piece_refs = std::env::var("VZARR_ICECHUNK_PIECE")
         .ok()
