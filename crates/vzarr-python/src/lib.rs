@@ -223,12 +223,11 @@ fn build(
         let filters = Filters { include, exclude };
         let sources = vzarr_scan::inputs::collect(&inputs, &catalog, &filters)?;
         let append_to = output.as_ref().filter(|_| append);
-        vzarr_build::run(sources, opts, append_to, &on_progress, |out| {
+        vzarr_build::run(sources, opts, append_to, &on_progress, |mut out| {
             let action = if append { "append" } else { "build" };
             // The write (or the rendering of the references returned) counts in the summary.
             let started = std::time::Instant::now();
-            let mut out = out;
-            let done = match &output {
+            let (bytes, written) = match &output {
                 Some(target) => {
                     let w = vzarr_build::output::write(
                         &out.dataset,
@@ -242,7 +241,7 @@ fn build(
                 None => (Some(vzarr_kerchunk::to_bytes(&out.dataset)?), None),
             };
             out.summary.add_write(started.elapsed().as_secs_f64());
-            Ok((done.0, out, done.1))
+            Ok((bytes, out, written))
         })?
     });
     let (bytes, out, written) = result.map_err(|e| to_py(py, &e))?;

@@ -54,6 +54,14 @@ def _range(byte_range: ByteRequest | None) -> _Range:
     raise TypeError(f"unexpected byte range {byte_range!r}")
 
 
+def _buffer(prototype: BufferPrototype | None, value: bytes | None) -> Buffer | None:
+    """``value`` as a buffer of ``prototype`` (zarr-python's default when none), ``None`` for a
+    missing key."""
+    if value is None:
+        return None
+    return (prototype or default_buffer_prototype()).buffer.from_bytes(value)
+
+
 def _prefix_list(allow_prefixes: str | os.PathLike[str] | Sequence[Any] | None) -> list[str]:
     if allow_prefixes is None:
         return []
@@ -203,9 +211,8 @@ class VzarrStore(Store):
         byte_range: ByteRequest | None = None,
     ) -> Buffer | None:
         """The value at ``key`` (or its ``byte_range``), ``None`` when there is none."""
-        prototype = prototype or default_buffer_prototype()
         (value,) = await self._get_many([(key, _range(byte_range))])
-        return None if value is None else prototype.buffer.from_bytes(value)
+        return _buffer(prototype, value)
 
     async def get_partial_values(
         self,
@@ -214,7 +221,7 @@ class VzarrStore(Store):
     ) -> list[Buffer | None]:
         """The values of ``key_ranges``, in order, ``None`` for missing keys."""
         values = await self._get_many([(k, _range(r)) for k, r in key_ranges])
-        return [None if v is None else prototype.buffer.from_bytes(v) for v in values]
+        return [_buffer(prototype, v) for v in values]
 
     def get_sync(
         self,
@@ -224,9 +231,8 @@ class VzarrStore(Store):
         byte_range: ByteRequest | None = None,
     ) -> Buffer | None:
         """``get`` without the event loop (zarr-python's fused codec pipeline calls it)."""
-        prototype = prototype or default_buffer_prototype()
         (value,) = self._inner.get_many([(key, _range(byte_range))])
-        return None if value is None else prototype.buffer.from_bytes(value)
+        return _buffer(prototype, value)
 
     def set_sync(self, key: str, value: Buffer) -> None:
         """Refused: the store is read-only."""
