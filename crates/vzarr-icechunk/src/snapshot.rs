@@ -19,10 +19,10 @@ use icechunk::session::Session;
 use serde_json::Value;
 use vzarr_core::{ChunkGrid, DimGrid, Provenance, VirtualArray};
 
+use crate::IcechunkError;
 use crate::location::RepoLocation;
 use crate::read::{open_repo, recorded_provenance};
 use crate::url::decode_file_url;
-use crate::IcechunkError;
 
 /// Chunk lookups a [`Snapshot::chunks`] call runs at once.
 const LOOKUPS_AT_ONCE: usize = 64;

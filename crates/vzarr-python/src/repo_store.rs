@@ -65,7 +65,8 @@ impl RepositoryStore {
         let mut lookups: Vec<(&str, Vec<u64>, usize)> = Vec::new();
         for (n, (key, r)) in requests.iter().enumerate() {
             let plan = if let Some(doc) = self.snapshot.documents().get(key) {
-                let rr = range_in(*r, doc.len() as u64).map_err(|e| other(format!("{key}: {e}")))?;
+                let rr =
+                    range_in(*r, doc.len() as u64).map_err(|e| other(format!("{key}: {e}")))?;
                 Plan::Ready(Some(doc.slice(rr.start as usize..rr.end as usize)))
             } else if let Some((path, index)) = self.chunk_of(key) {
                 lookups.push((path, index, n));
@@ -75,7 +76,8 @@ impl RepositoryStore {
             };
             plans.push(plan);
         }
-        let keys: Vec<(&str, &[u64])> = lookups.iter().map(|(p, i, _)| (*p, i.as_slice())).collect();
+        let keys: Vec<(&str, &[u64])> =
+            lookups.iter().map(|(p, i, _)| (*p, i.as_slice())).collect();
         let found = if keys.is_empty() {
             Vec::new()
         } else {
@@ -172,7 +174,8 @@ impl RepositoryStore {
         let opened = py.detach(|| -> Result<_, PyErrKind> {
             let options =
                 reader_options(allow_prefixes, trust_references).map_err(PyErrKind::Read)?;
-            let loc = RepoLocation::parse(&location).map_err(|e| PyErrKind::Other(error_chain(&e)))?;
+            let loc =
+                RepoLocation::parse(&location).map_err(|e| PyErrKind::Other(error_chain(&e)))?;
             let snap = Snapshot::open(&loc, &branch, snapshot.as_deref())
                 .map_err(|e| PyErrKind::Other(error_chain(&e)))?;
             let sources =

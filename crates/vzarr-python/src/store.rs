@@ -271,7 +271,10 @@ pub(crate) fn keys_with_prefix<'a, E>(
     arrays: impl Iterator<Item = &'a str>,
     indices: impl Fn(&str, &[u64]) -> Result<Vec<Vec<u64>>, E>,
 ) -> Result<Vec<String>, E> {
-    let mut out: Vec<String> = documents.filter(|k| k.starts_with(prefix)).cloned().collect();
+    let mut out: Vec<String> = documents
+        .filter(|k| k.starts_with(prefix))
+        .cloned()
+        .collect();
     out.sort();
     let mut arrays: Vec<&str> = arrays.collect();
     arrays.sort_unstable();
