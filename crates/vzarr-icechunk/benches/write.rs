@@ -2,8 +2,9 @@
 //! write -- N`): the same in-memory dataset (one array of N one-chunk rows over 100 sources)
 //! written as kerchunk JSON by vzarr-kerchunk, as an Icechunk repository by vzarr's writer
 //! (default options), and straight through Icechunk's own API with nothing of vzarr's: the
-//! documents set, the references given to `Store::set_virtual_refs` in batches of 65,536 (as
-//! the writer gives them), one commit per 1,048,576 references. The last is the floor any
+//! documents set, the references given to `Store::set_virtual_refs` in batches of 65,536, one
+//! commit per 1,048,576 references, manifests split at 65,000 references without URL
+//! compression and not cached (as the writer configures Icechunk). The last is the floor any
 //! writer of Icechunk 2.3 pays. Prints the wall seconds of each.
 
 #[path = "../tests/common/mod.rs"]
@@ -13,6 +14,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
+use icechunk::config::{
+    CachingConfig, ManifestConfig, ManifestSplitCondition, ManifestSplitDim,
+    ManifestSplitDimCondition, ManifestSplittingConfig,
+    ManifestVirtualChunkLocationCompressionConfig,
+};
 use icechunk::format::format_constants::SpecVersionBin;
 use icechunk::format::manifest::{VirtualChunkLocation, VirtualChunkRef};
 use icechunk::format::{ChunkIndices, Path as IcPath};
@@ -71,8 +77,34 @@ async fn icechunk_alone(path: &std::path::Path, src: &str, ds: &VirtualDataset, 
     let storage = icechunk::new_local_filesystem_storage(path)
         .await
         .expect("storage");
-    let mut config = RepositoryConfig::default();
-    config.set_virtual_chunk_container(
+    let mut config = RepositoryConfig {
+        caching: Some(CachingConfig {
+            num_chunk_refs: Some(0),
+            ..Default::default()
+        }),
+        manifest: Some(ManifestConfig {
+            splitting: Some(ManifestSplittingConfig {
+                split_sizes: Some(vec![(
+                    ManifestSplitCondition::PathMatches {
+                        regex: "^/v$".into(),
+                    },
+                    vec![ManifestSplitDim {
+                        condition: ManifestSplitDimCondition::Axis(0),
+                        num_chunks: 65_000,
+                    }],
+                )]),
+            }),
+            virtual_chunk_location_compression: Some(
+                ManifestVirtualChunkLocationCompressionConfig {
+                    min_num_chunks: Some(u16::MAX),
+                    ..Default::default()
+                },
+            ),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let _replaced = config.set_virtual_chunk_container(
         VirtualChunkContainer::new(
             format!("file://{src}/"),
             ObjectStoreConfig::LocalFileSystem(src.into()),
@@ -107,7 +139,7 @@ async fn icechunk_alone(path: &std::path::Path, src: &str, ds: &VirtualDataset, 
         }
         let end = (start + COMMIT_EVERY).min(n);
         for b in (start..end).step_by(BATCH as usize) {
-            let batch = (b..(b + BATCH).min(end))
+            let batch: Vec<_> = (b..(b + BATCH).min(end))
                 .map(|j| {
                     let r = VirtualChunkRef {
                         location: locations[(j % 100) as usize].clone(),

@@ -133,6 +133,21 @@ impl Snapshot {
         })
     }
 
+    /// Whether the array at `path` stores any chunk (reads its manifests until the first).
+    pub fn stores_chunks(&self, path: &str) -> Result<bool, IcechunkError> {
+        let Some(array) = self.arrays.get(path) else {
+            return Ok(false);
+        };
+        vzarr_source::runtime()?.block_on(async {
+            let stream = self.session.array_chunk_iterator(&array.node).await;
+            let mut stream = std::pin::pin!(stream);
+            let first = stream.try_next().await.map_err(|e| {
+                IcechunkError::icechunk(&self.at, format!("listing chunks of {path}"), e)
+            })?;
+            Ok(first.is_some())
+        })
+    }
+
     /// The stored chunks of the array at `path` (references, inline and native), at most
     /// `max` of them (more is an error naming the array).
     pub fn chunk_indices(&self, path: &str, max: u64) -> Result<Vec<Vec<u64>>, IcechunkError> {

@@ -272,6 +272,11 @@ impl RepositoryStore {
                 prefix,
                 self.snapshot.documents().keys(),
                 self.snapshot.array_paths(),
+                |path| {
+                    self.snapshot
+                        .stores_chunks(path)
+                        .map_err(|e| error_chain(&e))
+                },
                 |path, head| self.chunk_indices(path, head),
             )
         })

@@ -255,6 +255,7 @@ impl ReferenceStore {
                 prefix,
                 refs.documents.keys(),
                 refs.dataset.arrays.keys().map(String::as_str),
+                |path| Ok(refs.dataset.arrays[path].manifest.stored() > 0),
                 |path, head| Ok::<_, std::convert::Infallible>(self.chunk_indices(path, head)),
             )
             .unwrap_or_else(|e| match e {})
@@ -295,11 +296,13 @@ pub(crate) fn keys_with_prefix<'a, E>(
 
 /// The names directly below the directory `prefix` (`""` the root, `"tas"`, `"tas/c/0"`),
 /// sorted: of the documents' keys, and of the arrays' chunk keys (`indices` as for
-/// [`keys_with_prefix`]).
+/// [`keys_with_prefix`]; `stored(path)`: whether the array at `path` stores any chunk, asked
+/// only where the documents do not already give the name).
 pub(crate) fn names_below<'a, E>(
     prefix: &str,
     documents: impl Iterator<Item = &'a String>,
     arrays: impl Iterator<Item = &'a str>,
+    stored: impl Fn(&str) -> Result<bool, E>,
     indices: impl Fn(&str, &[u64]) -> Result<Vec<Vec<u64>>, E>,
 ) -> Result<Vec<String>, E> {
     let pfx = dir_prefix(prefix);
@@ -313,8 +316,10 @@ pub(crate) fn names_below<'a, E>(
     for path in arrays {
         let base = chunk_key(path, &[]);
         if let Some(rest) = base.strip_prefix(pfx.as_str()) {
-            if !indices(path, &[])?.is_empty() {
-                out.insert(first(rest));
+            let name = first(rest);
+            // Listed already when the array's document is below `prefix` too.
+            if !out.contains(&name) && stored(path)? {
+                out.insert(name);
             }
         } else if let Some(rest) = pfx.strip_prefix(&format!("{base}/")) {
             let head: Option<Vec<u64>> = rest
