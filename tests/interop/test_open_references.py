@@ -3,7 +3,8 @@
 Icechunk repository (a directory, or a prefix on S3) built by the vzarr binary, turn on
 rectilinear chunk grids when needed, and read the values netCDF4-python reads from the sources.
 What the references point at must be under the prefixes the caller allows (as for
-`vzarr verify`): a reference outside them is refused before anything is read."""
+`vzarr verify`): a reference outside them is refused before anything is read from it (a
+reference file's when it opens; a repository's, read key by key, when the chunk is read)."""
 
 import json
 import os
@@ -140,10 +141,79 @@ def test_references_outside_the_allowed_prefixes_are_refused(built, tmp_path):
 
 def test_a_repository_pointing_outside_the_allowed_prefixes_is_refused(built, tmp_path):
     repo = built / "tas.icechunk"
+    # The sources its commit records are checked when it opens.
     with pytest.raises(vzarr.NotAllowedError, match="no allowed prefixes"):
         vzarr.open_dataset(repo)
     with pytest.raises(vzarr.NotAllowedError, match="not under an allowed prefix"):
         xr.open_dataset(repo, engine="vzarr", allow_prefixes=str(tmp_path))
+
+
+def _tampered_repository(tmp_path, target):
+    """The monthly archive as a repository (its sources copied under tmp_path/allowed), then
+    a commit by icechunk-python (no vzarr provenance) that points tas's first chunk at
+    ``target`` through a virtual chunk container the repository declares for it."""
+    import shutil
+
+    import icechunk
+
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    for f in MONTHS:
+        shutil.copy(f, allowed / f.name)
+    repo = tmp_path / "tas.icechunk"
+    run_vzarr("build", allowed, "--concat-dim", "time", "--format", "icechunk", "-o", repo)
+    storage = icechunk.local_filesystem_storage(str(repo))
+    config = icechunk.RepositoryConfig.default()
+    prefix = f"file://{os.path.dirname(target)}/"
+    config.set_virtual_chunk_container(
+        icechunk.VirtualChunkContainer(prefix, icechunk.local_filesystem_store(os.path.dirname(target))))
+    ic = icechunk.Repository.open(storage, config=config)
+    ic.save_config()
+    session = ic.writable_session("main")
+    session.store.set_virtual_ref("tas/c/0/0/0", f"file://{target}", offset=0, length=64)
+    session.commit("a reference outside the archive")
+    return repo, allowed
+
+
+def test_a_repository_whose_references_leave_the_allowed_prefixes_is_refused_before_reading(tmp_path):
+    """A commit not made by vzarr points one chunk at a file outside the allowed directory, and
+    declares a virtual chunk container for it: the repository opens (nothing it records is
+    outside), the variables that stay inside read equal to the sources, and reading the
+    tampered chunk raises NotAllowedError naming the file, before any byte of it is read,
+    whether the caller allows the archive's directory or trusts what the repository records.
+    vzarr's own rules decide, not the containers the repository declares."""
+    secret = tmp_path / "secret" / "key.bin"
+    secret.parent.mkdir()
+    secret.write_bytes(b"s" * 4096)
+    repo, allowed = _tampered_repository(tmp_path, secret)
+    for kwargs in ({"allow_prefixes": str(allowed)}, {"allow_prefixes": [str(allowed), str(tmp_path / "nowhere")]}):
+        ds = vzarr.open_dataset(repo, **kwargs)
+        np.testing.assert_array_equal(ds["lat"].values, xr.open_dataset(MONTHS[0], engine="netcdf4")["lat"].values)
+        np.testing.assert_array_equal(ds["tas"][40:].values, xr.concat(
+            [xr.open_dataset(f, engine="netcdf4")["tas"] for f in MONTHS], dim="time")[40:].values)
+        with pytest.raises(vzarr.NotAllowedError, match="key.bin") as e:
+            ds["tas"][0].values
+        assert "not under an allowed prefix" in str(e.value)
+    # The store alone, as dask and zarr-python use it.
+    store = vzarr.store.VzarrStore(repo, allow_prefixes=str(allowed))
+    with pytest.raises(vzarr.NotAllowedError, match="key.bin"):
+        store.get_sync("tas/c/0/0/0")
+
+
+def test_a_link_inside_the_allowed_directory_that_leads_out_is_refused(tmp_path):
+    """A reference to a symbolic link inside the allowed directory whose target is outside:
+    refused once the link is resolved (as for reference files), although its URL is under
+    both the allowed prefix and the repository's container."""
+    secret = tmp_path / "secret" / "key.bin"
+    secret.parent.mkdir()
+    secret.write_bytes(b"s" * 4096)
+    link = tmp_path / "allowed" / "link.nc"
+    repo, allowed = _tampered_repository(tmp_path, link)
+    link.symlink_to(secret)
+    ds = vzarr.open_dataset(repo, allow_prefixes=str(allowed))
+    with pytest.raises(vzarr.NotAllowedError, match="link.nc") as e:
+        ds["tas"][0].values
+    assert str(secret) in str(e.value)
 
 
 def test_rectilinear_grids_are_turned_on_as_needed(built):

@@ -389,6 +389,11 @@ def test_parser_to_icechunk_read_by_icechunk_python(tmp_path):
     assert got.sizes["time"] == 60
     for v in ("tas", "time", "lat", "lon"):
         np.testing.assert_array_equal(got[v].values, ref[v].values, err_msg=v)
+    # vzarr opens the repository VirtualiZarr wrote too (no vzarr provenance in its commit;
+    # every source checked against the prefixes allowed before it is read).
+    ours = vzarr.open_dataset(tmp_path / "repo", allow_prefixes=str(src))
+    for v in ("tas", "time", "lat", "lon"):
+        np.testing.assert_array_equal(ours[v].values, ref[v].values, err_msg=v)
 
 
 def test_options_are_validated_as_the_cli_validates_them(tmp_path):

@@ -33,12 +33,14 @@
 mod error;
 mod location;
 mod read;
+mod snapshot;
 mod url;
 mod write;
 
 pub use error::{IcechunkCause, IcechunkError};
 pub use location::{RepoLocation, container_for, s3_options_from_env};
 pub use read::{Commit, Opened, history, is_repository, open, provenance};
+pub use snapshot::{Snapshot, SnapshotChunk};
 pub use write::{
     Commits, MANIFEST_REFS, PIECE_REFS, WriteMode, WriteOptions, Written, array_document,
     commit_message, container_prefixes, write,

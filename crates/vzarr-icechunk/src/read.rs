@@ -105,7 +105,11 @@ pub fn history(location: &RepoLocation, branch: &str) -> Result<Vec<Commit>, Ice
     })
 }
 
-fn no_branch_or(e: icechunk::repository::RepositoryError, at: &str, branch: &str) -> IcechunkError {
+pub(crate) fn no_branch_or(
+    e: icechunk::repository::RepositoryError,
+    at: &str,
+    branch: &str,
+) -> IcechunkError {
     let text = e.to_string();
     if text.contains("ref not found") || text.contains("branch") && text.contains("not found") {
         IcechunkError::NoBranch {
@@ -117,7 +121,7 @@ fn no_branch_or(e: icechunk::repository::RepositoryError, at: &str, branch: &str
     }
 }
 
-async fn open_repo(location: &RepoLocation) -> Result<Repository, IcechunkError> {
+pub(crate) async fn open_repo(location: &RepoLocation) -> Result<Repository, IcechunkError> {
     let at = location.display();
     let storage = location.storage().await?;
     let exists = Repository::exists(storage.clone(), None)
@@ -310,7 +314,10 @@ async fn tip_commit(
 
 /// The provenance a commit's metadata records under vzarr's key (`None`: not written by
 /// vzarr).
-fn recorded_provenance(tip: &SnapshotInfo, at: &str) -> Result<Option<Provenance>, IcechunkError> {
+pub(crate) fn recorded_provenance(
+    tip: &SnapshotInfo,
+    at: &str,
+) -> Result<Option<Provenance>, IcechunkError> {
     tip.metadata
         .get(PROPERTY_KEY)
         .map(|v| {

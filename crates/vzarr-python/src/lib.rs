@@ -7,6 +7,7 @@
 
 mod codecs;
 mod open;
+mod repo_store;
 mod store;
 
 use std::path::PathBuf;
@@ -534,12 +535,12 @@ fn _vzarr(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_manifests, m)?)?;
     m.add_function(wrap_pyfunction!(open::detect, m)?)?;
     m.add_function(wrap_pyfunction!(open::checked_references, m)?)?;
-    m.add_function(wrap_pyfunction!(open::checked_repository, m)?)?;
     m.add_function(wrap_pyfunction!(codecs::decode_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(codecs::encode_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(codecs::htj2k_image_bytes, m)?)?;
     m.add_class::<Store>()?;
     m.add_class::<store::ReferenceStore>()?;
+    m.add_class::<repo_store::RepositoryStore>()?;
     m.add("VzarrError", py.get_type::<VzarrError>())?;
     m.add("SourceError", py.get_type::<SourceError>())?;
     m.add("NotAllowedError", py.get_type::<NotAllowedError>())?;

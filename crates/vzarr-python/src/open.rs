@@ -3,10 +3,9 @@
 //! allows (the rules of `vzarr verify`) before Python reads any value.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::PyBytes;
 use vzarr_core::error_chain;
-use vzarr_icechunk::RepoLocation;
-use vzarr_read::{ParsedRefs, ReadError, ReadOptions};
+use vzarr_read::{ReadError, ReadOptions};
 use vzarr_source::SourceError;
 
 use crate::{NotAllowedError, SourceError as PySourceError, VzarrError};
@@ -108,76 +107,4 @@ pub(crate) fn checked_references(
         Ok(b) => Ok(PyBytes::new(py, &b).unbind()),
         Err(e) => Err(to_py(&e, &location)),
     }
-}
-
-/// Opens the tip of `branch` of the Icechunk repository at `location`, checks every virtual
-/// chunk reference of that snapshot against the allowed prefixes (as for reference files),
-/// and returns what Python needs to open that same snapshot: `snapshot` (its id) and
-/// `storage` (where the repository is: `kind` local, s3, gcs or azure, with the settings of
-/// the environment as vzarr reads them; the Azure storage account is the environment's).
-#[pyfunction]
-#[pyo3(signature = (location, *, branch, allow_prefixes, trust_references))]
-pub(crate) fn checked_repository<'py>(
-    py: Python<'py>,
-    location: String,
-    branch: String,
-    allow_prefixes: Vec<String>,
-    trust_references: bool,
-) -> PyResult<Bound<'py, PyDict>> {
-    let checked = py.detach(|| -> Result<_, String> {
-        let opts = reader_options(allow_prefixes, trust_references).map_err(|e| error_chain(&e))?;
-        let loc = RepoLocation::parse(&location).map_err(|e| error_chain(&e))?;
-        let opened = vzarr_icechunk::open(&loc, &branch, opts.limits.max_references)
-            .map_err(|e| error_chain(&e))?;
-        let snapshot = opened.snapshot.clone();
-        let parsed =
-            ParsedRefs::from_parts(opened.dataset, opened.documents, opened.has_provenance);
-        Ok((
-            loc,
-            snapshot,
-            vzarr_read::open_parsed(parsed, &location, opts),
-        ))
-    });
-    let (loc, snapshot, reader) =
-        checked.map_err(|e| VzarrError::new_err(format!("{location}: {e}")))?;
-    if let Err(e) = reader {
-        return Err(to_py(&e, &location));
-    }
-    let out = PyDict::new(py);
-    out.set_item("snapshot", snapshot)?;
-    let storage = PyDict::new(py);
-    match &loc {
-        RepoLocation::Local(p) => {
-            storage.set_item("kind", "local")?;
-            storage.set_item("path", p.display().to_string())?;
-        }
-        RepoLocation::S3 { bucket, prefix } => {
-            let o = vzarr_icechunk::s3_options_from_env();
-            storage.set_item("kind", "s3")?;
-            storage.set_item("bucket", bucket)?;
-            storage.set_item("prefix", prefix)?;
-            storage.set_item("region", o.region)?;
-            storage.set_item("endpoint_url", o.endpoint_url)?;
-            storage.set_item("allow_http", o.allow_http)?;
-            storage.set_item("force_path_style", o.force_path_style)?;
-            storage.set_item("anonymous", o.anonymous)?;
-        }
-        RepoLocation::Gcs { bucket, prefix } => {
-            storage.set_item("kind", "gcs")?;
-            storage.set_item("bucket", bucket)?;
-            storage.set_item("prefix", prefix)?;
-        }
-        RepoLocation::Azure { container, prefix } => {
-            storage.set_item("kind", "azure")?;
-            storage.set_item("container", container)?;
-            storage.set_item("prefix", prefix)?;
-        }
-        _ => {
-            return Err(VzarrError::new_err(format!(
-                "{location}: unsupported location"
-            )));
-        }
-    }
-    out.set_item("storage", storage)?;
-    Ok(out)
 }

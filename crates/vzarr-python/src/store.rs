@@ -19,12 +19,12 @@ use crate::open::{reader_options, to_py};
 
 /// A byte range as zarr-python asks for one: `(0, start, end)`, `(1, offset, 0)` (from offset
 /// to the end) or `(2, n, 0)` (the last `n` bytes); `None`: the whole value.
-type PyRange = Option<(u8, u64, u64)>;
+pub(crate) type PyRange = Option<(u8, u64, u64)>;
 
 /// The absolute range of `r` inside a value of `len` bytes, as zarr-python's stores serve it:
 /// a range reaching past the end is cut at the end, a suffix longer than the value is the
 /// whole value; a range starting past the end is an error.
-fn range_in(r: PyRange, len: u64) -> Result<Range<u64>, String> {
+pub(crate) fn range_in(r: PyRange, len: u64) -> Result<Range<u64>, String> {
     let out = match r {
         None => Some(0..len),
         Some((0, s, e)) => (s <= e && s <= len).then(|| s..e.min(len)),
@@ -236,26 +236,13 @@ impl ReferenceStore {
     fn list_prefix(&self, py: Python<'_>, prefix: &str) -> Vec<String> {
         py.detach(|| {
             let refs = self.reader.refs();
-            let mut out: Vec<String> = refs
-                .documents
-                .keys()
-                .filter(|k| k.starts_with(prefix))
-                .cloned()
-                .collect();
-            out.sort();
-            for path in refs.dataset.arrays.keys() {
-                let base = chunk_key(path, &[]);
-                if !(base.starts_with(prefix) || prefix.starts_with(base.as_str())) {
-                    continue;
-                }
-                for idx in self.chunk_indices(path, &[]) {
-                    let k = chunk_key(path, &idx);
-                    if k.starts_with(prefix) {
-                        out.push(k);
-                    }
-                }
-            }
-            out
+            keys_with_prefix(
+                prefix,
+                refs.documents.keys(),
+                refs.dataset.arrays.keys().map(String::as_str),
+                |path, head| Ok::<_, std::convert::Infallible>(self.chunk_indices(path, head)),
+            )
+            .unwrap_or_else(|e| match e {})
         })
     }
 
@@ -263,39 +250,93 @@ impl ReferenceStore {
     /// sorted.
     fn list_dir(&self, py: Python<'_>, prefix: &str) -> Vec<String> {
         py.detach(|| {
-            let pfx = dir_prefix(prefix);
             let refs = self.reader.refs();
-            let mut out = BTreeSet::new();
-            let first = |rest: &str| rest.split('/').next().unwrap_or(rest).to_string();
-            for k in refs.documents.keys() {
-                if let Some(rest) = k.strip_prefix(pfx.as_str()) {
-                    out.insert(first(rest));
-                }
-            }
-            for path in refs.dataset.arrays.keys() {
-                let base = chunk_key(path, &[]);
-                if let Some(rest) = base.strip_prefix(pfx.as_str()) {
-                    if !self.chunk_indices(path, &[]).is_empty() {
-                        out.insert(first(rest));
-                    }
-                } else if let Some(rest) = pfx.strip_prefix(&format!("{base}/")) {
-                    let head: Option<Vec<u64>> = rest
-                        .trim_end_matches('/')
-                        .split('/')
-                        .filter(|s| !s.is_empty())
-                        .map(|s| s.parse().ok())
-                        .collect();
-                    let Some(head) = head else { continue };
-                    for idx in self.chunk_indices(path, &head) {
-                        if let Some(v) = idx.get(head.len()) {
-                            out.insert(v.to_string());
-                        }
-                    }
-                }
-            }
-            out.into_iter().collect()
+            names_below(
+                prefix,
+                refs.documents.keys(),
+                refs.dataset.arrays.keys().map(String::as_str),
+                |path| Ok(refs.dataset.arrays[path].manifest.stored() > 0),
+                |path, head| Ok::<_, std::convert::Infallible>(self.chunk_indices(path, head)),
+            )
+            .unwrap_or_else(|e| match e {})
         })
     }
+}
+
+/// Every key starting with `prefix`: the documents' (sorted), then each array's chunk keys
+/// (`indices(path, head)`: the stored chunks of the array at `path` whose index starts with
+/// `head`) in the order `indices` gives them.
+pub(crate) fn keys_with_prefix<'a, E>(
+    prefix: &str,
+    documents: impl Iterator<Item = &'a String>,
+    arrays: impl Iterator<Item = &'a str>,
+    indices: impl Fn(&str, &[u64]) -> Result<Vec<Vec<u64>>, E>,
+) -> Result<Vec<String>, E> {
+    let mut out: Vec<String> = documents
+        .filter(|k| k.starts_with(prefix))
+        .cloned()
+        .collect();
+    out.sort();
+    let mut arrays: Vec<&str> = arrays.collect();
+    arrays.sort_unstable();
+    for path in arrays {
+        let base = chunk_key(path, &[]);
+        if !(base.starts_with(prefix) || prefix.starts_with(base.as_str())) {
+            continue;
+        }
+        for idx in indices(path, &[])? {
+            let k = chunk_key(path, &idx);
+            if k.starts_with(prefix) {
+                out.push(k);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The names directly below the directory `prefix` (`""` the root, `"tas"`, `"tas/c/0"`),
+/// sorted: of the documents' keys, and of the arrays' chunk keys (`indices` as for
+/// [`keys_with_prefix`]; `stored(path)`: whether the array at `path` stores any chunk, asked
+/// only where the documents do not already give the name).
+pub(crate) fn names_below<'a, E>(
+    prefix: &str,
+    documents: impl Iterator<Item = &'a String>,
+    arrays: impl Iterator<Item = &'a str>,
+    stored: impl Fn(&str) -> Result<bool, E>,
+    indices: impl Fn(&str, &[u64]) -> Result<Vec<Vec<u64>>, E>,
+) -> Result<Vec<String>, E> {
+    let pfx = dir_prefix(prefix);
+    let mut out = BTreeSet::new();
+    let first = |rest: &str| rest.split('/').next().unwrap_or(rest).to_string();
+    for k in documents {
+        if let Some(rest) = k.strip_prefix(pfx.as_str()) {
+            out.insert(first(rest));
+        }
+    }
+    for path in arrays {
+        let base = chunk_key(path, &[]);
+        if let Some(rest) = base.strip_prefix(pfx.as_str()) {
+            let name = first(rest);
+            // Listed already when the array's document is below `prefix` too.
+            if !out.contains(&name) && stored(path)? {
+                out.insert(name);
+            }
+        } else if let Some(rest) = pfx.strip_prefix(&format!("{base}/")) {
+            let head: Option<Vec<u64>> = rest
+                .trim_end_matches('/')
+                .split('/')
+                .filter(|s| !s.is_empty())
+                .map(|s| s.parse().ok())
+                .collect();
+            let Some(head) = head else { continue };
+            for idx in indices(path, &head)? {
+                if let Some(v) = idx.get(head.len()) {
+                    out.insert(v.to_string());
+                }
+            }
+        }
+    }
+    Ok(out.into_iter().collect())
 }
 
 #[cfg(test)]

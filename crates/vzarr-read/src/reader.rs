@@ -125,6 +125,65 @@ pub fn open_bytes(bytes: &[u8], origin: &str, options: ReadOptions) -> Result<Re
     open_parsed(refs, origin, options)
 }
 
+/// The byte layer of a reader: the allowed-prefix policy over the stores, counted and not.
+struct Stacks {
+    counted: Arc<AllowPrefixes<Stores>>,
+    uncounted: Arc<AllowPrefixes<Stores>>,
+    stats: Arc<IoStats>,
+}
+
+impl Stacks {
+    /// The policy of `options` narrowed (or, when trusted, widened) by what `prov` records,
+    /// over stores tuned by `options`.
+    fn new(prov: &Provenance, options: &ReadOptions) -> Result<Self, ReadError> {
+        for p in &options.allow_prefixes {
+            Prefix::parse(p, true).map_err(ReadError::Prefix)?;
+        }
+        let mut allowed = options.allow_prefixes.clone();
+        if options.trust_recorded_prefixes {
+            allowed.extend(prov.allowed_prefixes.iter().cloned());
+        }
+        let policy =
+            PrefixPolicy::new(&prov.allowed_prefixes, &allowed).map_err(ReadError::Prefix)?;
+        let stats = IoStats::new();
+        let tuning = ReadTuning {
+            local_gap: options.coalesce_gap,
+            remote_gap: options.coalesce_gap,
+            max_request: options.max_request.max(1),
+            concurrency: options.concurrency.max(1),
+            stats: Some(stats.clone()),
+        };
+        let counted = Arc::new(AllowPrefixes::new(
+            Stores::new(tuning.clone()),
+            policy.clone(),
+        ));
+        let uncounted = Arc::new(AllowPrefixes::new(
+            Stores::new(ReadTuning {
+                stats: None,
+                ..tuning
+            }),
+            policy,
+        ));
+        Ok(Stacks {
+            counted,
+            uncounted,
+            stats,
+        })
+    }
+
+    /// Checks the URLs `prov` names (sources, concatenation pieces).
+    fn check_recorded(&self, prov: &Provenance) -> Result<(), ReadError> {
+        let mut urls: Vec<&str> = prov.sources.iter().map(|s| s.url.as_str()).collect();
+        if let Some(c) = &prov.concat {
+            urls.extend(c.pieces.iter().map(|p| p.url.as_str()));
+        }
+        for url in urls {
+            self.counted.check(url)?;
+        }
+        Ok(())
+    }
+}
+
 /// Opens references already in the model (kerchunk references parsed, or an Icechunk
 /// repository opened); `origin` names them in messages. As with [`open`], every URL they name
 /// is checked against the allowed prefixes here, before anything is fetched.
@@ -135,50 +194,19 @@ pub fn open_parsed(
 ) -> Result<Reader, ReadError> {
     vzarr_codec::register_zarrs_fixes();
     let prov = &refs.dataset.provenance;
-    for p in &options.allow_prefixes {
-        Prefix::parse(p, true).map_err(ReadError::Prefix)?;
-    }
-    let mut allowed = options.allow_prefixes.clone();
-    if options.trust_recorded_prefixes {
-        allowed.extend(prov.allowed_prefixes.iter().cloned());
-    }
-    let policy = PrefixPolicy::new(&prov.allowed_prefixes, &allowed).map_err(ReadError::Prefix)?;
-    let stats = IoStats::new();
-    let tuning = ReadTuning {
-        local_gap: options.coalesce_gap,
-        remote_gap: options.coalesce_gap,
-        max_request: options.max_request.max(1),
-        concurrency: options.concurrency.max(1),
-        stats: Some(stats.clone()),
-    };
-    let counted = Arc::new(AllowPrefixes::new(
-        Stores::new(tuning.clone()),
-        policy.clone(),
-    ));
-    let uncounted = Arc::new(AllowPrefixes::new(
-        Stores::new(ReadTuning {
-            stats: None,
-            ..tuning
-        }),
-        policy,
-    ));
+    let stacks = Stacks::new(prov, &options)?;
     // Every URL, before any byte is fetched.
     for (path, array) in &refs.dataset.arrays {
         for url in array.manifest.sources() {
-            counted
+            stacks
+                .counted
                 .check(url)
                 .map_err(|e| ReadError::from(e).in_array(path))?;
         }
     }
-    let mut others: Vec<&str> = prov.sources.iter().map(|s| s.url.as_str()).collect();
-    if let Some(c) = &prov.concat {
-        others.extend(c.pieces.iter().map(|p| p.url.as_str()));
-    }
-    for url in others {
-        counted.check(url)?;
-    }
-    let sources = source_stack(&counted, prov, options.ignore_stale);
-    let direct = source_stack(&uncounted, prov, options.ignore_stale);
+    stacks.check_recorded(prov)?;
+    let sources = source_stack(&stacks.counted, prov, options.ignore_stale);
+    let direct = source_stack(&stacks.uncounted, prov, options.ignore_stale);
     Ok(Reader {
         shared: Arc::new(Shared {
             refs,
@@ -186,11 +214,26 @@ pub fn open_parsed(
             concurrency: options.concurrency.max(1),
         }),
         direct,
-        stats,
+        stats: stacks.stats,
         origin: origin.to_string(),
         options,
         arrays: Mutex::new(HashMap::new()),
     })
+}
+
+/// The sources of references that are read one key at a time from elsewhere (an Icechunk
+/// repository's manifests, too many to hold), under the policy [`open_parsed`] applies: the
+/// URLs `prov` names (sources, concatenation pieces) are checked here, and every other URL
+/// when it is first opened, before any of its bytes is read (a local path once its links
+/// are resolved). Unless `options.ignore_stale`, sources `prov` records are refused when they
+/// changed since.
+pub fn open_sources(
+    prov: &Provenance,
+    options: &ReadOptions,
+) -> Result<Arc<dyn SourceStore>, ReadError> {
+    let stacks = Stacks::new(prov, options)?;
+    stacks.check_recorded(prov)?;
+    Ok(source_stack(&stacks.uncounted, prov, options.ignore_stale))
 }
 
 impl Reader {

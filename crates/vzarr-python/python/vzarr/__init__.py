@@ -294,16 +294,19 @@ def _open_references(refs: dict, remote_protocol, remote_options, xarray_options
     return xr.open_dataset(store, **kwargs)
 
 
-def _open_store(location: str, allow_prefixes, trust_references, xarray_options):
-    """A lazy xarray.Dataset over the reference file at ``location`` through
-    :class:`vzarr.store.VzarrStore` (references parsed and checked in Rust; consolidated
-    metadata used when the root document carries it)."""
+def _open_store(location: str, allow_prefixes, trust_references, xarray_options,
+                branch: str = "main"):
+    """A lazy xarray.Dataset over the reference file or Icechunk repository at ``location``
+    through :class:`vzarr.store.VzarrStore` (references parsed and checked in Rust, or looked
+    up in the repository's manifests key by key; consolidated metadata used when the root
+    document carries it)."""
     import xarray as xr
     import zarr
 
     from .store import VzarrStore
 
-    store = VzarrStore(location, allow_prefixes=allow_prefixes, trust_references=trust_references)
+    store = VzarrStore(location, allow_prefixes=allow_prefixes, trust_references=trust_references,
+                       branch=branch)
     root = store.document("zarr.json") or b""
     consolidated = b'"consolidated_metadata"' in root
     docs = [root] if consolidated else [store.document(k) or b"" for k in store.document_keys()]
@@ -324,67 +327,6 @@ def _open_store(location: str, allow_prefixes, trust_references, xarray_options)
 
 _DEFAULT_PIPELINE = "zarr.core.codec_pipeline.BatchedCodecPipeline"
 _FUSED_PIPELINE = "zarr.core.codec_pipeline.FusedCodecPipeline"
-
-
-def _credentials(prefix: str):
-    """Icechunk credentials for a virtual chunk container, from the environment of its cloud
-    (local files and HTTP need none)."""
-    import icechunk
-
-    scheme = prefix.split("://", 1)[0]
-    if scheme == "s3":
-        return icechunk.s3_from_env_credentials()
-    if scheme in ("gs", "gcs"):
-        return icechunk.gcs_from_env_credentials()
-    if scheme in ("az", "azure", "abfs"):
-        return icechunk.azure_from_env_credentials()
-    if scheme in ("http", "https"):
-        return icechunk.credentials.HttpAccess
-    return icechunk.credentials.LocalFileSystemAccess
-
-
-def _icechunk_storage(where: dict):
-    import icechunk
-
-    kind = where["kind"]
-    if kind == "local":
-        return icechunk.local_filesystem_storage(where["path"])
-    if kind == "s3":
-        return icechunk.s3_storage(
-            bucket=where["bucket"], prefix=where["prefix"], region=where["region"],
-            endpoint_url=where["endpoint_url"], allow_http=where["allow_http"],
-            force_path_style=where["force_path_style"],
-            anonymous=where["anonymous"] or None, from_env=None if where["anonymous"] else True,
-        )
-    if kind == "gcs":
-        return icechunk.gcs_storage(bucket=where["bucket"], prefix=where["prefix"], from_env=True)
-    account = _os.environ.get("AZURE_STORAGE_ACCOUNT_NAME") or _os.environ.get("AZURE_STORAGE_ACCOUNT")
-    if not account:
-        raise ValueError("an Azure repository needs the storage account (AZURE_STORAGE_ACCOUNT_NAME)")
-    return icechunk.azure_storage(account=account, container=where["container"],
-                                  prefix=where["prefix"], from_env=True)
-
-
-def _open_repository(location: str, branch: str, allow_prefixes, trust_references, xarray_options):
-    """The tip of ``branch`` of an Icechunk repository, as a lazy xarray.Dataset, once every
-    virtual chunk reference of that snapshot was checked against the allowed prefixes."""
-    import icechunk
-    import xarray as xr
-    import zarr
-
-    checked = _vzarr.checked_repository(location, branch=branch, allow_prefixes=allow_prefixes,
-                                        trust_references=trust_references)
-    storage = _icechunk_storage(checked["storage"])
-    containers = icechunk.Repository.open(storage).config.virtual_chunk_containers or {}
-    creds = icechunk.containers_credentials({c: _credentials(c) for c in containers})
-    repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=creds)
-    # The snapshot checked, not the branch's tip now (another writer may have moved it).
-    session = repo.readonly_session(snapshot_id=checked["snapshot"])
-    # Repositories may hold rectilinear chunk grids (spec version 2).
-    zarr.config.set({"array.rectilinear_chunks": True})
-    kwargs = {"engine": "zarr", "consolidated": False, "zarr_format": 3, "chunks": None,
-              **(xarray_options or {})}
-    return xr.open_dataset(session.store, **kwargs)
 
 
 def _prefixes(allow_prefixes) -> list[str]:
@@ -412,8 +354,9 @@ def open_dataset(
     - a reference file (a path or an s3://, gs://, az://, http(s):// URL of kerchunk JSON):
       opened as it is;
     - an Icechunk repository (a directory, or s3://, gs://, az://bucket/prefix): the tip of
-      ``branch``, opened with icechunk-python (needs the ``icechunk`` package), the virtual
-      chunk containers it lists authorised with the credentials of the environment;
+      ``branch``, read by vzarr (no ``icechunk`` package needed; sources with the credentials
+      of the environment, as for reference files), one snapshot's metadata when it opens and
+      each chunk's reference when it is read;
     - references already built (a dict): opened as they are;
     - anything else: sources, built in memory first (nothing is written), ``options`` being
       those of :func:`build` (e.g. ``concat_dim="time"``).
@@ -423,15 +366,17 @@ def open_dataset(
     environment variable ``VZARR_ALLOW_PREFIXES`` (comma-separated) and the file
     ``$XDG_CONFIG_HOME/vzarr/allowed-prefixes``; the prefixes the references record only
     narrow these, unless ``trust_references=True`` allows them as well (for references you
-    made). Every reference is checked before any value is read; a refused one raises
-    :class:`NotAllowedError` naming it. (References built here from sources are trusted.)
+    made). Every reference of a reference file is checked before any value is read; of a
+    repository, the sources its commit records when it opens and every other source before
+    any of its bytes is read. A refused one raises :class:`NotAllowedError` naming it.
+    (References built here from sources are trusted.)
 
     Values are read from the sources only when used: a reference file through
     :class:`vzarr.store.VzarrStore` (references parsed in Rust, chunks fetched concurrently by
     vzarr's reader; opened with its consolidated metadata), or through fsspec's reference
     filesystem when ``remote_protocol`` or ``remote_options`` are given and for references
     given as a dict (``remote_protocol`` defaults to the sources' scheme; ``remote_options``
-    go to its filesystem, e.g. credentials); repositories through icechunk. ``xarray_options`` go to
+    go to its filesystem, e.g. credentials). ``xarray_options`` go to
     ``xarray.open_dataset`` (e.g. ``{"mask_and_scale": False}``). zarr-python's
     ``array.rectilinear_chunks`` option is turned on for the process when the data may hold a
     rectilinear chunk grid. Needs xarray, zarr >= 3 and fsspec. The same is available as
@@ -455,7 +400,7 @@ def open_dataset(
                                         xarray_options)
             return _open_store(location, _prefixes(allow_prefixes), trust_references, xarray_options)
         if kind == "icechunk":
-            return _open_repository(location, branch, _prefixes(allow_prefixes), trust_references,
-                                    xarray_options)
+            return _open_store(location, _prefixes(allow_prefixes), trust_references, xarray_options,
+                               branch=branch)
     refs = build(inputs, **options)
     return _open_references(refs, remote_protocol, remote_options, xarray_options)

@@ -1,4 +1,5 @@
-"""A read-only zarr-python store over a reference file, backed by vzarr's Rust reader.
+"""A read-only zarr-python store over a reference file or an Icechunk repository, backed by
+vzarr's Rust reader.
 
     >>> import xarray as xr, zarr
     >>> from vzarr.store import VzarrStore
@@ -12,6 +13,13 @@ chunk bytes come from local files or object stores (s3://, gs://, az://, http(s)
 object_store, with the GIL released. The ``get`` calls zarr-python makes in one turn of its
 event loop (its codec pipeline asks for many chunks at once) are served by one call into Rust
 on a worker thread, which fetches them concurrently, nearby ranges of one source coalesced.
+
+An Icechunk repository (a directory, or s3://, gs://, az://bucket/prefix) is read one key at
+a time: opening reads one snapshot's documents and commit, not its manifests, and each
+chunk's reference is looked up when it is asked for. The same prefix rules hold: the sources
+the commit records are checked when the store opens, and every source a reference names
+before any of its bytes is read, whatever virtual chunk containers the repository declares
+(``NotAllowedError`` from the read otherwise).
 
 The store pickles by location and options (it reopens the references when unpickled) and
 gives dask a token from the location, options and the reference file's size and modification
@@ -72,12 +80,15 @@ def _prefix_list(allow_prefixes: str | os.PathLike[str] | Sequence[Any] | None) 
 
 class VzarrStore(Store):
     """A read-only ``zarr.abc.store.Store`` over the kerchunk references at ``location`` (a path
-    or an s3://, gs://, az://, http(s):// URL), read through vzarr's Rust reader.
+    or an s3://, gs://, az://, http(s):// URL), or over one snapshot of the Icechunk repository
+    there, read through vzarr's Rust reader.
 
     allow_prefixes: where the references may point (a local directory or URL prefix, or a
         list), besides ``VZARR_ALLOW_PREFIXES`` and ``$XDG_CONFIG_HOME/vzarr/allowed-prefixes``;
         the prefixes the references record only narrow these unless ``trust_references``.
     trust_references: also allow the prefixes the references record (references you made).
+    branch: of a repository, the branch whose tip is read (``"main"``).
+    snapshot: of a repository, the snapshot read (an id; the branch's tip when ``None``).
     """
 
     supports_writes: bool = False
@@ -91,6 +102,8 @@ class VzarrStore(Store):
         *,
         allow_prefixes: str | os.PathLike[str] | Sequence[Any] | None = None,
         trust_references: bool = False,
+        branch: str = "main",
+        snapshot: str | None = None,
         read_only: bool = True,
         _inner: Any = None,
     ) -> None:
@@ -100,8 +113,16 @@ class VzarrStore(Store):
         self._location = os.fspath(location)
         self._allow = _prefix_list(allow_prefixes)
         self._trust = bool(trust_references)
-        self._inner = _inner if _inner is not None else _vzarr.ReferenceStore(
-            self._location, allow_prefixes=self._allow, trust_references=self._trust)
+        self._branch = branch
+        if _inner is None:
+            if _vzarr.detect(self._location) == "icechunk":
+                _inner = _vzarr.RepositoryStore(
+                    self._location, branch=branch, snapshot=snapshot,
+                    allow_prefixes=self._allow, trust_references=self._trust)
+            else:
+                _inner = _vzarr.ReferenceStore(
+                    self._location, allow_prefixes=self._allow, trust_references=self._trust)
+        self._inner = _inner
         self._pending: dict[asyncio.AbstractEventLoop, list[tuple[list, asyncio.Future]]] = {}
 
     # --- identity, pickling, dask ------------------------------------------------------------
@@ -112,9 +133,15 @@ class VzarrStore(Store):
         return self._location
 
     @property
-    def references(self) -> int:
-        """How many chunks the references store (by reference or inline)."""
-        return self._inner.references
+    def references(self) -> int | None:
+        """How many chunks the references store (by reference or inline); ``None`` for a
+        repository (counting would read every manifest)."""
+        return getattr(self._inner, "references", None)
+
+    @property
+    def snapshot(self) -> str | None:
+        """The snapshot read, for a repository (``None`` for a reference file)."""
+        return getattr(self._inner, "snapshot", None)
 
     def _key(self) -> tuple:
         return (self._location, tuple(self._allow), self._trust, self._inner.stamp)
@@ -129,16 +156,20 @@ class VzarrStore(Store):
         return f"VzarrStore({self._location!r})"
 
     def __getstate__(self) -> dict[str, Any]:
+        # A repository reopens the same snapshot, whatever its branch's tip is then.
         return {"location": self._location, "allow_prefixes": self._allow,
-                "trust_references": self._trust}
+                "trust_references": self._trust, "branch": self._branch,
+                "snapshot": self.snapshot}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["location"], allow_prefixes=state["allow_prefixes"],
-                      trust_references=state["trust_references"])
+                      trust_references=state["trust_references"],
+                      branch=state.get("branch", "main"), snapshot=state.get("snapshot"))
 
     def __dask_tokenize__(self) -> tuple:
         """A cheap token: location, options and the reference file's size, modification
-        time and ETag when opened (dask tokenizes the store when xarray chunks)."""
+        time and ETag when opened, or the repository's snapshot (dask tokenizes the store when
+        xarray chunks)."""
         return ("vzarr.VzarrStore", *self._key())
 
     def with_read_only(self, read_only: bool = False) -> VzarrStore:
@@ -146,7 +177,8 @@ class VzarrStore(Store):
         if not read_only:
             raise ValueError("VzarrStore is read-only")
         return VzarrStore(self._location, allow_prefixes=self._allow,
-                          trust_references=self._trust, _inner=self._inner)
+                          trust_references=self._trust, branch=self._branch,
+                          _inner=self._inner)
 
     # --- reading -----------------------------------------------------------------------------
 
