@@ -33,6 +33,9 @@ __all__ = ["VzarrCodecPipeline"]
 #: bytes, which compressed chunks keep well below), and at most this many chunks a block.
 BLOCK_BYTES = 64 << 20
 BLOCK_CHUNKS = 4096
+#: Chunks of the first block; each next block doubles, up to the bounds above, so decoding
+#: starts early and the fetches after the first overlap it.
+FIRST_BLOCK = 128
 
 
 class _Fetched:
@@ -50,10 +53,15 @@ class _Fetched:
 
 
 def _blocks(batch: list[tuple], chunk_bytes: int) -> Iterator[list[tuple]]:
-    """`batch` cut into blocks of at most BLOCK_BYTES decoded bytes (BLOCK_CHUNKS chunks)."""
-    n = max(1, min(BLOCK_CHUNKS, BLOCK_BYTES // max(1, chunk_bytes)))
-    for i in range(0, len(batch), n):
+    """`batch` cut into blocks of FIRST_BLOCK chunks, then twice as many as the block before,
+    up to BLOCK_BYTES decoded bytes (and BLOCK_CHUNKS chunks) a block."""
+    most = max(1, min(BLOCK_CHUNKS, BLOCK_BYTES // max(1, chunk_bytes)))
+    n = min(FIRST_BLOCK, most)
+    i = 0
+    while i < len(batch):
         yield batch[i:i + n]
+        i += n
+        n = min(2 * n, most)
 
 
 def _chunk_bytes(spec: Any) -> int:
