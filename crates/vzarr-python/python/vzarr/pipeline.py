@@ -99,6 +99,12 @@ class VzarrCodecPipeline(FusedCodecPipeline):
         def fetch(block: list[tuple]) -> list[bytes | None]:
             return store._inner.get_many([(bg.path, None) for bg, *_ in block])
 
+        def decode(block: list[tuple], values: list[bytes | None]) -> tuple:
+            fetched = [(_Fetched(v), *rest) for v, (_, *rest) in zip(values, block, strict=True)]
+            return super(VzarrCodecPipeline, self).read_sync(fetched, out, drop_axes, workers)
+
+        if len(blocks) == 1:  # nothing to overlap (e.g. a dask task's chunk): no helper thread
+            return decode(blocks[0], fetch(blocks[0]))
         results: list = []
         with ThreadPoolExecutor(1, thread_name_prefix="vzarr-fetch") as pool:
             ahead: Future = pool.submit(fetch, blocks[0])
@@ -106,9 +112,7 @@ class VzarrCodecPipeline(FusedCodecPipeline):
                 values = ahead.result()
                 if i + 1 < len(blocks):
                     ahead = pool.submit(fetch, blocks[i + 1])
-                fetched = [(_Fetched(v), *rest) for v, (_, *rest) in zip(values, block,
-                                                                          strict=True)]
-                results.extend(super().read_sync(fetched, out, drop_axes, workers))
+                results.extend(decode(block, values))
         return tuple(results)
 
 
