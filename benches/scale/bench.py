@@ -13,8 +13,8 @@ RSS after opening (MiB), the read's seconds and peak RSS after it, chunks read. 
 `yearquarter` a year of a quarter of the domain (365 x 72 = 26,280 chunks). `--via store`:
 `vzarr.open_dataset` (`--pipeline vzarr`, the default: the pipeline it chooses,
 vzarr.pipeline), with `--pipeline fused` under zarr-python's fused pipeline, or with
-`--pipeline batched` VzarrStore under zarr-python's default pipeline; `--via fsspec`: the recipe of docs/python.md for readers
-without vzarr (`fsspec-listing`: that recipe before consolidated metadata, `consolidated=False`);
+`--pipeline batched` VzarrStore under zarr-python's default pipeline; `--via fsspec`: the
+recipe of docs/python.md for readers without vzarr (`fsspec-listing`: that recipe before consolidated metadata, `consolidated=False`);
 `--via icechunk`: `vzarr.open_dataset` of the Icechunk repository vzarr built from the same
 catalog (every virtual reference checked against the allowed prefixes first), `--via
 icechunk-python`: icechunk-python alone, its containers authorised (the floor of that path);
