@@ -79,7 +79,8 @@ def test_values_through_the_store_equal_the_sources(built, chunks):
                             xarray_options={"chunks": chunks})
     want = xr.concat([xr.open_dataset(f, engine="netcdf4")["tas"] for f in MONTHS], dim="time")
     np.testing.assert_array_equal(ds["tas"].values, want.values)
-    # Its arrays read through zarr-python's fused pipeline; the process' default is untouched.
+    # Its arrays read through vzarr.pipeline (zarr-python's fused pipeline, chunks fetched in
+    # blocks); the process' default is untouched.
     assert zarr.config.get("codec_pipeline.path").endswith("BatchedCodecPipeline")
 
 
@@ -121,6 +122,57 @@ def test_keys_ranges_and_listing_agree_with_fsspec(built):
         mine.with_read_only(False)
     assert mine.with_read_only(True) == mine
     assert mine.supports_consolidated_metadata and not mine.supports_writes
+
+
+def read_tas(location, pipeline, **kwargs):
+    """`tas` of the references at `location`, read whole by zarr-python through VzarrStore
+    under the codec pipeline `pipeline` (a path in zarr-python's registry)."""
+    with zarr.config.set({"codec_pipeline.path": pipeline}):
+        arr = zarr.open_array(VzarrStore(location, **kwargs), path="tas", zarr_format=3,
+                              mode="r")
+    assert type(arr._async_array.codec_pipeline).__name__ == pipeline.rsplit(".", 1)[1]
+    return arr[...]
+
+
+def test_the_bulk_pipeline_reads_what_the_fused_one_reads(built, tmp_path, monkeypatch):
+    """vzarr.open_dataset reads through vzarr.pipeline (a read's chunks fetched from the store
+    in blocks): values and missing chunks as zarr-python's fused pipeline reads them, across
+    many blocks, and a source gone since opening fails the read with the store's error."""
+    from vzarr import pipeline
+
+    fused = "zarr.core.codec_pipeline.FusedCodecPipeline"
+    bulk = "vzarr.pipeline.VzarrCodecPipeline"
+    monkeypatch.setattr(pipeline, "FIRST_BLOCK", 2)
+    monkeypatch.setattr(pipeline, "BLOCK_CHUNKS", 5)
+    refs = json.loads((built / "tas.json").read_text())
+    gone = sorted(k for k in refs["refs"] if k.startswith("tas/c/"))[7]
+    del refs["refs"][gone]
+    holed = tmp_path / "holed.json"
+    holed.write_text(json.dumps(refs))
+    want = read_tas(holed, fused, allow_prefixes=str(ARCHIVE))
+    got = read_tas(holed, bulk, allow_prefixes=str(ARCHIVE))
+    np.testing.assert_array_equal(got, want)
+    assert not np.array_equal(want, netcdf4_raw("tas"))  # the missing chunk: the fill value
+    ds = vzarr.open_dataset(holed, allow_prefixes=str(ARCHIVE),
+                            xarray_options={"mask_and_scale": False, "decode_times": False})
+    np.testing.assert_array_equal(ds["tas"].values, want)
+
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    for f in MONTHS:
+        (archive / f.name).write_bytes(f.read_bytes())
+    run_vzarr("build", archive, "--concat-dim", "time", "-o", tmp_path / "copy.json")
+    errors = []
+    for name in (fused, bulk):
+        with zarr.config.set({"codec_pipeline.path": name}):
+            arr = zarr.open_array(VzarrStore(tmp_path / "copy.json",
+                                             allow_prefixes=str(archive)),
+                                  path="tas", zarr_format=3, mode="r")
+        (archive / MONTHS[3].name).unlink(missing_ok=True)
+        with pytest.raises(vzarr.VzarrError) as e:
+            arr[...]
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] and MONTHS[3].name in errors[0]
 
 
 def test_references_outside_the_prefixes_are_refused_before_reading(built, tmp_path):

@@ -468,9 +468,30 @@ impl SourceStore for Opened {
     }
 }
 
+/// A persistent pool of `threads` threads for [`read_across`] (one a thread count, built the
+/// first time it is asked for): a call that reads a few ranges of many sources, as
+/// zarr-python's store calls do, then starts no thread (starting them cost about 80 us a
+/// range). `None` when the pool cannot be built.
+fn read_pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
+    static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
+    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, p)) = pools.iter().find(|(n, _)| *n == threads) {
+        return Some(p.clone());
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("vzarr-read-{i}"))
+        .build()
+        .ok()?;
+    let pool = Arc::new(pool);
+    pools.push((threads, pool.clone()));
+    Some(pool)
+}
+
 /// Reads byte ranges of many sources: ranges are grouped by URL, each source is opened
 /// through `store` and read with one [`ByteSource::read_ranges`] call, up to `concurrency`
-/// sources at once. The result is in request order.
+/// sources at once (on a pool of threads kept between calls). The result is in request
+/// order.
 pub fn read_across(
     store: &dyn SourceStore,
     requests: &[(&str, Range<u64>)],
@@ -491,7 +512,16 @@ pub fn read_across(
         let got = src.read_ranges(&ranges)?;
         Ok(idx.iter().copied().zip(got).collect())
     };
-    let results = parallel_map(&by_url, concurrency, read_one);
+    let pool = (concurrency > 1 && by_url.len() > 1)
+        .then(|| read_pool(concurrency))
+        .flatten();
+    let results: Vec<_> = match pool {
+        Some(pool) => {
+            use rayon::prelude::*;
+            pool.install(|| by_url.par_iter().map(read_one).collect())
+        }
+        None => parallel_map(&by_url, concurrency, read_one),
+    };
     let mut out: Vec<Option<Bytes>> = vec![None; requests.len()];
     for r in results {
         for (i, b) in r? {
@@ -598,6 +628,8 @@ mod tests {
         // a: 10..30 merged (adjacent); b: two reads; each file opened once.
         assert_eq!((c.requests, c.bytes, c.opens), (3, 23, 2));
         assert!(read_across(&store, &[(a.as_str(), 150..250)], 1).is_err());
+        // Many sources at once (the pool of reading threads): an error of one is the call's.
+        assert!(read_across(&store, &[(b.as_str(), 0..1), (a.as_str(), 150..250)], 4).is_err());
     }
 
     #[test]

@@ -318,15 +318,18 @@ def _open_store(location: str, allow_prefixes, trust_references, xarray_options,
               **(xarray_options or {})}
     if zarr.config.get("codec_pipeline.path") != _DEFAULT_PIPELINE:
         return xr.open_dataset(store, **kwargs)  # the caller chose a pipeline
-    # zarr-python's fused pipeline reads through the store's get_sync, one thread hop per
-    # batch instead of a coroutine per chunk (3-4x faster on small chunks). A pipeline is
-    # chosen when an array is opened: this sets it for this dataset's arrays only.
-    with zarr.config.set({"codec_pipeline.path": _FUSED_PIPELINE}):
+    # vzarr.pipeline: zarr-python's fused pipeline (one thread hop per batch instead of a
+    # coroutine per chunk, 3-4x faster on small chunks) with a read's chunks fetched from the
+    # store in blocks, one call into Rust each. A pipeline is chosen when an array is opened:
+    # this sets it for this dataset's arrays only.
+    from .pipeline import VzarrCodecPipeline  # registers it with zarr-python
+
+    path = f"{VzarrCodecPipeline.__module__}.{VzarrCodecPipeline.__qualname__}"
+    with zarr.config.set({"codec_pipeline.path": path}):
         return xr.open_dataset(store, **kwargs)
 
 
 _DEFAULT_PIPELINE = "zarr.core.codec_pipeline.BatchedCodecPipeline"
-_FUSED_PIPELINE = "zarr.core.codec_pipeline.FusedCodecPipeline"
 
 
 def _prefixes(allow_prefixes) -> list[str]:
