@@ -99,7 +99,7 @@ class Parser:
         effect: vzarr does not yet represent HDF5 object references and links as
         VirtualiZarr does with True. With either value the file reads as vzarr's scanner
         reads it (datasets and attributes of reference type left out and listed in
-        ``self.warnings``).
+        ``self.warnings``; a soft link to a dataset read as a second copy of it).
 
     skip_variables (keyword): names left out, as NetCDF3Parser's ``skip_variables``; for
     HDF5 files the same as ``drop_variables``.
