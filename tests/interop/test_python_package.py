@@ -549,8 +549,10 @@ def test_parser_reads_through_the_registrys_store(moto_server, monkeypatch):
                     access_key_id="test", secret_access_key="test", region="us-east-1",
                     client_options={"allow_http": True})
     registry = ObjectStoreRegistry({"s3://pyvz-reg": store})
-    parser = vzarr.virtualizarr.Parser(file_timeout=60)
-    keep = vzarr.virtualizarr.Parser(file_timeout=60, small_chunks="keep")
+    # "inline" (not the parser's default): small arrays read and kept inline, through the
+    # registry's store; the default keeps every chunk referenced.
+    parser = vzarr.virtualizarr.Parser(file_timeout=60, small_chunks="inline")
+    keep = vzarr.virtualizarr.Parser(file_timeout=60)
     for f in MONTHS[:2]:
         url = f"s3://pyvz-reg/deep/archive/{f.name}"
         ms = parser(url, registry)

@@ -258,14 +258,16 @@ def test_python_build_and_the_virtualizarr_parser(tmp_path):
                for w in limited.report.warnings), limited.report.warnings
     with pytest.raises(ValueError, match="small_chunks"):
         vzarr.build(src, small_chunks="everything")
-    # The parser: the arrays inline in the ManifestStore, values as netCDF4-python reads.
+    # The parser with small_chunks="inline": the arrays inline in the ManifestStore, values
+    # as netCDF4-python reads; by default (as VirtualiZarr's parser) one chunk per record.
     registry = ObjectStoreRegistry({"file://": LocalStore()})
-    store = vzarr.virtualizarr.Parser()(src.as_uri(), registry)
+    store = vzarr.virtualizarr.Parser(small_chunks="inline")(src.as_uri(), registry)
     check_values(zarr.open_group(store, mode="r", zarr_format=3), src, "parser")
     manifest = store._group.arrays["v0"].manifest
     assert manifest.shape_chunk_grid == (1,)
-    store = vzarr.virtualizarr.Parser(small_chunks="keep")(src.as_uri(), registry)
+    store = vzarr.virtualizarr.Parser()(src.as_uri(), registry)
     assert store._group.arrays["v0"].manifest.shape_chunk_grid == (1500,)
+    check_values(zarr.open_group(store, mode="r", zarr_format=3), src, "parser kept")
     # Merged chunks reach VirtualiZarr on regular grids: 100,000 back-to-back records in 8
     # chunks of 12,500 (a divisor of the count near 64 KiB).
     one = tmp_path / "one.nc"

@@ -16,7 +16,8 @@ use std::sync::Arc;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyType};
 use pyo3_object_store::PyExternalObjectStore;
 use vzarr_build::{BuildError, Format, Output, Progress, Settings, Written};
 use vzarr_scan::ScanError as ScanFailure;
@@ -43,12 +44,40 @@ create_exception!(
      VZARR_ALLOW_PREFIXES, the configuration file; or the references' own prefixes with \
      trust_references=True)."
 );
-create_exception!(
-    _vzarr,
-    ScanError,
-    VzarrError,
-    "A source could not be scanned (not HDF5/NetCDF, corrupt, or left-out variables with strict=True)."
-);
+/// `ScanError`: a source could not be scanned. A subclass of both `VzarrError` and Python's
+/// `ValueError` (what VirtualiZarr's parsers raise for a file they cannot parse), so code
+/// written against either catches it. pyo3's `create_exception!` takes one base, so the class
+/// is made once per interpreter by calling `type` with both.
+static SCAN_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// The class `ScanError` (see [`SCAN_ERROR`]).
+fn scan_error_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    SCAN_ERROR
+        .get_or_try_init(py, || {
+            let namespace = PyDict::new(py);
+            namespace.set_item(
+                "__doc__",
+                "A source could not be scanned (not HDF5/NetCDF, corrupt, or left-out \
+                 variables with strict=True). Also a ValueError, as VirtualiZarr's parsers \
+                 raise for a file they cannot parse.",
+            )?;
+            namespace.set_item("__module__", "vzarr._vzarr")?;
+            let bases = (py.get_type::<VzarrError>(), py.get_type::<PyValueError>());
+            let made = py
+                .get_type::<PyType>()
+                .call1(("ScanError", bases, namespace))?;
+            Ok(made.cast_into::<PyType>()?.unbind())
+        })
+        .map(|t| t.bind(py))
+}
+
+/// A `ScanError` (see [`SCAN_ERROR`]) with `message`.
+fn scan_error(py: Python<'_>, message: String) -> PyErr {
+    match scan_error_type(py) {
+        Ok(t) => PyErr::from_type(t.clone(), message),
+        Err(e) => e,
+    }
+}
 create_exception!(
     _vzarr,
     PlanError,
@@ -69,8 +98,8 @@ fn to_py(py: Python<'_>, e: &BuildError) -> PyErr {
         BuildError::Scan(s @ (ScanFailure::Source(_) | ScanFailure::Io { .. })) => {
             (SourceError::new_err(message), s.file().map(str::to_string))
         }
-        BuildError::Scan(s) => (ScanError::new_err(message), s.file().map(str::to_string)),
-        BuildError::Strict { .. } => (ScanError::new_err(message), None),
+        BuildError::Scan(s) => (scan_error(py, message), s.file().map(str::to_string)),
+        BuildError::Strict { .. } => (scan_error(py, message), None),
         BuildError::Plan(p) => (
             PlanError::new_err(message),
             p.file()
@@ -480,11 +509,14 @@ fn scan_manifests(
             .ok()
             .filter(|&n| n <= MAX_PARSER_CHUNKS && n == a.manifest.len() as u64)
             .ok_or_else(|| {
-                ScanError::new_err(format!(
-                    "{url}: {path}: {} chunks, more than the {MAX_PARSER_CHUNKS} a VirtualiZarr \
-                     manifest is given here",
-                    a.manifest.len()
-                ))
+                scan_error(
+                    py,
+                    format!(
+                        "{url}: {path}: {} chunks, more than the {MAX_PARSER_CHUNKS} a \
+                         VirtualiZarr manifest is given here",
+                        a.manifest.len()
+                    ),
+                )
             })? as usize;
         let mut ids = vec![u32::MAX; n];
         let mut offsets = vec![0u64; n];
@@ -544,7 +576,7 @@ fn _vzarr(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VzarrError", py.get_type::<VzarrError>())?;
     m.add("SourceError", py.get_type::<SourceError>())?;
     m.add("NotAllowedError", py.get_type::<NotAllowedError>())?;
-    m.add("ScanError", py.get_type::<ScanError>())?;
+    m.add("ScanError", scan_error_type(py)?)?;
     m.add("PlanError", py.get_type::<PlanError>())?;
     m.add("WriteError", py.get_type::<WriteError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

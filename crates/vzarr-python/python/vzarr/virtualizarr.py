@@ -15,13 +15,18 @@ from Rust as flat buffers turned into numpy arrays, never one Python object per 
 vzarr keeps inline (variable-length strings, compact datasets, small chunks) become
 VirtualiZarr's inlined chunks.
 
-Small chunks are treated as ``vzarr.build`` treats them (``small_chunks="inline"``): adjacent
-uncompressed chunks merged into larger virtual chunks (only where the grid stays regular, as
-VirtualiZarr's manifests must be), arrays whose references would stay tiny kept inline. The
-merged and inline chunk shapes follow each file's length, and VirtualiZarr concatenates only
-arrays of equal chunk shapes: to combine files of different lengths with
-``open_virtual_mfdataset``, pass ``small_chunks="keep"`` (or let ``vzarr.build`` combine them,
-which handles any lengths).
+The constructors take VirtualiZarr 2.8's parser arguments, positionally and by keyword:
+``HDFParser(group, drop_variables, reader_factory, links_and_references)`` and
+``NetCDF3Parser(group, skip_variables)``; ``Parser`` takes the HDF parser's order and also
+``skip_variables=``. vzarr's own options are keyword-only.
+
+Small chunks are kept as stored by default (``small_chunks="keep"``), unlike ``vzarr.build``
+(whose default is "inline"): VirtualiZarr concatenates only arrays of equal chunk shapes and
+slices inlined chunks only whole, while merged and inlined chunk shapes follow each file's
+length. With the default, every file set ``open_virtual_mfdataset`` combines with
+VirtualiZarr's parsers combines with this one, and indexing within chunks works as with
+theirs. ``small_chunks="inline"`` or ``"merge"`` give fewer, larger references for one file
+(or files of equal lengths); ``vzarr.build`` combines files of any length either way.
 
 The file is read through the store the ``registry`` resolves its URL to, when that is one of
 obstore's (S3Store, GCSStore, AzureStore, HTTPStore, LocalStore: recreated in vzarr from its
@@ -48,7 +53,10 @@ __all__ = ["Parser", "HDFParser", "NetCDF3Parser"]
 _METADATA_CACHE = 4096
 
 
-def _group_tree(groups: dict[str, dict], arrays: dict[str, Any]):
+def _group_tree(groups: dict[str, dict], arrays: dict[str, Any], root: str = "",
+                dropped: set[str] = frozenset()):
+    """The ManifestGroup of the group ``root`` ("" for the file's root) and those under it,
+    without the members of ``root`` named in ``dropped``."""
     from virtualizarr.manifests import ManifestGroup
 
     def build(prefix: str) -> ManifestGroup:
@@ -58,29 +66,68 @@ def _group_tree(groups: dict[str, dict], arrays: dict[str, Any]):
         subgroups = {p.rsplit("/", 1)[-1]: build(p) for p in groups
                      if p != "" and p.count("/") == depth
                      and (p.rsplit("/", 1)[0] if "/" in p else "") == prefix}
+        if prefix == root:
+            mine = {k: v for k, v in mine.items() if k not in dropped}
+            subgroups = {k: v for k, v in subgroups.items() if k not in dropped}
         return ManifestGroup(arrays=mine, groups=subgroups, attributes=groups.get(prefix, {}))
 
-    return build("")
+    return build(root)
+
+
+def _names(given: Any) -> set[str]:
+    """A set of variable names from None, one name, or an iterable of names."""
+    if given is None:
+        return set()
+    if isinstance(given, str):
+        return {given}
+    return set(given)
 
 
 class Parser:
     """Parses an HDF5, NetCDF4 or NetCDF3 file into a VirtualiZarr ``ManifestStore``.
 
-    Options are those of ``vzarr.build`` that apply to one file: ``strict`` (raise instead of
-    leaving out variables the scanner cannot reference), ``file_timeout`` (seconds),
-    ``split_contiguous`` and ``max_string_bytes`` (bytes, or text like "4MiB"),
-    ``small_chunks`` ("inline", "merge" or "keep"), ``chunk_target``, ``inline_max`` and
-    ``inline_total``. Variables left out, and arrays left referenced in small pieces, are
-    listed in ``self.warnings`` after a call.
+    The arguments VirtualiZarr 2.8's ``HDFParser`` takes, in its order, mean the same here:
+
+    group: the group whose variables are read (None, "" or "/": the root). Its subgroups come
+        along as subgroups of the store, as with VirtualiZarr, and ``open_virtual_dataset``
+        reads only the group's own variables. A path that is not a group raises ValueError;
+        a NetCDF3 file has only the root group, so any other path raises ValueError.
+    drop_variables: names of the group's variables (or subgroups) left out.
+    reader_factory: accepted for VirtualiZarr's signature and not called: vzarr reads the
+        file's bytes itself, through the registry's obstore store (see the module's notes).
+    links_and_references: accepted for VirtualiZarr's signature, and for now without
+        effect: vzarr does not yet represent HDF5 object references and links as
+        VirtualiZarr does with True. With either value the file reads as vzarr's scanner
+        reads it (datasets and attributes of reference type left out and listed in
+        ``self.warnings``; a soft link to a dataset read as a second copy of it).
+
+    skip_variables (keyword): names left out, as NetCDF3Parser's ``skip_variables``; for
+    HDF5 files the same as ``drop_variables``.
+
+    vzarr's own options, keyword-only, are those of ``vzarr.build`` that apply to one file:
+    ``strict`` (raise instead of leaving out variables the scanner cannot reference),
+    ``file_timeout`` (seconds), ``split_contiguous`` and ``max_string_bytes`` (bytes, or text
+    like "4MiB"), ``small_chunks`` ("keep", the default here; "inline" or "merge"),
+    ``chunk_target``, ``inline_max`` and ``inline_total``. Variables left out, and arrays
+    left referenced in small pieces, are listed in ``self.warnings`` after a call. A file
+    that cannot be parsed raises ``vzarr.ScanError``, which is also a ``ValueError``.
     """
 
-    def __init__(self, *, strict: bool = False, file_timeout: int = 600,
+    def __init__(self, group: str | None = None, drop_variables: Any = None,
+                 reader_factory: Any = None, links_and_references: bool = False, *,
+                 skip_variables: Any = None,
+                 strict: bool = False, file_timeout: int = 600,
                  split_contiguous: int | str | None = None,
                  max_string_bytes: int | str | None = None,
-                 small_chunks: str | None = None,
+                 small_chunks: str | None = "keep",
                  chunk_target: int | str | None = None,
                  inline_max: int | str | None = None,
                  inline_total: int | str | None = None) -> None:
+        self.group = group
+        self.drop_variables = drop_variables
+        self.skip_variables = skip_variables
+        self.reader_factory = reader_factory
+        self.links_and_references = links_and_references
         self.strict = strict
         self.file_timeout = file_timeout
         self.split_contiguous = split_contiguous
@@ -153,9 +200,48 @@ class Parser:
                     self._metadata.clear()
                 self._metadata[meta] = metadata
             marrs[path] = ManifestArray(metadata=metadata, chunkmanifest=manifest)
-        group = _group_tree(json.loads(groups_json), marrs)
+        groups = json.loads(groups_json)
+        root = _group_path(self.group)
+        if root and root not in groups:
+            raise ValueError(_not_a_group(url, registry, self.group))
+        dropped = _names(self.drop_variables) | _names(self.skip_variables)
+        group = _group_tree(groups, marrs, root, dropped)
         return ManifestStore(group=group, registry=registry)
 
 
-HDFParser = Parser
-NetCDF3Parser = Parser
+def _group_path(group: str | None) -> str:
+    """A group argument as a path of the scan's groups ("" for the root)."""
+    return "" if group is None else "/".join(p for p in str(group).split("/") if p)
+
+
+def _not_a_group(url: str, registry: Any, group: str | None) -> str:
+    """Why ``group`` cannot be opened in the file at ``url`` (which has no such group)."""
+    try:
+        import obstore
+
+        store, path = registry.resolve(url)
+        magic = bytes(obstore.get_range(store, path, start=0, length=4))
+    except Exception:  # noqa: BLE001 - only the message depends on it
+        magic = b""
+    if magic[:3] == b"CDF":
+        return (f"{url}: a netCDF3 file has only a root group, so group={group!r} "
+                "cannot be opened")
+    return f"{url}: {group!r} is not an HDF Group in the file"
+
+
+class HDFParser(Parser):
+    """VirtualiZarr 2.8's ``HDFParser`` signature over vzarr's scanners (see :class:`Parser`:
+    any supported format is read, NetCDF3 included)."""
+
+
+class NetCDF3Parser(Parser):
+    """VirtualiZarr 2.8's ``NetCDF3Parser`` signature, ``(group, skip_variables)``, over
+    vzarr's scanners (see :class:`Parser`: any supported format is read, HDF5 included).
+    ``drop_variables``, ``reader_factory`` and ``links_and_references`` are keyword-only
+    here."""
+
+    def __init__(self, group: str | None = None, skip_variables: Any = None, *,
+                 drop_variables: Any = None, reader_factory: Any = None,
+                 links_and_references: bool = False, **options: Any) -> None:
+        super().__init__(group, drop_variables, reader_factory, links_and_references,
+                         skip_variables=skip_variables, **options)
