@@ -16,8 +16,9 @@ vzarr.pipeline), with `--pipeline fused` under zarr-python's fused pipeline, or 
 `--pipeline batched` VzarrStore under zarr-python's default pipeline; `--via fsspec`: the
 recipe of docs/python.md for readers without vzarr (`fsspec-listing`: that recipe before consolidated metadata, `consolidated=False`);
 `--via icechunk`: `vzarr.open_dataset` of the Icechunk repository vzarr built from the same
-catalog (every virtual reference checked against the allowed prefixes first), `--via
-icechunk-python`: icechunk-python alone, its containers authorised (the floor of that path);
+catalog (through vzarr's store: one snapshot's metadata at open, each reference looked up
+and its source checked when read), `--via icechunk-python`: icechunk-python alone, its
+containers authorised;
 `--via kerchunk-json|kerchunk-parquet`: kerchunk's Zarr v2 references of the same catalog
 (kerchunk_build.py) as kerchunk's users read them, fsspec's reference filesystem and
 `xr.open_zarr(..., zarr_format=2, consolidated=False)` (kerchunk writes no consolidated
