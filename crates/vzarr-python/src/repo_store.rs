@@ -47,8 +47,7 @@ pub(crate) struct RepositoryStore {
 impl RepositoryStore {
     /// The array path and chunk index `key` names, if it is a chunk key of an array.
     fn chunk_of<'k>(&self, key: &'k str) -> Option<(&'k str, Vec<u64>)> {
-        let paths: Vec<&str> = self.snapshot.array_paths().collect();
-        let (path, rest) = split_chunk_key(key, |p| paths.contains(&p))?;
+        let (path, rest) = split_chunk_key(key, |p| self.snapshot.array_paths().any(|a| a == p))?;
         let index = parse_chunk_indices(rest).ok()?;
         self.snapshot
             .has_chunk_index(path, &index)
