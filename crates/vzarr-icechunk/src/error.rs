@@ -107,6 +107,15 @@ pub enum IcechunkError {
 }
 
 impl IcechunkError {
+    /// What the repository at `location` holds at `what` is not what vzarr reads, for `reason`.
+    pub(crate) fn content(location: &str, what: &str, reason: String) -> Self {
+        IcechunkError::Content {
+            location: location.to_string(),
+            what: what.to_string(),
+            reason,
+        }
+    }
+
     pub(crate) fn icechunk(
         location: &str,
         operation: impl Into<String>,

@@ -142,11 +142,7 @@ async fn open_async(
     max_references: u64,
 ) -> Result<Opened, IcechunkError> {
     let at = location.display();
-    let content = |what: &str, reason: String| IcechunkError::Content {
-        location: at.clone(),
-        what: what.to_string(),
-        reason,
-    };
+    let content = |what: &str, reason: String| IcechunkError::content(&at, what, reason);
     let repo = open_repo(location).await?;
     let version = VersionInfo::BranchTipRef(branch.to_string());
     let tip = tip_commit(&repo, &at, branch)
@@ -321,10 +317,8 @@ pub(crate) fn recorded_provenance(
     tip.metadata
         .get(PROPERTY_KEY)
         .map(|v| {
-            serde_json::from_value(v.clone()).map_err(|e| IcechunkError::Content {
-                location: at.to_string(),
-                what: "the commit's vzarr metadata".into(),
-                reason: e.to_string(),
+            serde_json::from_value(v.clone()).map_err(|e| {
+                IcechunkError::content(at, "the commit's vzarr metadata", e.to_string())
             })
         })
         .transpose()

@@ -172,11 +172,7 @@ impl Snapshot {
     }
 
     fn content(&self, what: &str, reason: String) -> IcechunkError {
-        IcechunkError::Content {
-            location: self.at.clone(),
-            what: what.to_string(),
-            reason,
-        }
+        IcechunkError::content(&self.at, what, reason)
     }
 
     async fn chunk(&self, path: &str, index: &[u64]) -> Result<SnapshotChunk, IcechunkError> {
@@ -241,11 +237,7 @@ async fn open_async(
     snapshot: Option<&str>,
 ) -> Result<Snapshot, IcechunkError> {
     let at = location.display();
-    let content = |what: &str, reason: String| IcechunkError::Content {
-        location: at.clone(),
-        what: what.to_string(),
-        reason,
-    };
+    let content = |what: &str, reason: String| IcechunkError::content(&at, what, reason);
     let repo = open_repo(location).await?;
     let version = match snapshot {
         Some(id) => VersionInfo::SnapshotId(
