@@ -34,9 +34,6 @@
 //! - a dataset with an unlimited dimension in a file whose lengths take fewer than 8 bytes:
 //!   libhdf5 2.2 cannot open it ("didn't find unlimited dimension"); here it is scanned.
 //!
-//! Kept as the libhdf5 scanner does it, though it looks wrong: a JSON bool `_FillValue` of a
-//! bool array (h5py's enum bool) is always left out (see `vzarr_hdf5_map::attrs`).
-//!
 //! How what is read is spelled in Zarr (data types, attribute values, `_FillValue`, fill
 //! values, phony dimensions, contiguous and compact chunks) is decided once, in
 //! `vzarr-hdf5-map`, for both scanners: this crate reads the file and fills that mapping.
