@@ -24,8 +24,8 @@ pub use codec::{
     BitshuffleCompression, BloscShuffle, Codec, ZfpType, bytes_codec_json, vlen_utf8_codec_json,
 };
 pub use dataset::{
-    Attributes, ConcatInfo, ConcatPiece, Group, Provenance, Retimed, SkippedVariable, SourceRecord,
-    VirtualArray, VirtualDataset, group_metadata, prefixes_of,
+    Arrays, Attributes, ConcatInfo, ConcatPiece, Group, Groups, Provenance, Retimed,
+    SkippedVariable, SourceRecord, VirtualArray, VirtualDataset, group_metadata, prefixes_of,
 };
 pub use dtype::{DataType, Endian, StructField};
 pub use fill::{FillValue, f64_to_half, half_to_f64};

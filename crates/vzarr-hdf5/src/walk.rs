@@ -1,5 +1,6 @@
 //! The scan: opening a source, walking its groups and links from the root (depth first, links
-//! in name order, as the libhdf5 scanner does), and turning each dataset into a
+//! in the file's order: creation order where the group tracks it, else name order, as the
+//! libhdf5 scanner and h5py list them), and turning each dataset into a
 //! [`VirtualArray`] (type, filters, fill value, chunk references, attributes, dimension
 //! names) or a reason it is left out.
 
@@ -137,9 +138,11 @@ fn keep_small_arrays(out: &mut VirtualDataset, storage: &SourceStorage) {
 /// addresses of the groups above it, so that a link back up the tree (a cycle) is not
 /// followed.
 ///
-/// Links, in name order, as h5py shows them:
-/// - hard links: each group and dataset once, under the first path `H5Ovisit` (h5py's
-///   `visit`) finds it by; a further hard link to it is listed as skipped, naming that path;
+/// Links in the file's order (creation order where the group tracks it, else name order), as
+/// h5py lists them:
+/// - hard links: each group and dataset once, under the first path this walk meets it by
+///   (where groups list their links in name order, the first `H5Ovisit`, h5py's `visit`,
+///   finds); a further hard link to it is listed as skipped, naming that path;
 /// - soft links: followed as h5py's item access follows them, the dataset or group they lead
 ///   to listed under the link's name (a group with everything below it); a dangling soft
 ///   link, one to a group above it, or one past [`MAX_SOFT_NODES`] is listed as skipped;
@@ -166,7 +169,7 @@ fn walk_group(
         .groups
         .insert(at.path.to_string(), Group { attributes });
     let links = file
-        .links(&oh)
+        .links_in_file_order(&oh)
         .map_err(|e| ctx.structure_error(at.source, "link table", e))?;
     let heads: Vec<Range<u64>> = links
         .iter()

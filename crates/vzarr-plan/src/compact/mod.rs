@@ -269,9 +269,9 @@ fn merge_all(
     grids: Grids,
     report: &mut CompactReport,
 ) -> Result<BTreeMap<String, VirtualArray>, PlanError> {
-    let merged: Vec<Result<Option<(String, VirtualArray)>, PlanError>> = ds
-        .arrays
-        .par_iter()
+    let all: Vec<(&String, &VirtualArray)> = ds.arrays.iter().collect();
+    let merged: Vec<Result<Option<(String, VirtualArray)>, PlanError>> = all
+        .into_par_iter()
         .map(|(path, a)| Ok(merged(a, policy, grids)?.map(|m| (path.clone(), m))))
         .collect();
     let mut waiting = BTreeMap::new();

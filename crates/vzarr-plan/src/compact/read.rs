@@ -48,6 +48,13 @@ pub(super) fn inline_all(
     reader: &dyn SourceStore,
     report: &mut CompactReport,
 ) -> Result<(), PlanError> {
+    // Arrays leave the dataset while they are read and come back after: back in their place.
+    let places: std::collections::HashMap<String, usize> = ds
+        .arrays
+        .keys()
+        .enumerate()
+        .map(|(k, p)| (p.clone(), k))
+        .collect();
     let mut batch: Vec<Candidate> = Vec::new();
     let mut batch_bytes = 0u64;
     let mut pending = accepted.into_iter().peekable();
@@ -63,6 +70,8 @@ pub(super) fn inline_all(
             batch_bytes = 0;
         }
     }
+    ds.arrays
+        .sort_by_cached_key(|p, _| places.get(p).copied().unwrap_or(usize::MAX));
     Ok(())
 }
 
@@ -77,7 +86,7 @@ fn inline_batch(
 ) -> Result<(), PlanError> {
     let arrays: Vec<(Candidate, VirtualArray)> = batch
         .into_iter()
-        .filter_map(|c| ds.arrays.remove(&c.path).map(|a| (c, a)))
+        .filter_map(|c| ds.arrays.shift_remove(&c.path).map(|a| (c, a)))
         .collect();
     let requests: Vec<Vec<(usize, &str, std::ops::Range<u64>)>> =
         arrays.iter().map(|(c, a)| wanted(a, c)).collect();
