@@ -19,6 +19,8 @@
 //! Where the two differ, by design (the differential test lists each such array and checks
 //! the rest equal; the interop tests compare the values with h5py and netCDF4-python):
 //! - variable-length string datasets, which the libhdf5 scanner leaves out, are stored inline;
+//!   so are compounds with variable-length string members, as a `struct` whose strings are
+//!   `fixed_length_utf32` fields (as VirtualiZarr 2.8 reads them);
 //! - soft links are followed as h5py follows them, the libhdf5 scanner lists them as skipped;
 //!   a second hard link to a dataset or group is listed as skipped (h5py's `visit` shows each
 //!   object once), the libhdf5 scanner scans it again;
@@ -57,6 +59,7 @@
 //! | `filters`    | HDF5 filter pipelines to Zarr v3 codecs, or why not |
 //! | `layout`     | chunked, contiguous and compact storage to chunk references; chunks stored with filters skipped, re-encoded |
 //! | `strings`    | variable-length strings read from the global heap, stored inline (`string`, `vlen-utf8`) |
+//! | `records`    | compounds with variable-length string members read, stored inline as a `struct` with `fixed_length_utf32` fields |
 //! | `fill`       | the dataset fill value (what unwritten chunks read as) |
 //! | `attributes` | attribute values read from the file (variable-length strings from the global heap) for the mapping |
 //! | `dims`       | the dimension scales `DIMENSION_LIST` attaches, resolved to names |
@@ -74,6 +77,7 @@ mod error;
 mod fill;
 mod filters;
 mod layout;
+mod records;
 mod storage;
 mod strings;
 mod types;

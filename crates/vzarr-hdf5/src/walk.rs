@@ -29,7 +29,7 @@ use crate::layout::{ChunkEncoding, chunk_refs, compact_refs, contiguous_refs};
 use crate::storage::SourceStorage;
 use crate::strings::{fill_text, string_chunks};
 use crate::types::{Mapped, dataset_type};
-use crate::{Hdf5Error, ScanOptions, filters};
+use crate::{Hdf5Error, ScanOptions, filters, records};
 
 /// Bytes of an object header prefetched when a group names it (what the reader reads first).
 const HEADER_PREFETCH: u64 = 512;
@@ -376,11 +376,26 @@ fn scan_dataset(
         DataspaceKind::Scalar => Vec::new(),
         DataspaceKind::Simple => space.dims.clone(),
     };
-    let mapped = match dataset_type(&ds.datatype) {
-        Ok(v) => v,
-        Err(reason) => return Ok(Scanned::Refused(reason)),
+    // A compound with variable-length string members is read and stored inline (`records`);
+    // its data type is known once its strings are.
+    let (mapped, records) = match dataset_type(&ds.datatype) {
+        Ok(v) => (v, None),
+        Err(reason) => match records::members(&ds.datatype, file.superblock().sizes()) {
+            None => return Ok(Scanned::Refused(reason)),
+            Some(Err(why)) => return Ok(Scanned::Refused(why)),
+            Some(Ok(members)) => {
+                let stored = DataType::FixedBytes(ds.element_size(file) as usize);
+                let placeholder = Mapped {
+                    data_type: stored,
+                    endian: vzarr_core::Endian::Little,
+                    extra_dims: Vec::new(),
+                    enum_members: None,
+                };
+                (placeholder, Some(members))
+            }
+        },
     };
-    let (data_type, endian) = (mapped.data_type.clone(), mapped.endian);
+    let (mut data_type, mut endian) = (mapped.data_type.clone(), mapped.endian);
     if ds.external_files.is_some_and(|n| n > 0) {
         return Ok(Scanned::Refused(refusal::EXTERNAL_FILES.into()));
     }
@@ -398,7 +413,16 @@ fn scan_dataset(
     let dataset_rank = shape.len();
     let mut shape = shape;
     shape.extend_from_slice(&mapped.extra_dims);
-    let (fill_value, chunks, codecs) = if data_type.is_string() {
+    let (fill_value, chunks, codecs) = if let Some(members) = &records {
+        match records::record_chunks(ctx, &ds, &shape, &codecs, members, path)? {
+            // Stored inline, `bytes`-encoded alone.
+            Ok((dt, fill, chunks)) => {
+                (data_type, endian) = (dt, vzarr_core::Endian::Little);
+                (fill, chunks, Vec::new())
+            }
+            Err(reason) => return Ok(Scanned::Refused(reason)),
+        }
+    } else if data_type.is_string() {
         let fill = match fill_text(ctx, &ds, path)? {
             Ok(f) => f,
             Err(reason) => return Ok(Scanned::Refused(reason)),
