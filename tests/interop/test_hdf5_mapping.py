@@ -128,7 +128,8 @@ def test_bool_fill_value_is_kept(tmp_path):
 
 def _unlimited_files(tmp_path: Path) -> list[Path]:
     """Two netCDF-4 files with 5 values each on an unlimited dimension (netCDF-C chunks them by
-    1024): the coordinate uncompressed, a variable compressed."""
+    1024): the coordinate uncompressed, a variable compressed, a string variable (its strings
+    stored inline)."""
     out = []
     for k in range(2):
         p = tmp_path / f"u{k}.nc"
@@ -138,6 +139,8 @@ def _unlimited_files(tmp_path: Path) -> list[Path]:
             t[:] = np.arange(5) + 5 * k
             v = nc.createVariable("v", "f4", ("t",), zlib=True)
             v[:] = np.arange(5, dtype="f4") * 10 + 50 * k
+            names = nc.createVariable("name", str, ("t",))
+            names[:] = np.array([f"s{5 * k + i}" for i in range(5)], dtype=object)
         out.append(p)
     return out
 
@@ -166,8 +169,10 @@ def test_single_chunk_on_an_unlimited_dimension_is_cut_to_its_length(tmp_path):
     from virtualizarr.parsers import HDFParser
     theirs = HDFParser()(files[0].as_uri(), _registry())._group.arrays
     ours = _parser_store(files[0], small_chunks="keep")._group.arrays
-    for name in ("t", "v"):
+    for name in ("t", "v", "name"):
         assert ours[name].metadata.chunks == theirs[name].metadata.chunks, name
+    # The strings are inline: their chunk is cut to the array too.
+    assert ours["name"].metadata.chunks == (5,)
 
 
 def test_files_on_an_unlimited_dimension_concatenate(tmp_path):
@@ -180,6 +185,9 @@ def test_files_on_an_unlimited_dimension_concatenate(tmp_path):
         got = xr.open_zarr(open_store(refs), consolidated=False)
         np.testing.assert_array_equal(got["t"].values, np.arange(10))
         np.testing.assert_array_equal(got["v"].values, expected["v"].values)
+        assert got["name"].values.tolist() == expected["name"].values.tolist()
+        meta = json.loads(refs["refs"]["name/zarr.json"])
+        assert meta["chunk_grid"]["configuration"]["chunk_shape"] == [5]
     # VirtualiZarr's open_virtual_mfdataset with vzarr's parser, written with its kerchunk
     # writer and read back.
     import fsspec
@@ -188,7 +196,8 @@ def test_files_on_an_unlimited_dimension_concatenate(tmp_path):
     # With small_chunks="keep", the compressed variable keeps its chunk of 1024 (as with
     # VirtualiZarr's HDFParser) and is loaded, as VirtualiZarr's warning advises; with the
     # parser's defaults it is kept inline, cut to its length, and concatenates too.
-    for options, load in (({"small_chunks": "keep"}, ["v"]), ({}, None)):
+    # (The strings are loaded: VirtualiZarr's kerchunk writer has no variable-length strings.)
+    for options, load in (({"small_chunks": "keep"}, ["v", "name"]), ({}, ["name"])):
         vds = open_virtual_mfdataset([f.as_uri() for f in files], registry=_registry(),
                                      parser=vzarr.virtualizarr.Parser(**options),
                                      combine="nested", concat_dim="t", coords="minimal",

@@ -188,6 +188,25 @@ impl ChunkReader<'_, '_> {
     }
 }
 
+/// The C-order positions in a chunk of `nominal` elements of the elements of its leading
+/// corner of `shape` (at most `nominal` on every axis), in C order.
+fn corner(shape: &[u64], nominal: &[u64]) -> Vec<usize> {
+    let n: u64 = shape.iter().product();
+    let mut out = Vec::with_capacity(n as usize);
+    let mut idx = vec![0u64; shape.len()];
+    for _ in 0..n {
+        out.push(idx.iter().zip(nominal).fold(0u64, |a, (&i, &d)| a * d + i) as usize);
+        for k in (0..idx.len()).rev() {
+            idx[k] += 1;
+            if idx[k] < shape[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    out
+}
+
 /// The fill value of a variable-length string dataset: the string its fill value message
 /// points at when the writer defined one (netCDF-4's `_FillValue`), else the empty string
 /// (what the library reads for never-written elements).
@@ -273,12 +292,21 @@ pub(crate) fn string_chunks(
     let whole: Vec<u64> = shape.iter().map(|&d| d.max(1)).collect();
     let chunk_shape = match &ds.layout.layout {
         Layout::Chunked(ch) => ch.chunk_dims.clone(),
-        _ => whole,
+        _ => whole.clone(),
     };
     if chunk_shape.len() != shape.len() || chunk_shape.contains(&0) {
         return Err(ctx.object_error(path, "chunk shape unreadable"));
     }
-    let grid = ChunkGrid::regular(shape, &chunk_shape).map_err(|e| model_error(ctx, path, e))?;
+    // The chunks as stored, and as written: inline chunks can be cut, so a chunk longer than
+    // the array (a few strings on an unlimited dimension) is as long as the array.
+    let raw_grid =
+        ChunkGrid::regular(shape, &chunk_shape).map_err(|e| model_error(ctx, path, e))?;
+    let cut: Vec<u64> = chunk_shape
+        .iter()
+        .zip(&whole)
+        .map(|(&c, &s)| c.min(s))
+        .collect();
+    let grid = ChunkGrid::regular(shape, &cut).map_err(|e| model_error(ctx, path, e))?;
     let n = grid.n_chunks().map_err(|e| model_error(ctx, path, e))?;
     let n = usize::try_from(n).map_err(|_| ctx.object_error(path, "too many chunks"))?;
     let mut manifest = ChunkManifest::new_missing(n);
@@ -304,7 +332,7 @@ pub(crate) fn string_chunks(
     let done = each_raw_chunk(
         ctx,
         ds,
-        &grid,
+        &raw_grid,
         codecs,
         es,
         path,
@@ -318,10 +346,22 @@ pub(crate) fn string_chunks(
             let (nominal, valid) = if whole_chunk {
                 (shape.to_vec(), shape.to_vec())
             } else {
-                (grid.chunk_shape(index), grid.chunk_valid_shape(index))
+                (raw_grid.chunk_shape(index), grid.chunk_valid_shape(index))
             };
             match reader.strings(raw, &nominal, &valid, &origin, fill, budget)? {
-                Ok(strings) => put(&mut manifest, index, strings).map(Ok),
+                Ok(mut strings) => {
+                    let written = grid.chunk_shape(index);
+                    if !whole_chunk && written != nominal {
+                        // The written chunk's elements: the leading corner of the stored one.
+                        let mut all: Vec<Option<String>> =
+                            std::mem::take(&mut strings).into_iter().map(Some).collect();
+                        strings = corner(&written, &nominal)
+                            .into_iter()
+                            .map(|p| all[p].take().unwrap_or_default())
+                            .collect();
+                    }
+                    put(&mut manifest, index, strings).map(Ok)
+                }
                 Err(r) => Ok(Err(r)),
             }
         },
@@ -533,5 +573,12 @@ mod tests {
         assert_eq!(elements(&[2, 3], 23), None);
         assert_eq!(elements(&[u64::MAX, 2], u64::MAX), None);
         assert_eq!(elements(&[], 4), Some(1));
+    }
+
+    #[test]
+    fn the_corner_of_a_longer_chunk() {
+        assert_eq!(corner(&[2, 2], &[4, 3]), vec![0, 1, 3, 4]);
+        assert_eq!(corner(&[3], &[1024]), vec![0, 1, 2]);
+        assert_eq!(corner(&[], &[]), vec![0]);
     }
 }
