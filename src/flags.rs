@@ -178,11 +178,13 @@ pub(crate) struct SmallChunkArgs {
     /// Merged chunks, and the chunks of arrays kept inline, hold up to SIZE (default 4MiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) chunk_target: Option<u64>,
-    /// Keep an array inline only if it decodes to at most SIZE (default 16MiB); a larger one
-    /// stays referenced, with a warning.
+    /// Keep an array inline only if what the output stores of it (its chunks re-encoded)
+    /// takes at most SIZE (default 16MiB); a larger one stays referenced, with a warning. An
+    /// array is decoded for that only if it decodes to at most 16 times SIZE.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) inline_max: Option<u64>,
-    /// Keep at most SIZE (decoded) inline in all, the smallest arrays first (default 256MiB).
+    /// Store at most SIZE inline in all (as written), the cheapest arrays first (default
+    /// 256MiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) inline_total: Option<u64>,
 }

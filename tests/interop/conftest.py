@@ -210,10 +210,13 @@ def assert_values_equal(expected, actual, where: str):
 
 def normalise_attr(v):
     """An attribute value as plain JSON-like Python: bytes decoded, numpy unwrapped, one-element
-    arrays made scalars, NaN/inf as the strings Zarr JSON uses."""
+    arrays made scalars, arrays of more dimensions nested lists (numpy's `tolist` shape),
+    NaN/inf as the strings Zarr JSON uses."""
     if isinstance(v, (bytes, np.bytes_)):
         return v.decode("utf-8", "replace").split("\x00")[0]
     if isinstance(v, np.ndarray):
+        if v.ndim > 1 and v.size > 1:
+            return _nested_attr(v)
         items = [normalise_attr(x) for x in v.ravel()]
         return items[0] if len(items) == 1 else items
     if isinstance(v, (list, tuple)):
@@ -227,6 +230,14 @@ def normalise_attr(v):
         if np.isinf(v):
             return "Infinity" if v > 0 else "-Infinity"
     return v
+
+
+def _nested_attr(v: np.ndarray):
+    """The elements of an attribute array of two or more dimensions as nested lists (inner
+    lists of one element stay lists)."""
+    if v.ndim == 1:
+        return [normalise_attr(x) for x in v]
+    return [_nested_attr(x) for x in v]
 
 
 @contextlib.contextmanager

@@ -31,9 +31,10 @@ pub fn cf_fill_value(dtype: DataType, fill: &FillValue) -> Value {
             b64(&fill.as_f64(dtype).expect("float").to_le_bytes())
         }
         DataType::FixedBytes(_) => b64(fill.le_bytes()),
-        DataType::Complex64 | DataType::Complex128 | DataType::Struct(_) => {
-            fill.to_zarr_json(dtype)
-        }
+        DataType::Complex64
+        | DataType::Complex128
+        | DataType::Struct(_)
+        | DataType::FixedUtf32(_) => fill.to_zarr_json(dtype),
         DataType::String => Value::String(String::from_utf8_lossy(fill.le_bytes()).into_owned()),
         DataType::Bool => Value::Bool(fill.le_bytes()[0] != 0),
         int => {

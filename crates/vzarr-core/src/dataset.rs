@@ -1,7 +1,5 @@
 //! Virtual datasets: a group tree of virtual arrays.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Map, Value, json};
 
 use crate::codec::{bytes_codec_json, vlen_utf8_codec_json};
@@ -11,6 +9,15 @@ use crate::limits::{MAX_CHUNKS, MAX_RANK};
 
 /// User attributes of a group or array, in the order they were read.
 pub type Attributes = Map<String, Value>;
+
+/// A dataset's arrays by path, in the order of their source (for an HDF5 file: depth first,
+/// each group's links in creation order where the file tracks it, else in name order; for
+/// NetCDF3: the header's order), which is the order the writers give them in, and so the
+/// order xarray lists a dataset's variables in.
+pub type Arrays = indexmap::IndexMap<String, VirtualArray>;
+
+/// A dataset's groups by path (`""` the root), in the order of their source as [`Arrays`].
+pub type Groups = indexmap::IndexMap<String, Group>;
 
 /// A group: its attributes (its children are the paths below it).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -217,9 +224,9 @@ pub struct SkippedVariable {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct VirtualDataset {
     /// Groups by path; the root group is `""`.
-    pub groups: BTreeMap<String, Group>,
-    /// Arrays by path.
-    pub arrays: BTreeMap<String, VirtualArray>,
+    pub groups: Groups,
+    /// Arrays by path, in the order of their source.
+    pub arrays: Arrays,
     /// Variables the scanner refused.
     pub skipped: Vec<SkippedVariable>,
     /// Where the data comes from: sources with their size and modification time, and how
@@ -337,11 +344,11 @@ pub fn prefixes_of(sources: &[SourceRecord]) -> Vec<String> {
 impl VirtualDataset {
     /// An empty dataset with a root group.
     pub fn new() -> Self {
-        let mut groups = BTreeMap::new();
+        let mut groups = Groups::new();
         groups.insert(String::new(), Group::default());
         VirtualDataset {
             groups,
-            arrays: BTreeMap::new(),
+            arrays: Arrays::new(),
             skipped: Vec::new(),
             provenance: Provenance::default(),
             unlimited_dims: Default::default(),

@@ -67,6 +67,11 @@ pub enum DataType {
     Float64,
     /// Fixed-length byte string of the given length (`null_terminated_bytes`, numpy `S<n>`).
     FixedBytes(usize),
+    /// Fixed-length Unicode text of the given number of code points, each a 4-byte UTF-32
+    /// code unit, shorter text padded with NUL (`fixed_length_utf32`, numpy `U<n>`). Here a
+    /// field of a [`DataType::Struct`]: what a variable-length string member of an HDF5
+    /// compound becomes, as VirtualiZarr reads it.
+    FixedUtf32(usize),
     /// Complex number of two IEEE single-precision floats, real part first.
     Complex64,
     /// Complex number of two IEEE double-precision floats, real part first.
@@ -117,6 +122,7 @@ impl DataType {
             DataType::Int64 | DataType::UInt64 | DataType::Float64 | DataType::Complex64 => 8,
             DataType::Complex128 => 16,
             DataType::FixedBytes(n) => *n,
+            DataType::FixedUtf32(n) => n.saturating_mul(4),
             DataType::Struct(fields) => fields.iter().map(|f| f.data_type.size()).sum(),
         }
     }
@@ -145,6 +151,11 @@ impl DataType {
                 let half = self.size() / 2;
                 for part in element.chunks_exact_mut(half) {
                     part.reverse();
+                }
+            }
+            DataType::FixedUtf32(_) => {
+                for unit in element.chunks_exact_mut(4) {
+                    unit.reverse();
                 }
             }
             DataType::Struct(fields) => {
@@ -205,6 +216,7 @@ impl DataType {
     pub fn name(&self) -> String {
         match self {
             DataType::FixedBytes(n) => format!("S{n}"),
+            DataType::FixedUtf32(n) => format!("U{n}"),
             DataType::Struct(fields) => format!(
                 "struct{{{}}}",
                 fields
@@ -232,6 +244,7 @@ impl DataType {
             DataType::Float32 => "float32",
             DataType::Float64 => "float64",
             DataType::FixedBytes(_) => "null_terminated_bytes",
+            DataType::FixedUtf32(_) => "fixed_length_utf32",
             DataType::Complex64 => "complex64",
             DataType::Complex128 => "complex128",
             DataType::String => "string",
@@ -245,6 +258,10 @@ impl DataType {
             DataType::FixedBytes(n) => json!({
                 "name": "null_terminated_bytes",
                 "configuration": {"length_bytes": n}
+            }),
+            DataType::FixedUtf32(n) => json!({
+                "name": "fixed_length_utf32",
+                "configuration": {"length_bytes": n.saturating_mul(4)}
             }),
             DataType::Struct(fields) => json!({
                 "name": "struct",
@@ -318,7 +335,8 @@ impl DataType {
                 Ok(DataType::Struct(fields.into()))
             }
             Value::Object(map) => {
-                if map.get("name").and_then(Value::as_str) != Some("null_terminated_bytes") {
+                let name = map.get("name").and_then(Value::as_str);
+                if name != Some("null_terminated_bytes") && name != Some("fixed_length_utf32") {
                     return Err(bad());
                 }
                 let n = map
@@ -329,7 +347,14 @@ impl DataType {
                 if n == 0 || n > 1 << 20 {
                     return Err(bad());
                 }
-                Ok(DataType::FixedBytes(usize::try_from(n).map_err(|_| bad())?))
+                let n = usize::try_from(n).map_err(|_| bad())?;
+                if name == Some("fixed_length_utf32") {
+                    if n % 4 != 0 {
+                        return Err(bad());
+                    }
+                    return Ok(DataType::FixedUtf32(n / 4));
+                }
+                Ok(DataType::FixedBytes(n))
             }
             _ => Err(bad()),
         }
@@ -356,6 +381,7 @@ mod tests {
             DataType::Float32,
             DataType::Float64,
             DataType::FixedBytes(7),
+            DataType::FixedUtf32(5),
             DataType::Complex64,
             DataType::Complex128,
             DataType::String,
@@ -386,6 +412,12 @@ mod tests {
             json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 3}})
         );
         assert!(DataType::from_zarr_json(&json!("complex32")).is_err());
+        assert_eq!(
+            DataType::FixedUtf32(5).to_zarr_json(),
+            json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 20}})
+        );
+        let odd = json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 6}});
+        assert!(DataType::from_zarr_json(&odd).is_err());
         assert_eq!(DataType::String.to_zarr_json(), json!("string"));
         // A struct's fields have fixed sizes: a variable-length string field is refused.
         let field = |t: Value| {
@@ -416,6 +448,11 @@ mod tests {
         DataType::Complex64.swap_element(&mut c);
         assert_eq!(c, [4, 3, 2, 1, 8, 7, 6, 5]);
         assert_eq!(DataType::String.size(), 0);
+        assert_eq!(DataType::FixedUtf32(3).size(), 12);
+        assert!(DataType::FixedUtf32(1).has_endianness());
+        let mut u = [0x41, 0, 0, 0, 0xe9, 0, 0, 0];
+        DataType::FixedUtf32(2).swap_element(&mut u);
+        assert_eq!(u, [0, 0, 0, 0x41, 0, 0, 0, 0xe9]);
         assert!(!DataType::String.has_endianness() && DataType::String.is_string());
     }
 }

@@ -13,6 +13,30 @@ pub struct FillValue {
     bytes: Vec<u8>,
 }
 
+/// Text stored as UTF-32LE code units, up to the first NUL (numpy's `U` strips its padding);
+/// a unit that is not a code point reads as U+FFFD.
+pub fn utf32_text(bytes: &[u8]) -> String {
+    bytes
+        .chunks_exact(4)
+        .map(|u| u32::from_le_bytes([u[0], u[1], u[2], u[3]]))
+        .take_while(|&c| c != 0)
+        .map(|c| char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER))
+        .collect()
+}
+
+/// `text` as `n` UTF-32LE code units, padded with NUL; `None` when it has more code points.
+pub fn utf32_bytes(text: &str, n: usize) -> Option<Vec<u8>> {
+    if text.chars().count() > n {
+        return None;
+    }
+    let mut out: Vec<u8> = text
+        .chars()
+        .flat_map(|c| u32::from(c).to_le_bytes())
+        .collect();
+    out.resize(n.checked_mul(4)?, 0);
+    Some(out)
+}
+
 impl FillValue {
     /// A fill value from the little-endian bytes of one element of `dtype` (for
     /// [`DataType::String`], UTF-8 text of any length).
@@ -100,6 +124,7 @@ impl FillValue {
             DataType::Complex128 => [(v as f64).to_le_bytes(), 0f64.to_le_bytes()].concat(),
             DataType::Float16
             | DataType::FixedBytes(_)
+            | DataType::FixedUtf32(_)
             | DataType::String
             | DataType::Struct(_) => {
                 return Err(out_of_range());
@@ -190,6 +215,8 @@ impl FillValue {
             DataType::FixedBytes(_) => {
                 Value::String(base64::engine::general_purpose::STANDARD.encode(&self.bytes))
             }
+            // zarr-python 3.4 writes the text, its padding NULs left out.
+            DataType::FixedUtf32(_) => Value::String(utf32_text(&self.bytes)),
             DataType::Struct(fields) => {
                 // zarr-python 3.4's form: an object of the fields' fill values.
                 let mut out = serde_json::Map::new();
@@ -271,6 +298,10 @@ impl FillValue {
                 bytes: vec![u8::from(*b)],
             }),
             (DataType::String, Value::String(s)) => Ok(Self::from_text(s)),
+            (DataType::FixedUtf32(n), Value::String(s)) => {
+                let bytes = utf32_bytes(s, n).ok_or_else(bad)?;
+                Ok(FillValue { bytes })
+            }
             (DataType::FixedBytes(n), Value::String(s)) => {
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(s)

@@ -24,11 +24,11 @@ pub use codec::{
     BitshuffleCompression, BloscShuffle, Codec, ZfpType, bytes_codec_json, vlen_utf8_codec_json,
 };
 pub use dataset::{
-    Attributes, ConcatInfo, ConcatPiece, Group, Provenance, Retimed, SkippedVariable, SourceRecord,
-    VirtualArray, VirtualDataset, group_metadata, prefixes_of,
+    Arrays, Attributes, ConcatInfo, ConcatPiece, Group, Groups, Provenance, Retimed,
+    SkippedVariable, SourceRecord, VirtualArray, VirtualDataset, group_metadata, prefixes_of,
 };
 pub use dtype::{DataType, Endian, StructField};
-pub use fill::{FillValue, f64_to_half, half_to_f64};
+pub use fill::{FillValue, f64_to_half, half_to_f64, utf32_bytes, utf32_text};
 pub use grid::{ChunkGrid, DimGrid, MAX_EDGES, chunk_key, rle_decode, rle_encode};
 pub use hdf5_filter::hdf5_filter_name;
 pub use limits::{

@@ -12,9 +12,12 @@ use crate::{
 
 /// Version of the record format; records of another version are refused. Also raised when
 /// the scanners' output changes for the same file (3: variable-length strings stored inline,
-/// soft links followed, names Zarr does not allow mapped), so that cached and partial scans
-/// of an older vzarr are scanned again rather than planned with a different result.
-pub const RECORD_VERSION: u64 = 3;
+/// soft links followed, names Zarr does not allow mapped; 4: arrays and groups in the file's
+/// order, attribute arrays nested as their dataspace, bool `_FillValue` kept, chunks longer
+/// than an unfiltered dataset's first axis cut to it, compounds with variable-length string
+/// members stored inline), so that cached and partial scans of an older vzarr are scanned
+/// again rather than planned with a different result.
+pub const RECORD_VERSION: u64 = 4;
 
 fn bad(what: impl Into<String>) -> CoreError {
     CoreError::Metadata(format!("scan record: {}", what.into()))

@@ -57,10 +57,15 @@ impl SmallChunks {
 
 /// Merged and inline chunks hold up to this many bytes unless a user says otherwise.
 pub const DEFAULT_TARGET_CHUNK_BYTES: u64 = 4 << 20;
-/// Most decoded bytes one array is kept inline with unless a user says otherwise.
+/// Most bytes the output stores of one array kept inline (its chunks as written, re-encoded)
+/// unless a user says otherwise.
 pub const DEFAULT_INLINE_ARRAY_BYTES: u64 = 16 << 20;
-/// Most decoded bytes a build keeps inline in all unless a user says otherwise.
+/// Most bytes the output stores inline in all (what arrays kept inline and small chunks copied
+/// take, as written) unless a user says otherwise.
 pub const DEFAULT_INLINE_TOTAL_BYTES: u64 = 256 << 20;
+/// An array is decoded for inlining only if it decodes to at most this many times the bytes
+/// it may store ([`SmallChunkPolicy::inline_decoded_bytes`]).
+pub const INLINE_DECODED_PER_STORED: u64 = 16;
 
 /// How a build treats small chunks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -71,10 +76,12 @@ pub struct SmallChunkPolicy {
     /// Merged chunks, and the chunks of arrays kept inline, hold up to this many bytes (a
     /// chunk larger by itself is left as it is).
     pub target_chunk_bytes: u64,
-    /// An array is kept inline only when it decodes to at most this many bytes.
+    /// An array is kept inline only when what the output stores of it (its chunks
+    /// re-encoded, as written) takes at most this many bytes; it is decoded for that only if
+    /// it decodes to at most [`SmallChunkPolicy::inline_decoded_bytes`].
     pub inline_array_bytes: u64,
-    /// A build keeps at most this many decoded bytes inline in all; arrays beyond stay
-    /// referenced (smallest first is what fits).
+    /// A build stores at most this many bytes inline in all (as written); arrays beyond stay
+    /// referenced (the cheapest first is what fits).
     pub inline_total_bytes: u64,
 }
 
@@ -102,13 +109,23 @@ impl SmallChunkPolicy {
         self
     }
 
-    /// The policy with arrays kept inline up to `bytes` decoded each.
+    /// The policy with arrays kept inline up to `bytes` stored each.
     pub fn with_inline_array_bytes(mut self, bytes: u64) -> Self {
         self.inline_array_bytes = bytes;
         self
     }
 
-    /// The policy with at most `bytes` decoded kept inline per build.
+    /// Most bytes an array is decoded to for inlining: [`INLINE_DECODED_PER_STORED`] times
+    /// [`SmallChunkPolicy::inline_array_bytes`] (256 MiB by default). What the output stores
+    /// is bounded by the per-array and total bounds; this bounds the work and the memory of
+    /// inlining apart from it (an array of very compressible values decodes to many times
+    /// what it stores; a chunk that claims to decode to far more, a zip bomb, is not decoded).
+    pub fn inline_decoded_bytes(&self) -> u64 {
+        self.inline_array_bytes
+            .saturating_mul(INLINE_DECODED_PER_STORED)
+    }
+
+    /// The policy with at most `bytes` stored inline per build.
     pub fn with_inline_total_bytes(mut self, bytes: u64) -> Self {
         self.inline_total_bytes = bytes;
         self
@@ -135,5 +152,11 @@ mod tests {
         let text = serde_json::to_string(&p).unwrap();
         assert!(text.contains("\"mode\":\"merge\""), "{text}");
         assert_eq!(serde_json::from_str::<SmallChunkPolicy>(&text).unwrap(), p);
+        assert_eq!(
+            SmallChunkPolicy::default().inline_decoded_bytes(),
+            256 << 20
+        );
+        let huge = p.with_inline_array_bytes(u64::MAX);
+        assert_eq!(huge.inline_decoded_bytes(), u64::MAX);
     }
 }

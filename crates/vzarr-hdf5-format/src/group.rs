@@ -6,7 +6,8 @@
 //! link info message, fractal heap (III.G) and v2 B-tree record types 5 and 6 (III.A.2)).
 //!
 //! Links come out in name order (bytewise, as `H5Literate2` with `H5_INDEX_NAME` and
-//! `H5_ITER_INC` gives them), whatever the storage.
+//! `H5_ITER_INC` gives them), whatever the storage; [`File::links_in_file_order`] gives them
+//! in creation order where the group tracks it (`H5_INDEX_CRT_ORDER`).
 
 use std::collections::HashMap;
 use std::ops::{ControlFlow, Range};
@@ -132,6 +133,24 @@ impl File {
                 .within("dense link storage of the group", oh.address)?,
         };
         links.sort_by(|a, b| a.name_bytes.cmp(&b.name_bytes));
+        Ok(links)
+    }
+
+    /// The links of the group `oh` in the order the HDF5 library lists them for a reader that
+    /// asks for the file's order (h5py's and netCDF-C's iteration): by creation order where
+    /// the group tracks it (its link info message says so and every link carries its
+    /// creation index, as in netCDF-4 files and h5py's `track_order=True`), else in name
+    /// order (old-style groups, and new-style ones that do not track it).
+    pub fn links_in_file_order(&self, oh: &ObjectHeader) -> Result<Vec<Link>> {
+        let mut links = self.links(oh)?;
+        let tracked = decode_first(self, oh, msg::LINK_INFO, "link info message", |c, _| {
+            link::decode_link_info(c)
+        })?
+        .is_some_and(|li| li.track_creation_order);
+        if tracked && links.iter().all(|l| l.creation_order.is_some()) {
+            // Stable: links of equal indexes (a corrupt file) stay in name order.
+            links.sort_by_key(|l| l.creation_order);
+        }
         Ok(links)
     }
 

@@ -53,14 +53,14 @@ pub struct Numeric {
 }
 
 /// The dataspace of an attribute.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Space {
     /// No elements (`H5S_NULL`).
     Null,
     /// One element, no dimensions.
     Scalar,
-    /// An array of elements.
-    Simple,
+    /// An array of elements of these dimensions.
+    Simple(Vec<u64>),
 }
 
 /// How a reader hands over an attribute's stored values.
@@ -75,8 +75,17 @@ pub trait AttrValues {
 
 /// An attribute named `name` of type `info` in dataspace `space`, its values read through
 /// `values`: its value as JSON (or why it has none) and, for numbers, the stored bytes.
+///
+/// One element is one JSON value (a scalar dataspace, or an array of one element), as h5py
+/// and netCDF4-python hand it out; more elements are a JSON array, nested as the dataspace
+/// is (a 2 x 2 attribute is a list of two lists of two, as numpy's `tolist` gives it).
 pub fn read_attr(name: String, info: TypeInfo, space: Space, values: &dyn AttrValues) -> RawAttr {
     let scalar = space == Space::Scalar;
+    let dims: &[u64] = match &space {
+        Space::Simple(d) => d,
+        _ => &[],
+    };
+    let collapse = |v: Vec<Value>, scalar: bool| shaped(one_or_all(v, scalar), dims);
     let mut numeric = None;
     let value = match &info {
         TypeInfo::Int(t) | TypeInfo::Enum(t) => values.bytes().map(|b| {
@@ -191,8 +200,38 @@ pub fn floats(bytes: &[u8], size: usize, big: bool) -> Vec<f64> {
         .collect()
 }
 
+/// `value` (a flat JSON array of C-order elements) nested along `dims` when there are two or
+/// more of them and the elements fill them exactly (none empty); anything else as it is.
+fn shaped(value: Value, dims: &[u64]) -> Value {
+    let Value::Array(flat) = value else {
+        return value;
+    };
+    let fits = dims
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d))
+        .is_some_and(|n| n == flat.len() as u64);
+    // No elements: an empty list (the outer lists of empty lists are not built on the word
+    // of a dataspace whose other axes may be huge).
+    if dims.len() < 2 || !fits || flat.is_empty() {
+        return Value::Array(flat);
+    }
+    nest(&mut flat.into_iter(), dims)
+}
+
+/// The next values of `flat` as nested lists of `dims` (which `flat` fills, none zero).
+fn nest(flat: &mut std::vec::IntoIter<Value>, dims: &[u64]) -> Value {
+    match dims {
+        [] | [_] => Value::Array(
+            flat.by_ref()
+                .take(dims.first().map_or(1, |&d| d as usize))
+                .collect(),
+        ),
+        [d, rest @ ..] => Value::Array((0..*d).map(|_| nest(flat, rest)).collect()),
+    }
+}
+
 /// One value for a scalar dataspace or a single element, else a JSON array.
-fn collapse(mut v: Vec<Value>, scalar_space: bool) -> Value {
+fn one_or_all(mut v: Vec<Value>, scalar_space: bool) -> Value {
     if v.len() == 1 || (scalar_space && !v.is_empty()) {
         v.swap_remove(0)
     } else {
@@ -254,12 +293,9 @@ pub fn convert_attributes(
     out
 }
 
-/// The `_FillValue` attribute converted to the array's type, in xarray's encoding.
-///
-/// Kept as the libhdf5 scanner has always computed it, including its quirk for bool arrays:
-/// the `unwrap_or` argument is evaluated first, so a JSON bool `_FillValue` (which has no
-/// integer value) is always left out.
-#[allow(clippy::unnecessary_lazy_evaluations, clippy::or_fun_call)]
+/// The `_FillValue` attribute converted to the array's type, in xarray's encoding. For a
+/// bool array (h5py's enum bool), a bool `_FillValue` (what h5py and xarray write) or an
+/// integer one (0 is false, anything else true).
 fn fill_attr(dt: DataType, value: &Value, numeric: Option<&Numeric>) -> Option<Value> {
     let dt_in = dt.clone();
     let first = match value {
@@ -291,11 +327,13 @@ fn fill_attr(dt: DataType, value: &Value, numeric: Option<&Numeric>) -> Option<V
                 _ => FillValue::from_f64(d, f).ok()?,
             }
         }
-        DataType::Bool => FillValue::from_i64(
-            dt.clone(),
-            i64::from(first.as_bool().unwrap_or(first.as_i64()? != 0)),
-        )
-        .ok()?,
+        DataType::Bool => {
+            let b = match first {
+                Value::Bool(b) => *b,
+                v => v.as_i64()? != 0,
+            };
+            FillValue::from_i64(dt.clone(), i64::from(b)).ok()?
+        }
         d => {
             if let Some(i) = first.as_i64() {
                 FillValue::from_i64(d, i).ok()?
@@ -346,9 +384,9 @@ mod tests {
             fixed_strings(b"ab  ", 4, StrPad::SpacePad),
             vec!["ab".to_string()]
         );
-        assert_eq!(collapse(vec![json!(1)], false), json!(1));
-        assert_eq!(collapse(vec![], false), json!([]));
-        assert_eq!(collapse(vec![json!(1), json!(2)], false), json!([1, 2]));
+        assert_eq!(one_or_all(vec![json!(1)], false), json!(1));
+        assert_eq!(one_or_all(vec![], false), json!([]));
+        assert_eq!(one_or_all(vec![json!(1), json!(2)], false), json!([1, 2]));
     }
 
     #[test]
@@ -361,7 +399,7 @@ mod tests {
         let a = read_attr(
             "n".into(),
             int16.clone(),
-            Space::Simple,
+            Space::Simple(vec![2]),
             &Stored(vec![1, 0, 2, 0], vec![]),
         );
         assert_eq!(a.value, Ok(json!([1, 2])));
@@ -387,6 +425,57 @@ mod tests {
             &Stored(vec![], vec![]),
         );
         assert_eq!(other.value, Err("attribute of opaque type".into()));
+    }
+
+    #[test]
+    fn attribute_arrays_keep_their_shape() {
+        let two_by_two = Space::Simple(vec![2, 2]);
+        let s = read_attr(
+            "s".into(),
+            TypeInfo::FixedString {
+                size: 1,
+                pad: StrPad::NullPad,
+            },
+            two_by_two.clone(),
+            &Stored(b"abcd".to_vec(), vec![]),
+        );
+        assert_eq!(s.value, Ok(json!([["a", "b"], ["c", "d"]])));
+        let int8 = TypeInfo::Int(crate::types::IntType {
+            size: 1,
+            signed: true,
+            big_endian: false,
+        });
+        let n = read_attr(
+            "n".into(),
+            int8.clone(),
+            Space::Simple(vec![2, 1, 3]),
+            &Stored(vec![1, 2, 3, 4, 5, 6], vec![]),
+        );
+        assert_eq!(n.value, Ok(json!([[[1, 2, 3]], [[4, 5, 6]]])));
+        // The stored bytes of a numeric attribute stay flat.
+        assert_eq!(n.numeric.unwrap().bytes.len(), 6);
+        let v = read_attr(
+            "v".into(),
+            TypeInfo::VarString,
+            two_by_two,
+            &Stored(vec![], vec!["w".into(), "x".into(), "y".into(), "z".into()]),
+        );
+        assert_eq!(v.value, Ok(json!([["w", "x"], ["y", "z"]])));
+        // One element is one value, whatever the rank; no elements an empty list; values
+        // that do not fill the dataspace stay flat.
+        let one = |dims: Vec<u64>, bytes: Vec<u8>| {
+            read_attr(
+                "o".into(),
+                int8.clone(),
+                Space::Simple(dims),
+                &Stored(bytes, vec![]),
+            )
+            .value
+        };
+        assert_eq!(one(vec![1, 1], vec![7]), Ok(json!(7)));
+        assert_eq!(one(vec![u64::MAX, 0], vec![]), Ok(json!([])));
+        assert_eq!(one(vec![2, 2], vec![1, 2, 3]), Ok(json!([1, 2, 3])));
+        assert_eq!(one(vec![3], vec![1, 2, 3]), Ok(json!([1, 2, 3])));
     }
 
     #[test]
@@ -439,9 +528,16 @@ mod tests {
             fill_attr(DataType::Float64, &json!("NaN"), Some(&nan)),
             Some(json!("AAAAAAAA+H8="))
         );
-        // The libhdf5 scanner's quirk, kept: a bool `_FillValue` is left out, an integer one
-        // is taken.
-        assert_eq!(fill_attr(DataType::Bool, &json!(true), None), None);
+        // A bool `_FillValue` (h5py's, xarray's) and an integer one alike.
+        assert_eq!(
+            fill_attr(DataType::Bool, &json!(false), None),
+            Some(json!(false))
+        );
+        assert_eq!(
+            fill_attr(DataType::Bool, &json!(true), None),
+            Some(json!(true))
+        );
+        assert_eq!(fill_attr(DataType::Bool, &json!("x"), None), None);
         assert_eq!(
             fill_attr(DataType::Bool, &json!(1), None),
             Some(json!(true))

@@ -4,7 +4,7 @@
 //! Chunked datasets are each reader's own: the chunk index is where the readers differ.
 
 use vzarr_core::{
-    Attributes, ChunkGrid, ChunkManifest, Codec, CoreError, DataType, Endian, FillValue,
+    Attributes, ChunkGrid, ChunkManifest, Codec, CoreError, DataType, DimGrid, Endian, FillValue,
     VirtualArray,
 };
 
@@ -130,6 +130,79 @@ pub fn compact(
 }
 
 impl Chunks {
+    /// The chunks of a chunked dataset whose chunk is longer than the dataset along the first
+    /// axis cut to the dataset's length there, where the stored chunks can be cut: HDF5 sizes
+    /// the chunks of an extendible dataset for what it may grow to (a coordinate of 5 values
+    /// on an unlimited dimension has chunks of 512 by netCDF-C's and h5py's defaults), and a
+    /// chunk longer than the array keeps files from being concatenated (VirtualiZarr's
+    /// `open_virtual_mfdataset` refuses partial chunks; a combined grid would have a padded
+    /// chunk in its middle).
+    ///
+    /// As VirtualiZarr 2.8 does (`_chunk_shape` of its HDF5 parser): only when the chunks are
+    /// unfiltered (`unfiltered`; a prefix of the stored bytes is then the valid rows, the padded
+    /// edge rule of the design notes) and no other axis is cut (each other axis's chunk is at
+    /// most its length, or 1). Every stored chunk is then a reference to the first
+    /// `length x (the other axes' chunk) x esize` bytes of its range. Anything else (filters,
+    /// an empty first axis, a chunk stored inline or shorter than the cut) is left as it is.
+    pub fn cut_to_extent(mut self, unfiltered: bool, esize: usize) -> Self {
+        let Some(cut) = self.cut_bytes(unfiltered, esize) else {
+            return self;
+        };
+        let stored: Vec<(usize, Option<u32>, u64)> = self
+            .manifest
+            .iter_stored_with_ids()
+            .map(|(i, id, r)| match r {
+                vzarr_core::ChunkRef::Range { offset, .. } => (i, id, offset),
+                _ => (i, None, 0),
+            })
+            .collect();
+        let mut dims = self.grid.dims().to_vec();
+        let extent = dims[0].extent();
+        let Ok(axis0) = DimGrid::fixed(extent, extent) else {
+            return self;
+        };
+        let mut manifest = self.manifest.clone();
+        for (i, id, offset) in stored {
+            let Some(id) = id else { return self };
+            if manifest.set_range(i, id, offset, cut).is_err() {
+                return self;
+            }
+        }
+        dims[0] = axis0;
+        self.grid = ChunkGrid::new(dims);
+        self.manifest = manifest;
+        self
+    }
+
+    /// The bytes of a chunk cut to the first axis's length, when [`Chunks::cut_to_extent`]
+    /// applies.
+    fn cut_bytes(&self, unfiltered: bool, esize: usize) -> Option<u64> {
+        let (first, rest) = self.grid.dims().split_first()?;
+        let DimGrid::Fixed { size, extent } = *first else {
+            return None;
+        };
+        if !unfiltered || extent == 0 || size <= extent {
+            return None;
+        }
+        let mut row = esize as u64;
+        for d in rest {
+            let DimGrid::Fixed { size, extent } = *d else {
+                return None;
+            };
+            if size > extent.max(1) {
+                return None;
+            }
+            row = row.checked_mul(size)?;
+        }
+        let full = row.checked_mul(size)?;
+        let cut = row.checked_mul(extent)?;
+        // Every stored chunk a reference holding at least the valid rows.
+        let whole = self.manifest.iter_stored().all(|(_, r)| {
+            matches!(r, vzarr_core::ChunkRef::Range { length, .. } if length >= cut && length <= full)
+        });
+        whole.then_some(cut)
+    }
+
     /// The array of these chunks with the rest of what a scanner found of the dataset: its
     /// data type and byte order (`ty`), fill value, codecs after `bytes`, attributes and
     /// dimension names.
@@ -191,6 +264,64 @@ mod tests {
                 .contains("past the end of the file (1000 bytes)")
         );
         assert!(at(Some(0), None, &[u64::MAX, 4]).is_err());
+    }
+
+    /// A chunked dataset of `shape` with chunks `chunk` of 4-byte elements, every chunk
+    /// stored whole at 1000 bytes apart (`inline`: chunk 0 inline instead).
+    fn chunked(shape: &[u64], chunk: &[u64], inline: bool) -> Chunks {
+        let grid = ChunkGrid::regular(shape, chunk).unwrap();
+        let (mut manifest, sid) = new_manifest(&grid, URL).unwrap();
+        let bytes = chunk.iter().product::<u64>() * 4;
+        for i in 0..manifest.len() {
+            manifest.set_range(i, sid, 1000 * i as u64, bytes).unwrap();
+        }
+        if inline {
+            manifest.set_inline(0, vec![0; bytes as usize]).unwrap();
+        }
+        Chunks { grid, manifest }
+    }
+
+    fn lengths(c: &Chunks) -> Vec<(u64, u64)> {
+        c.manifest
+            .iter_stored()
+            .map(|(_, r)| match r {
+                vzarr_core::ChunkRef::Range { offset, length, .. } => (offset, length),
+                _ => (u64::MAX, 0),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn chunks_longer_than_the_first_axis_cut_where_unfiltered() {
+        // 5 values on an unlimited dimension, chunks of 512: one chunk of 5, its first 20 bytes.
+        let c = chunked(&[5], &[512], false).cut_to_extent(true, 4);
+        assert_eq!(c.grid, ChunkGrid::regular(&[5], &[5]).unwrap());
+        assert_eq!(lengths(&c), vec![(0, 20)]);
+        // 2-D, the other axis in several chunks: each chunk's valid rows are a prefix.
+        let c = chunked(&[3, 10], &[8, 4], false).cut_to_extent(true, 4);
+        assert_eq!(c.grid, ChunkGrid::regular(&[3, 10], &[3, 4]).unwrap());
+        assert_eq!(lengths(&c), vec![(0, 48), (1000, 48), (2000, 48)]);
+        // Left as they are: filters, a chunk that fits, an empty axis, another axis cut, an
+        // inline chunk.
+        let keep = |c: Chunks, unfiltered: bool| {
+            let before = (c.grid.clone(), lengths(&c));
+            let after = c.cut_to_extent(unfiltered, 4);
+            assert_eq!((after.grid.clone(), lengths(&after)), before);
+        };
+        keep(chunked(&[5], &[512], false), false);
+        keep(chunked(&[1024], &[512], false), true);
+        keep(chunked(&[0], &[512], false), true);
+        keep(chunked(&[3, 2], &[8, 4], false), true);
+        keep(chunked(&[5], &[512], true), true);
+        // Nothing stored: the grid is cut all the same.
+        let empty = Chunks {
+            grid: ChunkGrid::regular(&[5], &[512]).unwrap(),
+            manifest: ChunkManifest::new_missing(1),
+        };
+        assert_eq!(
+            empty.cut_to_extent(true, 4).grid,
+            ChunkGrid::regular(&[5], &[5]).unwrap()
+        );
     }
 
     #[test]

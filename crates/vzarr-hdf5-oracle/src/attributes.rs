@@ -30,10 +30,10 @@ impl AttrValues for Attribute {
 /// numbers, the stored bytes.
 fn read_one(attr: &Attribute) -> Result<RawAttr, String> {
     let name = attr.name().ok_or("attribute name unreadable")?;
-    let space = match ffi::space::shape(attr.space())?.as_deref() {
+    let space = match ffi::space::shape(attr.space())? {
         None => Space::Null,
-        Some([]) => Space::Scalar,
-        Some(_) => Space::Simple,
+        Some(dims) if dims.is_empty() => Space::Scalar,
+        Some(dims) => Space::Simple(dims),
     };
     Ok(read_attr(name, type_info(attr.file_type()), space, attr))
 }

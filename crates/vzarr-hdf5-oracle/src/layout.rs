@@ -139,7 +139,10 @@ pub(crate) fn chunk_refs(
                 .map_err(|e| grid_error(ctx, path, e))?;
         }
     }
-    Ok(Ok(Chunks { grid, manifest }))
+    // Chunks longer than the dataset's first axis cut to it where they can be (the shared
+    // mapping's rule).
+    let chunks = Chunks { grid, manifest }.cut_to_extent(enc.codecs.is_empty(), enc.fill.len());
+    Ok(Ok(chunks))
 }
 
 /// The raw bytes (stored byte order, full chunk shape, fill value past the array's edge) of

@@ -86,16 +86,22 @@ pub(crate) fn open_reason(hdf5_message: &str) -> String {
     hdf5_message.to_string()
 }
 
-/// Links of a group in name order, with their kind.
+/// Links of a group in the file's order, with their kind: by creation order where the group
+/// tracks it, else by name (HDF5 refuses to iterate by creation order when it is not
+/// tracked).
 fn links(group: &hdf5::Group) -> Result<Vec<(String, LinkType)>, String> {
-    let mut out = Vec::new();
-    group
-        .iter_visit(IndexType::Name, IterationOrder::Increasing, |name, info| {
-            out.push((name.to_string(), info.link_type));
-            Ok(())
-        })
-        .map_err(|_| "cannot list the group's links".to_string())?;
-    Ok(out)
+    let by = |index: IndexType| {
+        let mut out = Vec::new();
+        group
+            .iter_visit(index, IterationOrder::Increasing, |name, info| {
+                out.push((name.to_string(), info.link_type));
+                Ok(())
+            })
+            .map(|_| out)
+    };
+    by(IndexType::CreationOrder)
+        .or_else(|_| by(IndexType::Name))
+        .map_err(|_| "cannot list the group's links".to_string())
 }
 
 fn walk_group(ctx: &mut Ctx, group: &hdf5::Group, path: &str) -> Result<(), Hdf5Error> {

@@ -54,7 +54,7 @@ pub(crate) fn read_one(file: &File, attr: &Attribute) -> RawAttr {
     let space = match attr.dataspace.kind {
         DataspaceKind::Null => Space::Null,
         DataspaceKind::Scalar => Space::Scalar,
-        DataspaceKind::Simple => Space::Simple,
+        DataspaceKind::Simple => Space::Simple(attr.dataspace.dims.clone()),
     };
     read_attr(
         attr.name.clone(),

@@ -33,7 +33,7 @@ pub(crate) struct Ctx<'a> {
     /// reference is resolved.
     pub(crate) names: Option<Result<ObjectNames, String>>,
     /// The source path under which each group or dataset was first met through hard links
-    /// (`H5Ovisit` order: depth first, links in name order).
+    /// (the walk's order: depth first, links in the file's order).
     pub(crate) seen: HashMap<u64, String>,
     /// Groups and datasets met below soft links so far (bounded by the walk's
     /// `MAX_SOFT_NODES`).

@@ -19,6 +19,8 @@
 //! Where the two differ, by design (the differential test lists each such array and checks
 //! the rest equal; the interop tests compare the values with h5py and netCDF4-python):
 //! - variable-length string datasets, which the libhdf5 scanner leaves out, are stored inline;
+//!   so are compounds with variable-length string members, as a `struct` whose strings are
+//!   `fixed_length_utf32` fields (as VirtualiZarr 2.8 reads them);
 //! - soft links are followed as h5py follows them, the libhdf5 scanner lists them as skipped;
 //!   a second hard link to a dataset or group is listed as skipped (h5py's `visit` shows each
 //!   object once), the libhdf5 scanner scans it again;
@@ -33,9 +35,6 @@
 //!   past the extent); here every chunk is where its values are;
 //! - a dataset with an unlimited dimension in a file whose lengths take fewer than 8 bytes:
 //!   libhdf5 2.2 cannot open it ("didn't find unlimited dimension"); here it is scanned.
-//!
-//! Kept as the libhdf5 scanner does it, though it looks wrong: a JSON bool `_FillValue` of a
-//! bool array (h5py's enum bool) is always left out (see `vzarr_hdf5_map::attrs`).
 //!
 //! How what is read is spelled in Zarr (data types, attribute values, `_FillValue`, fill
 //! values, phony dimensions, contiguous and compact chunks) is decided once, in
@@ -60,6 +59,7 @@
 //! | `filters`    | HDF5 filter pipelines to Zarr v3 codecs, or why not |
 //! | `layout`     | chunked, contiguous and compact storage to chunk references; chunks stored with filters skipped, re-encoded |
 //! | `strings`    | variable-length strings read from the global heap, stored inline (`string`, `vlen-utf8`) |
+//! | `records`    | compounds with variable-length string members read, stored inline as a `struct` with `fixed_length_utf32` fields |
 //! | `fill`       | the dataset fill value (what unwritten chunks read as) |
 //! | `attributes` | attribute values read from the file (variable-length strings from the global heap) for the mapping |
 //! | `dims`       | the dimension scales `DIMENSION_LIST` attaches, resolved to names |
@@ -77,6 +77,7 @@ mod error;
 mod fill;
 mod filters;
 mod layout;
+mod records;
 mod storage;
 mod strings;
 mod types;

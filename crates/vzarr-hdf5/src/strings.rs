@@ -47,21 +47,32 @@ fn model_error(ctx: &Ctx, path: &str, source: CoreError) -> Hdf5Error {
     }
 }
 
-/// The running size of an array's inline chunks against the limit.
-struct Budget {
-    used: u64,
-    limit: u64,
+/// The running size of what an array's strings take against the limit.
+pub(crate) struct Budget {
+    pub(crate) used: u64,
+    pub(crate) limit: u64,
+    /// How the bytes counted are held, for the refusal.
+    pub(crate) held: &'static str,
 }
 
 impl Budget {
+    /// A budget of `limit` bytes held as `held` ("vlen-utf8 encoded", ...).
+    pub(crate) fn new(limit: u64, held: &'static str) -> Self {
+        Budget {
+            used: 0,
+            limit,
+            held,
+        }
+    }
+
     /// Adds `n` bytes; the refusal once the limit is passed.
-    fn add(&mut self, n: u64) -> Result<(), Refusal> {
+    pub(crate) fn add(&mut self, n: u64) -> Result<(), Refusal> {
         self.used = self.used.saturating_add(n);
         if self.used > self.limit {
             return Err(format!(
-                "variable-length strings of at least {} bytes (vlen-utf8 encoded) exceed the \
-                 limit of {} bytes for one array (--max-string-bytes): left out",
-                self.used, self.limit
+                "variable-length strings of at least {} bytes ({}) exceed the limit of {} \
+                 bytes for one array (--max-string-bytes): left out",
+                self.used, self.held, self.limit
             ));
         }
         Ok(())
@@ -177,6 +188,25 @@ impl ChunkReader<'_, '_> {
     }
 }
 
+/// The C-order positions in a chunk of `nominal` elements of the elements of its leading
+/// corner of `shape` (at most `nominal` on every axis), in C order.
+fn corner(shape: &[u64], nominal: &[u64]) -> Vec<usize> {
+    let n: u64 = shape.iter().product();
+    let mut out = Vec::with_capacity(n as usize);
+    let mut idx = vec![0u64; shape.len()];
+    for _ in 0..n {
+        out.push(idx.iter().zip(nominal).fold(0u64, |a, (&i, &d)| a * d + i) as usize);
+        for k in (0..idx.len()).rev() {
+            idx[k] += 1;
+            if idx[k] < shape[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    out
+}
+
 /// The fill value of a variable-length string dataset: the string its fill value message
 /// points at when the writer defined one (netCDF-4's `_FillValue`), else the empty string
 /// (what the library reads for never-written elements).
@@ -221,7 +251,7 @@ pub(crate) fn fill_text(
 
 /// Elements in a chunk of `shape`, if their vlen-utf8 lengths (4 bytes each) stay within
 /// `limit`.
-fn elements(shape: &[u64], limit: u64) -> Option<usize> {
+pub(crate) fn elements(shape: &[u64], limit: u64) -> Option<usize> {
     shape
         .iter()
         .try_fold(1u64, |a, &d| a.checked_mul(d))
@@ -229,7 +259,7 @@ fn elements(shape: &[u64], limit: u64) -> Option<usize> {
         .and_then(|n| usize::try_from(n).ok())
 }
 
-fn too_many(n_desc: String, limit: u64) -> Refusal {
+pub(crate) fn too_many(n_desc: String, limit: u64) -> Refusal {
     format!(
         "variable-length strings: {n_desc} take more than the limit of {limit} bytes for one \
          array (--max-string-bytes) even if empty: left out"
@@ -258,16 +288,25 @@ pub(crate) fn string_chunks(
     let limit = ctx.opts.max_string_bytes;
     let es = ds.element_size(ctx.file) as usize;
     let reader = ChunkReader { ctx, path, es };
-    let mut budget = Budget { used: 0, limit };
+    let mut budget = Budget::new(limit, "vlen-utf8 encoded");
     let whole: Vec<u64> = shape.iter().map(|&d| d.max(1)).collect();
     let chunk_shape = match &ds.layout.layout {
         Layout::Chunked(ch) => ch.chunk_dims.clone(),
-        _ => whole,
+        _ => whole.clone(),
     };
     if chunk_shape.len() != shape.len() || chunk_shape.contains(&0) {
         return Err(ctx.object_error(path, "chunk shape unreadable"));
     }
-    let grid = ChunkGrid::regular(shape, &chunk_shape).map_err(|e| model_error(ctx, path, e))?;
+    // The chunks as stored, and as written: inline chunks can be cut, so a chunk longer than
+    // the array (a few strings on an unlimited dimension) is as long as the array.
+    let raw_grid =
+        ChunkGrid::regular(shape, &chunk_shape).map_err(|e| model_error(ctx, path, e))?;
+    let cut: Vec<u64> = chunk_shape
+        .iter()
+        .zip(&whole)
+        .map(|(&c, &s)| c.min(s))
+        .collect();
+    let grid = ChunkGrid::regular(shape, &cut).map_err(|e| model_error(ctx, path, e))?;
     let n = grid.n_chunks().map_err(|e| model_error(ctx, path, e))?;
     let n = usize::try_from(n).map_err(|_| ctx.object_error(path, "too many chunks"))?;
     let mut manifest = ChunkManifest::new_missing(n);
@@ -279,8 +318,6 @@ pub(crate) fn string_chunks(
     };
     // Every stored chunk costs at least 4 bytes plus 4 per element.
     let chunk_floor = 4 + 4 * per_chunk as u64;
-    let nelem: u64 = shape.iter().product();
-    let raw_len = per_chunk * es;
     let put = |manifest: &mut ChunkManifest, index: &[u64], strings: Vec<String>| {
         let lin = grid
             .linear_index(index)
@@ -291,8 +328,84 @@ pub(crate) fn string_chunks(
             .set_inline(lin as usize, bytes)
             .map_err(|e| model_error(ctx, path, e))
     };
+    let whole_chunk = !matches!(ds.layout.layout, Layout::Chunked(_));
+    let done = each_raw_chunk(
+        ctx,
+        ds,
+        &raw_grid,
+        codecs,
+        es,
+        path,
+        chunk_floor,
+        &mut budget,
+        |index, raw, budget| {
+            if let Err(r) = budget.add(4) {
+                return Ok(Err(r));
+            }
+            let origin = grid.chunk_origin(index);
+            let (nominal, valid) = if whole_chunk {
+                (shape.to_vec(), shape.to_vec())
+            } else {
+                (raw_grid.chunk_shape(index), grid.chunk_valid_shape(index))
+            };
+            match reader.strings(raw, &nominal, &valid, &origin, fill, budget)? {
+                Ok(mut strings) => {
+                    let written = grid.chunk_shape(index);
+                    if !whole_chunk && written != nominal {
+                        // The written chunk's elements: the leading corner of the stored one.
+                        let mut all: Vec<Option<String>> =
+                            std::mem::take(&mut strings).into_iter().map(Some).collect();
+                        strings = corner(&written, &nominal)
+                            .into_iter()
+                            .map(|p| all[p].take().unwrap_or_default())
+                            .collect();
+                    }
+                    put(&mut manifest, index, strings).map(Ok)
+                }
+                Err(r) => Ok(Err(r)),
+            }
+        },
+    )?;
+    if let Err(r) = done {
+        return Ok(Err(r));
+    }
+    Ok(Ok(Chunks { grid, manifest }))
+}
+
+/// Calls `each(index, raw, budget)` for every stored chunk of the dataset `ds`, in the order
+/// of its chunk index: `raw` its elements of `es` bytes in C order at the full chunk shape of
+/// `grid` (the dataset's chunking), decoded through `codecs` (its filters) with the filters
+/// of the chunk's mask skipped. A contiguous or compact dataset is one chunk of the whole
+/// array at index 0 (none when never written or empty). `floor` bytes of `budget` are counted
+/// per stored chunk while the index is read (a refusal once past the limit), and given back
+/// before the chunks are read. `Ok(Err(reason))`: the dataset is left out.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn each_raw_chunk(
+    ctx: &Ctx,
+    ds: &Dataset,
+    grid: &ChunkGrid,
+    codecs: &[Codec],
+    es: usize,
+    path: &str,
+    floor: u64,
+    budget: &mut Budget,
+    mut each: impl FnMut(&[u64], &[u8], &mut Budget) -> Result<Result<(), Refusal>, Hdf5Error>,
+) -> Result<Result<(), Refusal>, Hdf5Error> {
+    let limit = budget.limit;
+    let shape = grid.shape();
+    let nelem: u64 = shape.iter().product();
+    let zero = vec![0; shape.len()];
     match &ds.layout.layout {
-        Layout::Chunked(_) => {
+        Layout::Chunked(ch) => {
+            let per_chunk = ch
+                .chunk_dims
+                .iter()
+                .take(shape.len())
+                .try_fold(1usize, |a, &d| a.checked_mul(usize::try_from(d).ok()?))
+                .ok_or_else(|| ctx.object_error(path, "chunk too large"))?;
+            let raw_len = per_chunk
+                .checked_mul(es)
+                .ok_or_else(|| ctx.object_error(path, "chunk too large"))?;
             let mut stored: Vec<Stored> = Vec::new();
             let counts = grid.grid_shape();
             let file_size = ctx.file_size;
@@ -311,7 +424,7 @@ pub(crate) fn string_chunks(
                         ),
                     )));
                 }
-                if let Err(r) = budget.add(chunk_floor) {
+                if let Err(r) = budget.add(floor) {
                     refused = Some(r);
                     return Err(VisitStop::Refused);
                 }
@@ -340,10 +453,8 @@ pub(crate) fn string_chunks(
                     });
                 }
             }
-            // The floors are counted; each chunk's strings add their lengths below.
-            budget.used = budget
-                .used
-                .saturating_sub(chunk_floor * stored.len() as u64);
+            // The floors are counted; what each chunk holds is added by `each`.
+            budget.used = budget.used.saturating_sub(floor * stored.len() as u64);
             let chain = match ByteCodecs::new(codecs) {
                 Ok(c) => c,
                 Err(e) => {
@@ -374,15 +485,8 @@ pub(crate) fn string_chunks(
                         .decode_skipping(&bytes, raw_len, s.filter_mask)
                         .map_err(Hdf5Error::chunk(&ctx.url, path, &s.index, s.filter_mask))?
                 };
-                if let Err(r) = budget.add(4) {
+                if let Err(r) = each(&s.index, &raw, budget)? {
                     return Ok(Err(r));
-                }
-                let origin = grid.chunk_origin(&s.index);
-                let valid = grid.chunk_valid_shape(&s.index);
-                let nominal = grid.chunk_shape(&s.index);
-                match reader.strings(&raw, &nominal, &valid, &origin, fill, &mut budget)? {
-                    Ok(strings) => put(&mut manifest, &s.index, strings)?,
-                    Err(r) => return Ok(Err(r)),
                 }
             }
         }
@@ -392,9 +496,11 @@ pub(crate) fn string_chunks(
             }
             // Never written (no address) or empty: every element reads as the fill value.
             let Some(addr) = address.filter(|_| nelem > 0) else {
-                return Ok(Ok(Chunks { grid, manifest }));
+                return Ok(Ok(()));
             };
-            let len = raw_len as u64;
+            let len = nelem
+                .checked_mul(es as u64)
+                .ok_or_else(|| ctx.object_error(path, "dataset too large"))?;
             if addr.checked_add(len).is_none_or(|e| e > ctx.file_size) {
                 return Err(ctx.object_error(
                     path,
@@ -408,41 +514,24 @@ pub(crate) fn string_chunks(
             let raw = ctx
                 .storage
                 .read_range(addr..addr + len)
-                .map_err(Hdf5Error::chunk_bytes(
-                    &ctx.url,
-                    path,
-                    &vec![0; shape.len()],
-                ))?;
-            if let Err(r) = budget.add(4) {
-                return Ok(Err(r));
-            }
-            let zero = vec![0; shape.len()];
-            match reader.strings(&raw, shape, shape, &zero, fill, &mut budget)? {
-                Ok(strings) => put(&mut manifest, &zero, strings)?,
-                Err(r) => return Ok(Err(r)),
-            }
+                .map_err(Hdf5Error::chunk_bytes(&ctx.url, path, &zero))?;
+            return each(&zero, &raw, budget);
         }
         Layout::Compact { data } => {
             if nelem == 0 {
-                return Ok(Ok(Chunks { grid, manifest }));
+                return Ok(Ok(()));
             }
-            if data.len() != raw_len {
-                return Err(ctx.object_error(path, compact_mismatch(data.len(), raw_len as u64)));
+            let raw_len = nelem.saturating_mul(es as u64);
+            if data.len() as u64 != raw_len {
+                return Err(ctx.object_error(path, compact_mismatch(data.len(), raw_len)));
             }
-            if let Err(r) = budget.add(4) {
-                return Ok(Err(r));
-            }
-            let zero = vec![0; shape.len()];
-            match reader.strings(data, shape, shape, &zero, fill, &mut budget)? {
-                Ok(strings) => put(&mut manifest, &zero, strings)?,
-                Err(r) => return Ok(Err(r)),
-            }
+            return each(&zero, data, budget);
         }
         Layout::Virtual { .. } => {
             return Ok(Err(refusal::VIRTUAL_DATASET.into()));
         }
     }
-    Ok(Ok(Chunks { grid, manifest }))
+    Ok(Ok(()))
 }
 
 /// Why the visit of a string dataset's chunk index stopped.
@@ -473,7 +562,7 @@ mod tests {
 
     #[test]
     fn the_budget_names_size_and_limit() {
-        let mut b = Budget { used: 0, limit: 10 };
+        let mut b = Budget::new(10, "vlen-utf8 encoded");
         b.add(6).unwrap();
         let e = b.add(1 << 40).unwrap_err();
         assert!(
@@ -484,5 +573,12 @@ mod tests {
         assert_eq!(elements(&[2, 3], 23), None);
         assert_eq!(elements(&[u64::MAX, 2], u64::MAX), None);
         assert_eq!(elements(&[], 4), Some(1));
+    }
+
+    #[test]
+    fn the_corner_of_a_longer_chunk() {
+        assert_eq!(corner(&[2, 2], &[4, 3]), vec![0, 1, 3, 4]);
+        assert_eq!(corner(&[3], &[1024]), vec![0, 1, 2]);
+        assert_eq!(corner(&[], &[]), vec![0]);
     }
 }

@@ -240,7 +240,7 @@ fn compound_struct(t: &Datatype, members: &[CompoundMember]) -> Result<(DataType
 }
 
 /// The element type of a dataset's datatype that is not an array type.
-fn element_type(t: &Datatype) -> Result<Mapped, String> {
+pub(crate) fn element_type(t: &Datatype) -> Result<Mapped, String> {
     let plain = |(data_type, endian)| Mapped {
         data_type,
         endian,

@@ -1,5 +1,6 @@
 //! The scan: opening a source, walking its groups and links from the root (depth first, links
-//! in name order, as the libhdf5 scanner does), and turning each dataset into a
+//! in the file's order: creation order where the group tracks it, else name order, as the
+//! libhdf5 scanner and h5py list them), and turning each dataset into a
 //! [`VirtualArray`] (type, filters, fill value, chunk references, attributes, dimension
 //! names) or a reason it is left out.
 
@@ -28,7 +29,7 @@ use crate::layout::{ChunkEncoding, chunk_refs, compact_refs, contiguous_refs};
 use crate::storage::SourceStorage;
 use crate::strings::{fill_text, string_chunks};
 use crate::types::{Mapped, dataset_type};
-use crate::{Hdf5Error, ScanOptions, filters};
+use crate::{Hdf5Error, ScanOptions, filters, records};
 
 /// Bytes of an object header prefetched when a group names it (what the reader reads first).
 const HEADER_PREFETCH: u64 = 512;
@@ -137,9 +138,11 @@ fn keep_small_arrays(out: &mut VirtualDataset, storage: &SourceStorage) {
 /// addresses of the groups above it, so that a link back up the tree (a cycle) is not
 /// followed.
 ///
-/// Links, in name order, as h5py shows them:
-/// - hard links: each group and dataset once, under the first path `H5Ovisit` (h5py's
-///   `visit`) finds it by; a further hard link to it is listed as skipped, naming that path;
+/// Links in the file's order (creation order where the group tracks it, else name order), as
+/// h5py lists them:
+/// - hard links: each group and dataset once, under the first path this walk meets it by
+///   (where groups list their links in name order, the first `H5Ovisit`, h5py's `visit`,
+///   finds); a further hard link to it is listed as skipped, naming that path;
 /// - soft links: followed as h5py's item access follows them, the dataset or group they lead
 ///   to listed under the link's name (a group with everything below it); a dangling soft
 ///   link, one to a group above it, or one past [`MAX_SOFT_NODES`] is listed as skipped;
@@ -166,7 +169,7 @@ fn walk_group(
         .groups
         .insert(at.path.to_string(), Group { attributes });
     let links = file
-        .links(&oh)
+        .links_in_file_order(&oh)
         .map_err(|e| ctx.structure_error(at.source, "link table", e))?;
     let heads: Vec<Range<u64>> = links
         .iter()
@@ -373,11 +376,26 @@ fn scan_dataset(
         DataspaceKind::Scalar => Vec::new(),
         DataspaceKind::Simple => space.dims.clone(),
     };
-    let mapped = match dataset_type(&ds.datatype) {
-        Ok(v) => v,
-        Err(reason) => return Ok(Scanned::Refused(reason)),
+    // A compound with variable-length string members is read and stored inline (`records`);
+    // its data type is known once its strings are.
+    let (mapped, records) = match dataset_type(&ds.datatype) {
+        Ok(v) => (v, None),
+        Err(reason) => match records::members(&ds.datatype, file.superblock().sizes()) {
+            None => return Ok(Scanned::Refused(reason)),
+            Some(Err(why)) => return Ok(Scanned::Refused(why)),
+            Some(Ok(members)) => {
+                let stored = DataType::FixedBytes(ds.element_size(file) as usize);
+                let placeholder = Mapped {
+                    data_type: stored,
+                    endian: vzarr_core::Endian::Little,
+                    extra_dims: Vec::new(),
+                    enum_members: None,
+                };
+                (placeholder, Some(members))
+            }
+        },
     };
-    let (data_type, endian) = (mapped.data_type.clone(), mapped.endian);
+    let (mut data_type, mut endian) = (mapped.data_type.clone(), mapped.endian);
     if ds.external_files.is_some_and(|n| n > 0) {
         return Ok(Scanned::Refused(refusal::EXTERNAL_FILES.into()));
     }
@@ -395,7 +413,16 @@ fn scan_dataset(
     let dataset_rank = shape.len();
     let mut shape = shape;
     shape.extend_from_slice(&mapped.extra_dims);
-    let (fill_value, chunks, codecs) = if data_type.is_string() {
+    let (fill_value, chunks, codecs) = if let Some(members) = &records {
+        match records::record_chunks(ctx, &ds, &shape, &codecs, members, path)? {
+            // Stored inline, `bytes`-encoded alone.
+            Ok((dt, fill, chunks)) => {
+                (data_type, endian) = (dt, vzarr_core::Endian::Little);
+                (fill, chunks, Vec::new())
+            }
+            Err(reason) => return Ok(Scanned::Refused(reason)),
+        }
+    } else if data_type.is_string() {
         let fill = match fill_text(ctx, &ds, path)? {
             Ok(f) => f,
             Err(reason) => return Ok(Scanned::Refused(reason)),

@@ -1,9 +1,11 @@
 //! Consolidated metadata as zarr-python (3.4) writes it in a Zarr v3 group's `zarr.json`:
 //! `"consolidated_metadata": {"kind": "inline", "must_understand": false, "metadata":
 //! {"<path>": <that node's zarr.json>, ...}}`, every node below the group by its path relative
-//! to the group, ordered by depth then case-folded path (as `zarr.consolidate_metadata`
-//! orders them); a group below carries an empty block of its own (`"metadata": {}`), as
-//! zarr-python writes it.
+//! to the group, ordered by depth, then in the order they are given (the dataset's: the
+//! source's order of its variables); a group below carries an empty block of its own
+//! (`"metadata": {}`), as zarr-python writes it. zarr-python's `consolidate_metadata` orders
+//! a depth by case-folded path instead, but reads any order, and lists a group's members (and
+//! xarray a dataset's variables) in the block's order: by depth, the given order kept.
 //!
 //! A reader that opens consolidated (`xarray.open_zarr(..., consolidated=True)`) reads only
 //! this block, never the per-node documents: a block that disagrees with them would make it
@@ -38,10 +40,8 @@ pub fn block<'a>(nodes: impl IntoIterator<Item = (&'a str, &'a Value)>, under: &
         .into_iter()
         .filter_map(|(p, d)| relative(p, under).map(|r| (r, d)))
         .collect();
-    members.sort_by(|a, b| {
-        let key = |s: &str| (s.matches('/').count(), s.to_lowercase());
-        key(a.0).cmp(&key(b.0)).then_with(|| a.0.cmp(b.0))
-    });
+    // Stable: the given order within a depth.
+    members.sort_by_key(|(p, _)| p.matches('/').count());
     let mut metadata = Map::new();
     for (rel, doc) in members {
         let mut doc = doc.clone();
@@ -119,7 +119,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn members_by_depth_then_name_nested_groups_empty() {
+    fn members_by_depth_in_the_given_order_nested_groups_empty() {
         let g = json!({"zarr_format": 3, "node_type": "group", "attributes": {}});
         let a = json!({"zarr_format": 3, "node_type": "array", "shape": [1]});
         let nodes = [
@@ -132,7 +132,7 @@ mod tests {
         ];
         let b = block(nodes.iter().copied(), "");
         let keys: Vec<&String> = b["metadata"].as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["a", "B", "b", "a/c", "b/x"]);
+        assert_eq!(keys, ["B", "a", "b", "b/x", "a/c"]);
         assert_eq!(b["metadata"]["a"][KEY], empty());
         assert!(b["metadata"]["a/c"].get(KEY).is_none());
         let sub = block(nodes.iter().copied(), "b");

@@ -70,8 +70,8 @@ use vzarr_core::{SourceRecord, VirtualDataset};
 use vzarr_source::{Recorded, SourceStore};
 
 pub use compact::{
-    ArrayAction, CompactReport, Grids, LeftReason, LeftReferenced, READ_BATCH_BYTES, compact,
-    survey,
+    ArrayAction, CompactReport, DECODE_BATCH_BYTES, Grids, LeftReason, LeftReferenced,
+    READ_BATCH_BYTES, compact, survey,
 };
 pub use error::{Boundary, EdgeChunkError, FilePair, Gap, PlanError, ReadError};
 

@@ -159,7 +159,7 @@ fn disagreements_name_the_field_and_the_files() {
     assert!(e.contains("fill value"), "{e}");
 
     let mut inputs = archive(3, 1, 2, &[]);
-    inputs[1].arrays.remove("var1");
+    inputs[1].arrays.shift_remove("var1");
     let e = plan(inputs, &opts(), &MemReader::default())
         .unwrap_err()
         .to_string();
@@ -228,7 +228,7 @@ fn static_variables_must_be_identical() {
         let url = ds.provenance.sources[0].url.clone();
         let mut a = month_file(&url, 0, 1, 1, 1, &[])
             .arrays
-            .remove("var0")
+            .shift_remove("var0")
             .unwrap();
         a.dimension_names = vec!["t1".into(), "y".into(), "x".into()];
         a.manifest = vzarr_core::ChunkManifest::new_missing(1);
@@ -264,7 +264,7 @@ fn read_failures_keep_their_cause() {
         let url = ds.provenance.sources[0].url.clone();
         let mut a = month_file(&url, 0, 1, 1, 1, &[])
             .arrays
-            .remove("var0")
+            .shift_remove("var0")
             .unwrap();
         a.dimension_names = vec!["t1".into(), "y".into(), "x".into()];
         ds.arrays.insert("orog".into(), a);
@@ -617,7 +617,7 @@ fn string_variables_concatenate_and_static_ones_are_kept_once() {
 /// A file of `archive` laid out as NEMO writes it: the CF time coordinate is the variable
 /// `time_centered` along `time`, and the coordinate variable `time` holds zeros.
 fn nemo_like(mut ds: vzarr_core::VirtualDataset) -> vzarr_core::VirtualDataset {
-    let t = ds.arrays.remove("time").unwrap();
+    let t = ds.arrays.shift_remove("time").unwrap();
     let n = t.shape()[0] as usize;
     let mut zeros = t.clone();
     zeros.attributes.clear();
@@ -670,7 +670,7 @@ fn files_are_ordered_by_the_variable_given() {
         .iter()
         .cloned()
         .map(|mut d| {
-            d.arrays.remove("time");
+            d.arrays.shift_remove("time");
             d
         })
         .collect();
@@ -703,7 +703,7 @@ fn an_ordering_variable_must_exist_and_run_along_the_dimension() {
     );
 
     let mut one_lacks = inputs.clone();
-    one_lacks[1].arrays.remove("time_centered");
+    one_lacks[1].arrays.shift_remove("time_centered");
     let e = plan(
         one_lacks,
         &opts().with_order_by(Some("time_centered".into())),

@@ -68,7 +68,7 @@ pub fn scalar<'a>(dt: &DataType, b: &'a [u8]) -> Scalar<'a> {
         DataType::Float32 => Scalar::F32(f32::from_ne_bytes(arr(b))),
         DataType::Float64 => Scalar::F64(f64::from_ne_bytes(arr(b))),
         DataType::FixedBytes(n) => Scalar::Bytes(&b[..*n]),
-        DataType::Struct(_) => Scalar::Raw(&b[..dt.size()]),
+        DataType::Struct(_) | DataType::FixedUtf32(_) => Scalar::Raw(&b[..dt.size()]),
         DataType::Complex64 => {
             Scalar::C64(f32::from_ne_bytes(arr(b)), f32::from_ne_bytes(arr(&b[4..])))
         }

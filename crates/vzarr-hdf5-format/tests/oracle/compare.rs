@@ -157,6 +157,17 @@ pub(crate) fn compare_file(path: &Path) -> Stats {
                 .collect();
             assert_eq!(&ours, ll, "{ctx}: links");
             st.links += ll.len();
+            let in_order: Vec<String> = file
+                .links_in_file_order(&oh)
+                .unwrap_or_else(|e| panic!("{ctx}: links: {}", e.report()))
+                .into_iter()
+                .map(|l| l.name)
+                .collect();
+            assert_eq!(
+                Some(&in_order),
+                obj.file_order.as_ref(),
+                "{ctx}: links in creation order (H5_INDEX_CRT_ORDER)"
+            );
         }
         if obj.attrs.as_ref().is_err_and(|e| e == "cannot open") {
             // libhdf5 cannot open it (its bug, e.g. an extensible array in a file with 4-byte

@@ -92,6 +92,8 @@ pub(crate) struct LibObject {
     pub addr: u64,
     pub kind: i32,
     pub links: Option<Vec<(String, LibLink)>>,
+    /// The link names in creation order where the group tracks it, else by name.
+    pub file_order: Option<Vec<String>>,
     pub attrs: Result<Vec<LibAttr>, String>,
     pub dataset: Option<Result<LibDataset, String>>,
 }
@@ -157,6 +159,7 @@ fn visit(
         addr: a,
         kind,
         links: None,
+        file_order: None,
         attrs: Err("not read".into()),
         dataset: None,
     };
@@ -183,6 +186,7 @@ fn visit(
                 }
             }
             obj.links = Some(links);
+            obj.file_order = Some(names_in_file_order(gid));
             out.push(obj);
             for lname in children {
                 let child_path = if path == "/" {
@@ -220,6 +224,7 @@ fn visit_child(
         addr: a,
         kind,
         links: None,
+        file_order: None,
         attrs: Err("not read".into()),
         dataset: None,
     };
@@ -243,6 +248,7 @@ fn visit_child(
             }
         }
         obj.links = Some(links);
+        obj.file_order = Some(names_in_file_order(oid));
         out.push(obj);
         for lname in children {
             if let Some(ca) = obj_addr(oid, &lname)
@@ -312,6 +318,40 @@ pub(crate) fn links(group: hid_t) -> Vec<(String, LibLink)> {
         );
     }
     out
+}
+
+/// The link names of a group by creation order (`H5_INDEX_CRT_ORDER`), or by name where the
+/// library refuses (creation order not tracked).
+pub(crate) fn names_in_file_order(group: hid_t) -> Vec<String> {
+    extern "C" fn collect(
+        _g: hid_t,
+        name: *const c_char,
+        _info: *const H5L_info2_t,
+        data: *mut c_void,
+    ) -> herr_t {
+        // SAFETY: libhdf5 passes a valid name; `data` is the Vec below.
+        unsafe { (*(data as *mut Vec<String>)).push(cstr(name)) };
+        0
+    }
+    for index in [H5_index_t::H5_INDEX_CRT_ORDER, H5_index_t::H5_INDEX_NAME] {
+        let mut out: Vec<String> = Vec::new();
+        let mut idx: hsize_t = 0;
+        // SAFETY: valid group id; the callback only appends to `out`.
+        let r = unsafe {
+            H5Literate2(
+                group,
+                index,
+                H5_iter_order_t::H5_ITER_INC,
+                &mut idx,
+                Some(collect),
+                (&mut out as *mut Vec<String>).cast(),
+            )
+        };
+        if r >= 0 {
+            return out;
+        }
+    }
+    Vec::new()
 }
 
 fn space_info(space: hid_t) -> (Option<Vec<u64>>, Option<Vec<u64>>, u64) {

@@ -63,7 +63,7 @@ pub(crate) fn reconcile(oracle: &mut VirtualDataset, native: &mut VirtualDataset
             if let Some(a) = native.arrays.get(&z)
                 && a.data_type.is_string()
             {
-                native.arrays.remove(&z);
+                native.arrays.shift_remove(&z);
                 listed.push(format!(
                     "{p}: variable-length strings, stored inline natively"
                 ));

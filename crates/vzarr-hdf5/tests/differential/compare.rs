@@ -145,7 +145,7 @@ pub(crate) fn take_beyond(a: &mut VirtualDataset, b: &mut VirtualDataset) -> Bey
         .collect();
     for (path, reason) in newly {
         let key = path.trim_start_matches('/').to_string();
-        if b.arrays.remove(&key).is_some() || b.arrays.remove(&path).is_some() {
+        if b.arrays.shift_remove(&key).is_some() || b.arrays.shift_remove(&path).is_some() {
             out.native_only.push((path.clone(), reason.clone()));
             a.skipped.retain(|s| s.path != path);
             // The attributes of an array the oracle left out were never looked at by the

@@ -21,9 +21,13 @@
 //! 3. **Inline small chunks**: the chunks under [`SMALL_REFERENCE_BYTES`] of an array that
 //!    stays referenced are copied inline as they are (same codecs).
 //!
-//! Bounds: an array is inlined only if it decodes to at most the policy's per-array bytes
-//! (and references no more than that); a build inlines at most the policy's total, the
-//! cheapest first (by decoded bytes, then path). What is left referenced in small pieces is
+//! Bounds count what the output stores, as written: an array is inlined only if its chunks
+//! re-encoded take at most the policy's per-array bytes, and a build stores at most the
+//! policy's total inline, the cheapest first (by expected stored bytes: the bytes an array
+//! references, then path; the bounds are checked on what each array takes once encoded).
+//! Decoding is bounded apart: an array is read and decoded only if it decodes to (and
+//! references) at most [`SmallChunkPolicy::inline_decoded_bytes`] (16 times the per-array
+//! bound), and a batch decodes at most [`DECODE_BATCH_BYTES`] at once (or one array). What is left referenced in small pieces is
 //! reported by name with its reference count. Reads go out in batches of at most
 //! [`READ_BATCH_BYTES`], one coalesced read per source, 32 sources at once. An
 //! array that cannot be read or decoded stays as it was, and is reported.
@@ -48,10 +52,13 @@ use vzarr_source::SourceStore;
 use crate::error::PlanError;
 use crate::merge;
 use read::inline_all;
-use select::{action, candidates, whole_inline};
+use select::{action, candidates, expected_inline, within_total};
 
 /// Referenced bytes read for inlining at once at most.
 pub const READ_BATCH_BYTES: u64 = 64 << 20;
+/// Decoded bytes of the arrays inlined at once at most (one array alone may decode to more,
+/// up to the policy's [`SmallChunkPolicy::inline_decoded_bytes`]).
+pub const DECODE_BATCH_BYTES: u64 = 256 << 20;
 
 /// Which chunk grids merging may make.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -98,8 +105,15 @@ pub enum ArrayAction {
 #[serde(tag = "reason", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum LeftReason {
-    /// It decodes to (or references) more than the per-array bound.
+    /// What it would store inline (its chunks re-encoded, or the small chunks as stored) is
+    /// more than the per-array bound.
     ArrayLimit {
+        /// The bound.
+        limit: u64,
+    },
+    /// It decodes to (or references) more than inlining decodes
+    /// ([`SmallChunkPolicy::inline_decoded_bytes`]).
+    DecodeLimit {
         /// The bound.
         limit: u64,
     },
@@ -122,7 +136,9 @@ pub struct LeftReferenced {
     pub array: String,
     /// Its references.
     pub references: u64,
-    /// Bytes inlining would have taken (decoded, or the small chunks' bytes).
+    /// Bytes inlining would have stored (the array re-encoded, or the small chunks as
+    /// stored; in a survey, the bytes the array references), or, past the decoding bound, the
+    /// bytes it decodes to.
     pub bytes: u64,
     /// Why.
     #[serde(flatten)]
@@ -141,6 +157,13 @@ impl std::fmt::Display for LeftReferenced {
             LeftReason::ArrayLimit { limit } => write!(
                 f,
                 "inlining it would take {}, above the per-array limit of {}",
+                human_bytes(self.bytes),
+                human_bytes(*limit)
+            ),
+            LeftReason::DecodeLimit { limit } => write!(
+                f,
+                "it decodes to {}, above the {} inlining decodes at most (16 times the \
+                 per-array limit)",
                 human_bytes(self.bytes),
                 human_bytes(*limit)
             ),
@@ -221,11 +244,12 @@ fn run(
         waiting = merge_all(ds, policy, grids, &mut report)?;
     }
     if policy.mode == SmallChunks::Inline {
-        let (accepted, left) = candidates(ds, policy);
+        let (found, left) = candidates(ds, policy);
         report.left_referenced = left;
         match reader {
-            Some(reader) => inline_all(ds, policy, accepted, reader, &mut report)?,
+            Some(reader) => inline_all(ds, policy, found, reader, &mut report)?,
             None => {
+                let accepted = within_total(found, policy, &mut report.left_referenced);
                 for c in accepted {
                     report.references_inlined += c.references;
                     let done = action(&c);
@@ -261,17 +285,18 @@ fn inline_bytes(ds: &VirtualDataset) -> u64 {
 }
 
 /// Merges adjacent chunks of every array that has references, but for merges that would
-/// make a grid rectilinear where the array could be kept inline instead: those are returned,
-/// by path, to be applied if it is not.
+/// make a grid rectilinear where the array is expected to be kept inline instead (it may be
+/// decoded, and what it references fits the per-array bound): those are returned, by path,
+/// to be applied if it is not.
 fn merge_all(
     ds: &mut VirtualDataset,
     policy: &SmallChunkPolicy,
     grids: Grids,
     report: &mut CompactReport,
 ) -> Result<BTreeMap<String, VirtualArray>, PlanError> {
-    let merged: Vec<Result<Option<(String, VirtualArray)>, PlanError>> = ds
-        .arrays
-        .par_iter()
+    let all: Vec<(&String, &VirtualArray)> = ds.arrays.iter().collect();
+    let merged: Vec<Result<Option<(String, VirtualArray)>, PlanError>> = all
+        .into_par_iter()
         .map(|(path, a)| Ok(merged(a, policy, grids)?.map(|m| (path.clone(), m))))
         .collect();
     let mut waiting = BTreeMap::new();
@@ -280,7 +305,7 @@ fn merge_all(
         let old = &ds.arrays[&path];
         if policy.mode == SmallChunks::Inline
             && a.grid.is_regular() != old.grid.is_regular()
-            && matches!(whole_inline(old, policy), Some(Ok(_)))
+            && expected_inline(old, policy)
         {
             waiting.insert(path, a);
             continue;

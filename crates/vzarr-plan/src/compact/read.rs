@@ -1,6 +1,8 @@
 //! Reading, decoding and re-encoding what is kept inline: batches of at most
-//! [`READ_BATCH_BYTES`](super::READ_BATCH_BYTES) read, one coalesced read per source, many
-//! sources at once; arrays re-chunked along their first axis and compressed.
+//! [`READ_BATCH_BYTES`](super::READ_BATCH_BYTES) read and
+//! [`DECODE_BATCH_BYTES`](super::DECODE_BATCH_BYTES) decoded, one coalesced read per source,
+//! many sources at once; arrays re-chunked along their first axis and compressed, kept inline
+//! when what they then store fits the bounds.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +12,7 @@ use vzarr_core::{ChunkRef, Codec, SmallChunkPolicy, VirtualArray, VirtualDataset
 use vzarr_source::{Bytes, SourceStore, read_across};
 
 use super::select::{Candidate, action};
-use super::{CompactReport, LeftReason, LeftReferenced, READ_BATCH_BYTES};
+use super::{CompactReport, DECODE_BATCH_BYTES, LeftReason, LeftReferenced, READ_BATCH_BYTES};
 use crate::error::{PlanError, ReadError};
 use crate::prefetch::READ_FILES;
 use crate::{inline, values};
@@ -40,44 +42,88 @@ fn wanted<'a>(a: &'a VirtualArray, c: &Candidate) -> Vec<(usize, &'a str, std::o
     }
 }
 
-/// Inlines the accepted candidates, in batches of at most [`READ_BATCH_BYTES`] read.
+/// Inlines the candidates (cheapest first), in batches of at most [`READ_BATCH_BYTES`] read
+/// and [`DECODE_BATCH_BYTES`] decoded, each within the per-array bound and, in order, the
+/// total (both on what it stores once encoded); once the total is reached, the rest are not
+/// read.
 pub(super) fn inline_all(
     ds: &mut VirtualDataset,
     policy: &SmallChunkPolicy,
-    accepted: Vec<Candidate>,
+    candidates: Vec<Candidate>,
     reader: &dyn SourceStore,
     report: &mut CompactReport,
 ) -> Result<(), PlanError> {
+    // Arrays leave the dataset while they are read and come back after: back in their place.
+    let places: std::collections::HashMap<String, usize> = ds
+        .arrays
+        .keys()
+        .enumerate()
+        .map(|(k, p)| (p.clone(), k))
+        .collect();
+    let mut stored = 0u64;
     let mut batch: Vec<Candidate> = Vec::new();
-    let mut batch_bytes = 0u64;
-    let mut pending = accepted.into_iter().peekable();
+    let (mut batch_read, mut batch_decoded) = (0u64, 0u64);
+    let mut pending = candidates.into_iter().peekable();
     while let Some(c) = pending.next() {
-        batch_bytes = batch_bytes.saturating_add(
-            ds.arrays
-                .get(&c.path)
-                .map_or(0, |a| a.manifest.stats().referenced_bytes),
-        );
-        batch.push(c);
-        if batch_bytes >= READ_BATCH_BYTES || pending.peek().is_none() {
-            inline_batch(ds, policy, std::mem::take(&mut batch), reader, report)?;
-            batch_bytes = 0;
+        if stored >= policy.inline_total_bytes {
+            report.left_referenced.push(LeftReferenced {
+                array: c.path,
+                references: c.references,
+                bytes: c.estimate,
+                reason: LeftReason::TotalLimit {
+                    limit: policy.inline_total_bytes,
+                },
+            });
+        } else {
+            batch_read = batch_read.saturating_add(
+                ds.arrays
+                    .get(&c.path)
+                    .map_or(0, |a| a.manifest.stats().referenced_bytes),
+            );
+            if c.chunks.is_none() {
+                batch_decoded = batch_decoded.saturating_add(c.bytes);
+            }
+            batch.push(c);
+        }
+        let full = batch_read >= READ_BATCH_BYTES || batch_decoded >= DECODE_BATCH_BYTES;
+        if !batch.is_empty() && (full || pending.peek().is_none()) {
+            let b = std::mem::take(&mut batch);
+            inline_batch(ds, policy, b, reader, &mut stored, report)?;
+            (batch_read, batch_decoded) = (0, 0);
         }
     }
+    ds.arrays
+        .sort_by_cached_key(|p, _| places.get(p).copied().unwrap_or(usize::MAX));
+    report.left_referenced.sort_by(|a, b| a.array.cmp(&b.array));
     Ok(())
 }
 
-/// Reads a batch's chunks (one read per source) and inlines each candidate; a candidate that
-/// cannot be read or decoded stays as it was and is reported.
+/// The bytes the inline chunks of `a` take.
+fn inline_bytes(a: &VirtualArray) -> u64 {
+    a.manifest
+        .iter_stored()
+        .map(|(_, r)| match r {
+            ChunkRef::Inline(b) => b.len() as u64,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Reads a batch's chunks (one read per source) and inlines each candidate, in order, that
+/// stores within the per-array bound and, with what is `stored` inline so far, the total; a
+/// candidate over a bound, or that cannot be read or decoded, stays as it was and is
+/// reported.
 fn inline_batch(
     ds: &mut VirtualDataset,
     policy: &SmallChunkPolicy,
     batch: Vec<Candidate>,
     reader: &dyn SourceStore,
+    stored: &mut u64,
     report: &mut CompactReport,
 ) -> Result<(), PlanError> {
     let arrays: Vec<(Candidate, VirtualArray)> = batch
         .into_iter()
-        .filter_map(|c| ds.arrays.remove(&c.path).map(|a| (c, a)))
+        .filter_map(|c| ds.arrays.shift_remove(&c.path).map(|a| (c, a)))
         .collect();
     let requests: Vec<Vec<(usize, &str, std::ops::Range<u64>)>> =
         arrays.iter().map(|(c, a)| wanted(a, c)).collect();
@@ -114,28 +160,58 @@ fn inline_batch(
         })
         .collect();
     for (c, old, r) in done {
-        match r {
+        let (new, bytes) = match r {
             Ok(new) => {
-                report.references_inlined += c.references;
-                report
-                    .arrays
-                    .entry(c.path.clone())
-                    .or_default()
-                    .push(action(&c));
-                ds.arrays.insert(c.path, new);
+                // Copied chunks take their bytes as stored; an array kept whole, its chunks
+                // as encoded.
+                let bytes = if c.chunks.is_some() {
+                    c.bytes
+                } else {
+                    inline_bytes(&new)
+                };
+                (new, bytes)
             }
             Err(error) => {
                 report.left_referenced.push(LeftReferenced {
                     array: c.path.clone(),
                     references: c.references,
-                    bytes: c.cost,
+                    bytes: c.bytes,
                     reason: LeftReason::Failed { error },
                 });
                 ds.arrays.insert(c.path, old);
+                continue;
             }
+        };
+        let over = if bytes > policy.inline_array_bytes {
+            Some(LeftReason::ArrayLimit {
+                limit: policy.inline_array_bytes,
+            })
+        } else if stored.saturating_add(bytes) > policy.inline_total_bytes {
+            Some(LeftReason::TotalLimit {
+                limit: policy.inline_total_bytes,
+            })
+        } else {
+            None
+        };
+        if let Some(reason) = over {
+            report.left_referenced.push(LeftReferenced {
+                array: c.path.clone(),
+                references: c.references,
+                bytes,
+                reason,
+            });
+            ds.arrays.insert(c.path, old);
+            continue;
         }
+        *stored += bytes;
+        report.references_inlined += c.references;
+        report
+            .arrays
+            .entry(c.path.clone())
+            .or_default()
+            .push(action(&c));
+        ds.arrays.insert(c.path, new);
     }
-    report.left_referenced.sort_by(|a, b| a.array.cmp(&b.array));
     Ok(())
 }
 

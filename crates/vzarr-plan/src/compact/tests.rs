@@ -125,41 +125,112 @@ fn interleaved_records_are_kept_inline_with_their_values() {
     assert_eq!(ds.provenance.small_chunks, None);
 }
 
+/// The bytes `ds`'s array at `path` stores inline.
+fn stored(ds: &VirtualDataset, path: &str) -> u64 {
+    ds.arrays[path]
+        .manifest
+        .iter_stored()
+        .map(|(_, r)| match r {
+            ChunkRef::Inline(b) => b.len() as u64,
+            _ => 0,
+        })
+        .sum()
+}
+
 #[test]
-fn limits_leave_arrays_referenced_cheapest_first() {
-    let (mut ds, store) = dataset(300);
-    // a decodes to 1,200 bytes, b to 2,400, c's small chunk is 1,000: c fits, then a
-    // does not.
+fn bounds_count_what_is_stored_cheapest_first() {
+    // What a and b store kept inline: their values (record numbers) compress to a fraction
+    // of the 1,200 and 2,400 bytes they decode to.
+    let (template, store) = dataset(300);
+    let mut all = template.clone();
+    compact(&mut all, &SmallChunkPolicy::default(), Grids::Any, &store).unwrap();
+    let (sa, sb) = (stored(&all, "a"), stored(&all, "b"));
+    assert!(sa < 1200 / 2 && sb < 2400 / 2, "{sa} {sb}");
+    // A per-array bound under their decoded sizes keeps them inline; the total takes c's
+    // small chunk (1,000 bytes, the cheapest), then a, and not b.
     let policy = SmallChunkPolicy::default()
-        .with_inline_array_bytes(2000)
-        .with_inline_total_bytes(2000);
+        .with_inline_array_bytes(1000)
+        .with_inline_total_bytes(1000 + sa + sb - 1);
+    let mut ds = template.clone();
     let r = compact(&mut ds, &policy, Grids::Any, &store).unwrap();
     assert_eq!(
         r.left_referenced,
+        vec![LeftReferenced {
+            array: "b".into(),
+            references: 300,
+            bytes: sb,
+            reason: LeftReason::TotalLimit {
+                limit: 1000 + sa + sb - 1
+            }
+        }]
+    );
+    assert_eq!(stored(&ds, "a"), sa);
+    assert_eq!(ds.arrays["b"].manifest.stats().referenced, 300);
+    assert_eq!(ds.arrays["c"].manifest.stats().referenced, 1);
+    assert_eq!(r.inline_bytes, 1000 + sa);
+    assert_eq!(ds.provenance.small_chunks, Some(policy));
+    // A per-array bound between what a and b store: the larger stays, named with what it
+    // would store.
+    assert_ne!(sa, sb);
+    let ((small, s_small), (large, s_large)) = if sa < sb {
+        (("a", sa), ("b", sb))
+    } else {
+        (("b", sb), ("a", sa))
+    };
+    let policy = SmallChunkPolicy::default().with_inline_array_bytes(s_large - 1);
+    let mut ds = template.clone();
+    let r = compact(&mut ds, &policy, Grids::Any, &store).unwrap();
+    let left = r.left_referenced.iter().find(|l| l.array == large).unwrap();
+    assert_eq!(
+        (left.bytes, &left.reason),
+        (s_large, &LeftReason::ArrayLimit { limit: s_large - 1 })
+    );
+    assert!(left.to_string().contains("300 small references"), "{left}");
+    assert_eq!(stored(&ds, small), s_small);
+    // Decoding is bounded apart (16 times the per-array bound): with a bound of 100 bytes, b
+    // (2,400 bytes decoded) is not read; a is (1,200), and stores more than 100; c's small
+    // chunk is over the bound too.
+    let policy = SmallChunkPolicy::default().with_inline_array_bytes(100);
+    let mut ds = template.clone();
+    let before = store.get(F).unwrap().reads();
+    let r = compact(&mut ds, &policy, Grids::Any, &store).unwrap();
+    let reasons: Vec<(&str, u64, &LeftReason)> = r
+        .left_referenced
+        .iter()
+        .map(|l| (l.array.as_str(), l.bytes, &l.reason))
+        .collect();
+    assert_eq!(
+        reasons,
         vec![
-            LeftReferenced {
-                array: "a".into(),
-                references: 300,
-                bytes: 1200,
-                reason: LeftReason::TotalLimit { limit: 2000 }
-            },
-            LeftReferenced {
-                array: "b".into(),
-                references: 300,
-                bytes: 2400,
-                reason: LeftReason::ArrayLimit { limit: 2000 }
-            },
+            ("a", sa, &LeftReason::ArrayLimit { limit: 100 }),
+            ("b", 2400, &LeftReason::DecodeLimit { limit: 1600 }),
+            ("c", 1000, &LeftReason::ArrayLimit { limit: 100 }),
         ]
     );
     assert!(
+        r.left_referenced[1].to_string().contains("decodes to"),
+        "{}",
         r.left_referenced[1]
-            .to_string()
-            .contains("300 small references")
     );
-    assert_eq!(ds.arrays["b"].manifest.stats().referenced, 300);
-    assert_eq!(ds.arrays["a"].manifest.stats().referenced, 300);
-    assert_eq!(ds.arrays["c"].manifest.stats().referenced, 1);
-    assert_eq!(ds.provenance.small_chunks, Some(policy));
+    assert_eq!(
+        store.get(F).unwrap().reads(),
+        before + 300,
+        "a's 300 records alone were read"
+    );
+    assert_eq!(ds.arrays, template.arrays);
+    // The survey, which reads nothing, bounds by the bytes referenced.
+    let s = survey(&template, &policy, Grids::Any);
+    assert_eq!(s.left_referenced.len(), 3);
+}
+
+#[test]
+fn inlined_arrays_keep_their_place() {
+    let (mut ds, store) = dataset(300);
+    // c first: the source's order, not the paths'.
+    ds.arrays.move_index(2, 0);
+    compact(&mut ds, &SmallChunkPolicy::default(), Grids::Any, &store).unwrap();
+    assert_eq!(ds.arrays.keys().collect::<Vec<_>>(), ["c", "a", "b"]);
+    assert_eq!(ds.arrays["a"].manifest.stats().referenced, 0);
 }
 
 #[test]

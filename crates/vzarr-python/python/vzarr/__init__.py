@@ -191,10 +191,12 @@ def build(
         referenced as it is stored).
     chunk_target: merged chunks, and the chunks of arrays kept inline, hold up to this many
         bytes (default "4MiB").
-    inline_max: an array is kept inline only if it decodes to at most this many bytes
-        (default "16MiB"); a larger one stays referenced, with a warning.
-    inline_total: at most this many bytes (decoded) are kept inline per build, the smallest
-        arrays first (default "256MiB").
+    inline_max: an array is kept inline only if what the output stores of it (its chunks
+        re-encoded) takes at most this many bytes (default "16MiB"); a larger one stays
+        referenced, with a warning. It is decoded for that only if it decodes to at most 16
+        times this.
+    inline_total: at most this many bytes (as stored) are kept inline per build, the
+        cheapest arrays first (default "256MiB").
     progress: show a progress bar on stderr (nothing is printed otherwise).
 
     Returns a :class:`References` dict (with ``.report``), or with ``output=`` the
