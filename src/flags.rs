@@ -36,6 +36,17 @@ pub(crate) struct ScanArgs {
     /// per element; default 64MiB); a larger string array is left out with a warning.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) max_string_bytes: Option<u64>,
+    /// Record soft links, external links and second hard links to an object in the
+    /// attributes of the group that holds them (`links_references`, the draft Links and
+    /// Object References convention VirtualiZarr writes) instead of reading a soft link's
+    /// target again under the link's name and leaving the others out.
+    #[arg(long)]
+    pub(crate) record_links: bool,
+    /// Leave HDF5 object references out (datasets, compound members and attributes), which
+    /// are otherwise read as the paths of their targets (the Links and Object References and
+    /// `ref` conventions).
+    #[arg(long)]
+    pub(crate) no_object_references: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -654,6 +665,8 @@ fn scan_options(a: &ScanArgs, timeout_secs: u64) -> Result<vzarr_scan::ScanOptio
     Ok(vzarr_scan::ScanOptions::default()
         .with_split_contiguous(a.split_contiguous)
         .with_max_string_bytes(a.max_string_bytes)
+        .with_object_references(!a.no_object_references)
+        .with_record_links(a.record_links)
         .with_hdf5_scanner(match a.hdf5_scanner {
             Hdf5ScannerArg::Native => vzarr_scan::Hdf5Scanner::Native,
             Hdf5ScannerArg::Libhdf5 => vzarr_scan::Hdf5Scanner::Libhdf5,

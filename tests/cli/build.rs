@@ -326,10 +326,7 @@ fn unsupported_variables_are_named_and_the_rest_is_built() {
     );
     assert!(o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("dtypes.h5: objref: unsupported data type (reference type)"),
-        "{err}"
-    );
+    assert!(!err.contains("objref"), "{err}");
     assert!(!err.contains("compound"), "{err}");
     assert!(!err.contains("vlen_str"), "{err}");
     let refs: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
@@ -339,7 +336,27 @@ fn unsupported_variables_are_named_and_the_rest_is_built() {
     assert_eq!(meta["data_type"]["name"], "struct");
     assert!(refs["refs"]["compound/c/0"].is_array());
     assert!(refs["refs"].get("i16/zarr.json").is_some());
-    assert!(refs["refs"].get("objref/zarr.json").is_none());
+    // Object references are read as the paths of their targets, marked with the convention.
+    let meta: serde_json::Value =
+        serde_json::from_str(refs["refs"]["objref/zarr.json"].as_str().unwrap()).unwrap();
+    assert_eq!(meta["data_type"], "string");
+    assert_eq!(
+        meta["attributes"]["links_references"],
+        serde_json::json!({"references": true})
+    );
+    // --no-object-references leaves them out, naming them.
+    let without = dir.path().join("without.json");
+    let o = build(
+        &fixtures().join("dtypes.h5"),
+        &without,
+        &["--no-object-references"],
+    );
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("dtypes.h5: objref: object references: read as the paths"),
+        "{err}"
+    );
     // Variable-length strings are stored inline.
     let meta: serde_json::Value =
         serde_json::from_str(refs["refs"]["vlen_str/zarr.json"].as_str().unwrap()).unwrap();

@@ -21,7 +21,7 @@ import fsspec
 # registers its own Blosc filter (32001) with the HDF5 library when imported first, and
 # hdf5plugin then leaves it in place; h5py then fails to create Blosc datasets ("error during
 # user callback"). conftest is imported before every test module.
-import h5py  # noqa: F401
+import h5py
 import hdf5plugin  # noqa: F401
 import numpy as np
 import pytest
@@ -152,6 +152,61 @@ def complex_fields(dtype):
     if any(dtype[n].kind != "f" for n in names):
         return None
     return names if (names[0].lower(), names[1].lower()) in COMPLEX_NAMES else None
+
+
+def reference_path(ds):
+    """A function giving, for an object reference held by the h5py dataset (or group) `ds`,
+    its target's name (h5py's, which the HDF5 library finds) relative to `ds`, as the Links
+    and Object References convention writes it ("" for a null reference)."""
+    from pathlib import PurePosixPath
+
+    f, start, found = ds.file, PurePosixPath(ds.name), {}
+
+    def path(ref) -> str:
+        if not ref:
+            return ""
+        target = f[ref]
+        if target.id not in found:
+            found[target.id] = str(PurePosixPath(target.name).relative_to(start, walk_up=True))
+        return found[target.id]
+
+    return path
+
+
+def h5_values_as_read(ds):
+    """The values of the h5py dataset `ds`, with what vzarr reads at scan time in the form it
+    stores it: object references as their targets' paths (see `reference_path`), and in a
+    compound with such members or variable-length strings, those members as fixed-width
+    unicode fields (numpy U<n>, as wide as the longest value)."""
+    values = ds[()]
+    if h5py.check_ref_dtype(ds.dtype) is h5py.Reference:
+        path = reference_path(ds)
+        return np.vectorize(path, otypes=[object])(np.asarray(values, dtype=object))
+    names = ds.dtype.names
+    if names is None or not any(ds.dtype[n].kind == "O" for n in names):
+        return values
+    values = np.asarray(values)
+    fields, columns = [], {}
+    for n in names:
+        t = ds.dtype[n]
+        if t.kind != "O":
+            columns[n] = np.asarray(values[n], dtype=t.newbyteorder("<") if t.names is None
+                                    and t.subdtype is None else t)
+            fields.append((n, columns[n].dtype))
+            continue
+        col = np.asarray(values[n], dtype=object)
+        if h5py.check_ref_dtype(t) is h5py.Reference:
+            path = reference_path(ds)
+            text = [path(r) for r in col.ravel()]
+        else:
+            text = [v.decode("utf-8") if isinstance(v, bytes) else v for v in col.ravel()]
+        width = max([len(x) for x in text] + [1])
+        columns[n] = np.array(text, dtype=f"<U{width}").reshape(values.shape)
+        fields.append((n, columns[n].dtype))
+    out = np.zeros(values.shape, dtype=np.dtype(fields))
+    for n, c in columns.items():
+        out[n] = c
+    return out
 
 
 def assert_values_equal(expected, actual, where: str):

@@ -193,11 +193,12 @@ def test_files_on_an_unlimited_dimension_concatenate(tmp_path):
     import fsspec
     import vzarr.virtualizarr
     from virtualizarr import open_virtual_mfdataset
-    # With small_chunks="keep", the compressed variable keeps its chunk of 1024 (as with
-    # VirtualiZarr's HDFParser) and is loaded, as VirtualiZarr's warning advises; with the
-    # parser's defaults it is kept inline, cut to its length, and concatenates too.
-    # (The strings are loaded: VirtualiZarr's kerchunk writer has no variable-length strings.)
-    for options, load in (({"small_chunks": "keep"}, ["v", "name"]), ({}, ["name"])):
+    # With the parser's default (small_chunks="keep"), the compressed variable keeps its chunk
+    # of 1024 (as with VirtualiZarr's HDFParser) and is loaded, as VirtualiZarr's warning
+    # advises; with small_chunks="inline" it is kept inline, cut to its length, and
+    # concatenates too. (The strings are loaded: VirtualiZarr's kerchunk writer has no
+    # variable-length strings.)
+    for options, load in (({}, ["v", "name"]), ({"small_chunks": "inline"}, ["name"])):
         vds = open_virtual_mfdataset([f.as_uri() for f in files], registry=_registry(),
                                      parser=vzarr.virtualizarr.Parser(**options),
                                      combine="nested", concat_dim="t", coords="minimal",

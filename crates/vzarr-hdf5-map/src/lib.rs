@@ -43,6 +43,17 @@ pub mod refusal {
     pub const CONTIGUOUS_WITH_FILTERS: &str = "contiguous dataset with filters";
     /// A virtual dataset (VDS).
     pub const VIRTUAL_DATASET: &str = "virtual dataset (VDS): its data lives in other datasets";
+    /// Region references (a dataset and a selection of it): no Zarr spelling, as VirtualiZarr
+    /// refuses them.
+    pub const REGION_REFERENCES: &str =
+        "region references (a dataset and a selection of it): no convention spells them";
+    /// Attribute references (HDF5 1.12's `H5R_ATTR`): no Zarr spelling.
+    pub const ATTRIBUTE_REFERENCES: &str =
+        "attribute references (HDF5 1.12's H5R_ATTR): no convention spells them";
+    /// Object references when the scan does not read references (they are then read as the
+    /// paths of their targets).
+    pub const OBJECT_REFERENCES_NOT_READ: &str = "object references: read as the paths of their targets only when links and references \
+         are asked for";
 }
 
 /// What became of a dataset.

@@ -5,12 +5,13 @@
 
 use serde_json::Value;
 use vzarr_core::{Attributes, DataType};
-use vzarr_hdf5_format::{Attribute, DataspaceKind, File};
+use vzarr_hdf5_format::{Attribute, DataspaceKind, File, TypeClass};
 use vzarr_hdf5_map::attrs::{
     AttrValues, MAX_ATTR_BYTES, MAX_ATTR_STRINGS, RawAttr, Space, is_bookkeeping, read_attr,
 };
 
 use crate::ctx::Ctx;
+use crate::references::{self, Convention};
 use crate::types::type_info;
 
 /// An attribute's stored values, read from the file on demand.
@@ -83,15 +84,46 @@ pub(crate) fn convert_attributes(
     array_type: Option<DataType>,
 ) -> Attributes {
     let file = ctx.file;
-    let raw = attrs
+    let kept: Vec<&Attribute> = attrs
         .iter()
         .filter(|a| !is_bookkeeping(&a.name, is_scale))
-        .map(|a| read_one(file, a));
-    vzarr_hdf5_map::attrs::convert_attributes(
+        .collect();
+    // Object references as `ref` objects (see `references`), when the scan reads them.
+    let mut refs = 0;
+    let mut raw = Vec::with_capacity(kept.len());
+    for a in kept {
+        let value = if ctx.opts.object_references && is_object_reference(a) {
+            let names = ctx.object_names();
+            references::attribute_value(file, a, names, path)
+        } else {
+            None
+        };
+        raw.push(match value {
+            Some(value) => {
+                refs += usize::from(value.is_ok());
+                RawAttr {
+                    name: a.name.clone(),
+                    value,
+                    numeric: None,
+                }
+            }
+            None => read_one(file, a),
+        });
+    }
+    let mut out = vzarr_hdf5_map::attrs::convert_attributes(
         raw,
         path,
         is_scale,
         array_type.as_ref(),
         &mut ctx.out.skipped,
-    )
+    );
+    if refs > 0 {
+        references::register(&mut out, &[Convention::Ref]);
+    }
+    out
+}
+
+/// Whether `a` holds object references.
+fn is_object_reference(a: &Attribute) -> bool {
+    matches!(a.datatype.class, TypeClass::Reference { kind } if references::names_an_object(kind))
 }

@@ -59,6 +59,14 @@ impl ObjectNames {
 }
 
 impl Ctx<'_> {
+    /// The file's object paths (walked on first use), or why they cannot all be had.
+    pub(crate) fn object_names(&mut self) -> Result<&ObjectNames, &String> {
+        let file = self.file;
+        self.names
+            .get_or_insert_with(|| ObjectNames::of_file(file))
+            .as_ref()
+    }
+
     pub(crate) fn object_error(&self, object: &str, reason: impl Into<String>) -> Hdf5Error {
         Hdf5Error::Object {
             url: self.url.clone(),

@@ -9,8 +9,8 @@
 //! the two to that, fixture by fixture (`tests/differential`).
 //!
 //! Policy for what cannot be virtualised: a dataset whose data type, filter or layout has no
-//! Zarr v3 equivalent that zarr-python 3.4 reads (references, compound types, LZF, N-bit,
-//! ...) is left out and listed in [`vzarr_core::VirtualDataset::skipped`] with the reason; the
+//! Zarr v3 equivalent that zarr-python 3.4 reads (region references, variable-length
+//! sequences, N-bit, ...) is left out and listed in [`vzarr_core::VirtualDataset::skipped`] with the reason; the
 //! rest of the file is still virtualised. Files that cannot be read at all are an
 //! [`Hdf5Error`]. Variable-length strings cannot be referenced in place either: their values
 //! are read and stored inline as Zarr v3 `string` arrays, up to
@@ -20,7 +20,8 @@
 //! the rest equal; the interop tests compare the values with h5py and netCDF4-python):
 //! - variable-length string datasets, which the libhdf5 scanner leaves out, are stored inline;
 //!   so are compounds with variable-length string members, as a `struct` whose strings are
-//!   `fixed_length_utf32` fields (as VirtualiZarr 2.8 reads them);
+//!   `fixed_length_utf32` fields (as VirtualiZarr 2.8 reads them); so are object references,
+//!   read as the paths of their targets (`references`), which the libhdf5 scanner leaves out;
 //! - soft links are followed as h5py follows them, the libhdf5 scanner lists them as skipped;
 //!   a second hard link to a dataset or group is listed as skipped (h5py's `visit` shows each
 //!   object once), the libhdf5 scanner scans it again;
@@ -60,6 +61,7 @@
 //! | `layout`     | chunked, contiguous and compact storage to chunk references; chunks stored with filters skipped, re-encoded |
 //! | `strings`    | variable-length strings read from the global heap, stored inline (`string`, `vlen-utf8`) |
 //! | `records`    | compounds with variable-length string members read, stored inline as a `struct` with `fixed_length_utf32` fields |
+//! | `references` | object references resolved to paths, links recorded (the Links and Object References and `ref` conventions) |
 //! | `fill`       | the dataset fill value (what unwritten chunks read as) |
 //! | `attributes` | attribute values read from the file (variable-length strings from the global heap) for the mapping |
 //! | `dims`       | the dimension scales `DIMENSION_LIST` attaches, resolved to names |
@@ -78,6 +80,7 @@ mod fill;
 mod filters;
 mod layout;
 mod records;
+mod references;
 mod storage;
 mod strings;
 mod types;
@@ -87,6 +90,7 @@ mod walk;
 pub use error::Hdf5Error;
 pub use storage::SourceStorage;
 pub use values::{MAX_REGION_BYTES, RegionValues, ValueReader};
+pub use vzarr_hdf5_map::refusal;
 pub use walk::{scan, scan_noting, scan_with_head};
 
 /// Options of a scan: what to virtualise and how to read the bytes.
@@ -122,6 +126,16 @@ pub struct ScanOptions {
     /// array is left out with a warning naming its size and this limit. Default
     /// [`DEFAULT_MAX_STRING_BYTES`].
     pub max_string_bytes: u64,
+    /// Whether object references (datasets, compound members and attributes of an object
+    /// reference type) are read as the paths of their targets, as the draft Links and Object
+    /// References convention spells them (`references`); when false they are left out with
+    /// [`vzarr_hdf5_map::refusal::OBJECT_REFERENCES_NOT_READ`]. Default true.
+    pub object_references: bool,
+    /// Whether soft and external links, and second hard links to an object, are recorded in
+    /// the attributes of the group that holds them (`references`) instead of followed (soft
+    /// links) or left out (the others). Default false: h5py's view, each soft link's target
+    /// read again under the link's name.
+    pub record_links: bool,
 }
 
 /// The default of [`ScanOptions::max_string_bytes`]: 64 MiB.
@@ -144,6 +158,8 @@ impl ScanOptions {
             cache_beyond_head: false,
             keep_fetched: false,
             max_string_bytes: DEFAULT_MAX_STRING_BYTES,
+            object_references: true,
+            record_links: false,
         }
     }
 
@@ -167,6 +183,8 @@ impl ScanOptions {
             cache_beyond_head: true,
             keep_fetched: true,
             max_string_bytes: DEFAULT_MAX_STRING_BYTES,
+            object_references: true,
+            record_links: false,
         }
     }
 
@@ -193,6 +211,20 @@ impl ScanOptions {
     /// array (see [`ScanOptions::max_string_bytes`]).
     pub fn with_max_string_bytes(mut self, bytes: u64) -> Self {
         self.max_string_bytes = bytes;
+        self
+    }
+
+    /// The same options, reading object references as paths or leaving them out (see
+    /// [`ScanOptions::object_references`]).
+    pub fn with_object_references(mut self, read: bool) -> Self {
+        self.object_references = read;
+        self
+    }
+
+    /// The same options, recording links or following them (see
+    /// [`ScanOptions::record_links`]).
+    pub fn with_record_links(mut self, record: bool) -> Self {
+        self.record_links = record;
         self
     }
 

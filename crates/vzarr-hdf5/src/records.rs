@@ -18,16 +18,20 @@
 //!   (and each stored chunk's elements) count against it as they are read, and the inline
 //!   chunks at their fixed width must fit it too; a dataset past it is left out with the size
 //!   and the limit.
+//! - Object reference members (when the scan reads references) are read the same way, each
+//!   element the path of its target (`references`), the member a `fixed_length_utf32` field.
 //! - Left out, with the reason: a member that is a variable-length sequence, of an array data
-//!   type, or of a type no struct field maps to (references, opaque, ...).
+//!   type, a region reference, or of a type no struct field maps to (opaque, ...).
 
 use vzarr_core::{ChunkGrid, ChunkManifest, Codec, DataType, Endian, FillValue, StructField};
 use vzarr_hdf5_format::{CompoundMember, Dataset, Datatype, FillStatus, Layout, Sizes};
-use vzarr_hdf5_format::{TypeClass, VlenKind};
+use vzarr_hdf5_format::{ReferenceKind, TypeClass, VlenKind};
+use vzarr_hdf5_map::refusal;
 
 use crate::Hdf5Error;
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, ObjectNames};
 use crate::layout::Chunks;
+use crate::references::RefPaths;
 use crate::strings::{Budget, Refusal, each_raw_chunk, text_of, too_many};
 use crate::types::element_type;
 
@@ -44,11 +48,13 @@ pub(crate) enum Member {
         data_type: DataType,
         endian: Endian,
     },
-    /// A variable-length string: a global heap id of `size` bytes.
+    /// A variable-length string (a global heap id of `size` bytes), or an object reference of
+    /// `size` bytes read as its target's path (`references`).
     Text {
         name: String,
         offset: usize,
         size: usize,
+        reference: Option<ReferenceKind>,
     },
 }
 
@@ -62,27 +68,91 @@ fn is_text(m: &CompoundMember) -> bool {
     )
 }
 
+fn reference_kind(m: &CompoundMember) -> Option<ReferenceKind> {
+    match m.datatype.class {
+        TypeClass::Reference { kind } => Some(kind),
+        _ => None,
+    }
+}
+
+/// Whether a member of `members` holds object references.
+pub(crate) fn has_references(members: &[Member]) -> bool {
+    members.iter().any(|m| {
+        matches!(
+            m,
+            Member::Text {
+                reference: Some(_),
+                ..
+            }
+        )
+    })
+}
+
+/// The names of the members of `members` that hold object references, in member order.
+pub(crate) fn reference_names(members: &[Member]) -> Vec<String> {
+    members
+        .iter()
+        .filter_map(|m| match m {
+            Member::Text {
+                name,
+                reference: Some(_),
+                ..
+            } => Some(name.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The members of `t` in offset order when it is a compound with at least one
-/// variable-length string member: `Some(Ok)` when every other member maps to a struct field,
-/// `Some(Err(reason))` when one does not; `None` for any other type. `sizes`: the file's.
-pub(crate) fn members(t: &Datatype, sizes: Sizes) -> Option<Result<Vec<Member>, String>> {
+/// variable-length string member or (with `references`) object reference member: `Some(Ok)`
+/// when every other member maps to a struct field, `Some(Err(reason))` when one does not;
+/// `None` for any other type. `sizes`: the file's.
+pub(crate) fn members(
+    t: &Datatype,
+    sizes: Sizes,
+    references: bool,
+) -> Option<Result<Vec<Member>, String>> {
     let TypeClass::Compound { members } = &t.class else {
         return None;
     };
-    if !members.iter().any(is_text) {
+    let refs = members
+        .iter()
+        .filter_map(reference_kind)
+        .collect::<Vec<_>>();
+    if !members.iter().any(is_text) && refs.is_empty() {
         return None;
     }
     let why = |reason: String| {
         format!("unsupported data type (compound type with variable-length strings): {reason}")
     };
+    for m in members {
+        let Some(kind) = reference_kind(m) else {
+            continue;
+        };
+        let refused = match crate::references::unspellable(kind) {
+            Some(why) => why,
+            None if !references => refusal::OBJECT_REFERENCES_NOT_READ.to_string(),
+            None => continue,
+        };
+        return Some(Err(format!(
+            "compound type whose member {:?} holds {refused}",
+            m.name
+        )));
+    }
     let mut sorted: Vec<&CompoundMember> = members.iter().collect();
     sorted.sort_by_key(|m| m.offset);
     let mut out = Vec::with_capacity(sorted.len());
     for m in sorted {
         let (name, offset) = (m.name.clone(), m.offset as usize);
-        let size = if is_text(m) {
+        let reference = reference_kind(m);
+        let size = if is_text(m) || reference.is_some() {
             let size = m.datatype.storage_size(sizes) as usize;
-            out.push(Member::Text { name, offset, size });
+            out.push(Member::Text {
+                name,
+                offset,
+                size,
+                reference,
+            });
             size
         } else {
             let kind = match &m.datatype.class {
@@ -129,6 +199,8 @@ struct Reader<'a, 'c> {
     ctx: &'a Ctx<'c>,
     path: &'a str,
     members: &'a [Member],
+    /// The paths of reference members' targets, relative to the dataset.
+    paths: Option<RefPaths<'a>>,
     /// Longest string of each text member so far, in code points.
     widths: Vec<usize>,
 }
@@ -171,7 +243,41 @@ impl Reader<'_, '_> {
                         data_type.swap_element(&mut out.fixed[start..]);
                     }
                 }
-                Member::Text { offset, size, name } => {
+                Member::Text {
+                    offset,
+                    size,
+                    name,
+                    reference: Some(kind),
+                } => {
+                    let id = &e[*offset..*offset + *size];
+                    let Some(paths) = self.paths.as_mut() else {
+                        return Ok(Err(refusal::OBJECT_REFERENCES_NOT_READ.into()));
+                    };
+                    let (ctx, path) = (self.ctx, self.path);
+                    let text = match paths.path(file, *kind, id).map_err(|source| {
+                        Hdf5Error::Structure {
+                            url: ctx.url.clone(),
+                            object: path.to_string(),
+                            what: "object reference",
+                            source: Box::new(source),
+                        }
+                    })? {
+                        Ok(t) => t,
+                        Err(r) => return Ok(Err(format!("member {name:?}: {r}"))),
+                    };
+                    if let Err(r) = budget.add((text.len() as u64).saturating_add(24)) {
+                        return Ok(Err(r));
+                    }
+                    self.widths[k] = self.widths[k].max(text.chars().count());
+                    out.texts.push(text);
+                    k += 1;
+                }
+                Member::Text {
+                    offset,
+                    size,
+                    name,
+                    reference: None,
+                } => {
                     let id = &e[*offset..*offset + *size];
                     let v = file.decode_vlen(id).map_err(|e| self.structure_error(e))?;
                     // Counted as stored (and a String's own bytes) before it is read.
@@ -233,6 +339,7 @@ pub(crate) fn record_chunks(
     shape: &[u64],
     codecs: &[Codec],
     members: &[Member],
+    names: Option<&ObjectNames>,
     path: &str,
 ) -> Result<Result<(DataType, FillValue, Chunks), Refusal>, Hdf5Error> {
     let limit = ctx.opts.max_string_bytes;
@@ -287,6 +394,7 @@ pub(crate) fn record_chunks(
         ctx,
         path,
         members,
+        paths: names.map(|n| RefPaths::new(n, path)),
         widths: vec![
             0;
             members

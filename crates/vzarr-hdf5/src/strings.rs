@@ -25,13 +25,14 @@
 
 use vzarr_codec::{ByteCodecs, vlen_utf8};
 use vzarr_core::{ChunkGrid, ChunkManifest, Codec, CoreError};
-use vzarr_hdf5_format::{Dataset, FillStatus, Layout};
+use vzarr_hdf5_format::{Dataset, FillStatus, Layout, ReferenceKind};
 use vzarr_hdf5_map::refusal;
 
 use crate::Hdf5Error;
 use crate::ctx::Ctx;
 use crate::error::compact_mismatch;
 use crate::layout::Chunks;
+use crate::references::RefPaths;
 
 /// Bytes of global heap collections prefetched per collection a chunk's elements point into.
 const COLLECTION_PREFETCH: u64 = 4096;
@@ -92,29 +93,33 @@ pub(crate) fn text_of(bytes: &[u8], what: impl FnOnce() -> String) -> Result<Str
     }
 }
 
+/// What the elements of a string array's stored chunks are.
+pub(crate) enum Elements<'a> {
+    /// Variable-length strings: global heap ids.
+    Strings,
+    /// Object references of this kind, read as the paths of their targets (`references`).
+    References(ReferenceKind, RefPaths<'a>),
+}
+
 /// Reads the strings at the C-order positions `valid` (others are `fill`) of a raw chunk of
 /// `n` elements of `es` bytes.
 struct ChunkReader<'a, 'c> {
     ctx: &'a Ctx<'c>,
     path: &'a str,
     es: usize,
+    elements: Elements<'a>,
 }
 
 impl ChunkReader<'_, '_> {
     fn structure_error(&self, source: vzarr_hdf5_format::Error) -> Hdf5Error {
-        Hdf5Error::Structure {
-            url: self.ctx.url.clone(),
-            object: self.path.to_string(),
-            what: "variable-length string",
-            source: Box::new(source),
-        }
+        structure_error(self.ctx, self.path, &self.elements, source)
     }
 
     /// The strings of the elements of `raw` (nominal shape `shape`, of which the leading
     /// corner `valid` lies inside the array; `origin` is the chunk's first index, for
     /// messages); positions outside `valid` hold `fill`.
     fn strings(
-        &self,
+        &mut self,
         raw: &[u8],
         shape: &[u64],
         valid: &[u64],
@@ -125,8 +130,10 @@ impl ChunkReader<'_, '_> {
         let file = self.ctx.file;
         let n = raw.len() / self.es.max(1);
         // The collections the chunk's elements live in, fetched together.
+        let vlen = matches!(self.elements, Elements::Strings);
         let mut cols: Vec<u64> = raw
             .chunks_exact(self.es)
+            .filter(|_| vlen)
             .filter_map(|e| file.decode_vlen(e).ok())
             .filter(|v| v.length > 0)
             .filter_map(|v| v.id.collection)
@@ -152,6 +159,26 @@ impl ChunkReader<'_, '_> {
                     return Ok(Err(r));
                 }
                 out.push(fill.to_string());
+            } else if let Elements::References(kind, paths) = &mut self.elements {
+                let e = &raw[i * self.es..(i + 1) * self.es];
+                let (ctx, path) = (self.ctx, self.path);
+                let got = paths
+                    .path(file, *kind, e)
+                    .map_err(|source| Hdf5Error::Structure {
+                        url: ctx.url.clone(),
+                        object: path.to_string(),
+                        what: "object reference",
+                        source: Box::new(source),
+                    })?;
+                match got {
+                    Ok(p) => {
+                        if let Err(r) = budget.add(4 + p.len() as u64) {
+                            return Ok(Err(r));
+                        }
+                        out.push(p);
+                    }
+                    Err(r) => return Ok(Err(r)),
+                }
             } else {
                 let e = &raw[i * self.es..(i + 1) * self.es];
                 let v = file.decode_vlen(e).map_err(|e| self.structure_error(e))?;
@@ -185,6 +212,23 @@ impl ChunkReader<'_, '_> {
             }
         }
         Ok(Ok(out))
+    }
+}
+
+fn structure_error(
+    ctx: &Ctx,
+    path: &str,
+    elements: &Elements,
+    source: vzarr_hdf5_format::Error,
+) -> Hdf5Error {
+    Hdf5Error::Structure {
+        url: ctx.url.clone(),
+        object: path.to_string(),
+        what: match elements {
+            Elements::Strings => "variable-length string",
+            Elements::References(..) => "object reference",
+        },
+        source: Box::new(source),
     }
 }
 
@@ -283,11 +327,17 @@ pub(crate) fn string_chunks(
     shape: &[u64],
     codecs: &[Codec],
     fill: &str,
+    kind: Elements<'_>,
     path: &str,
 ) -> Result<Result<Chunks, Refusal>, Hdf5Error> {
     let limit = ctx.opts.max_string_bytes;
     let es = ds.element_size(ctx.file) as usize;
-    let reader = ChunkReader { ctx, path, es };
+    let mut reader = ChunkReader {
+        ctx,
+        path,
+        es,
+        elements: kind,
+    };
     let mut budget = Budget::new(limit, "vlen-utf8 encoded");
     let whole: Vec<u64> = shape.iter().map(|&d| d.max(1)).collect();
     let chunk_shape = match &ds.layout.layout {

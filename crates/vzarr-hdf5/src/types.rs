@@ -122,6 +122,18 @@ pub(crate) struct Mapped {
     pub(crate) enum_members: Option<Vec<(String, i128)>>,
 }
 
+impl Mapped {
+    /// The Zarr `string` type: what object references are read as (`references`).
+    pub(crate) fn string() -> Self {
+        Mapped {
+            data_type: DataType::String,
+            endian: Endian::Little,
+            extra_dims: Vec::new(),
+            enum_members: None,
+        }
+    }
+}
+
 fn endian_of(order: ByteOrder, what: &str) -> Result<Endian, String> {
     match order {
         ByteOrder::LittleEndian => Ok(Endian::Little),

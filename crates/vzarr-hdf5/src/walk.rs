@@ -14,7 +14,8 @@ use bytes::Bytes;
 use vzarr_core::names::{ORIGINAL_NAME_ATTR, sibling_names, zarr_name};
 use vzarr_core::{DataType, FillValue, Group, VirtualDataset};
 use vzarr_hdf5_format::{
-    Attribute, DataspaceKind, File, Layout, LinkTarget, ObjectHeader, ObjectKind, UNLIMITED,
+    Attribute, DataspaceKind, File, Layout, LinkTarget, ObjectHeader, ObjectKind, TypeClass,
+    UNLIMITED,
 };
 use vzarr_hdf5_map::dims::{PhonyDims, is_dimension_only, is_scale};
 pub(crate) use vzarr_hdf5_map::join;
@@ -26,8 +27,9 @@ use crate::ctx::Ctx;
 use crate::dims::dimension_names;
 use crate::fill::dataset_fill;
 use crate::layout::{ChunkEncoding, chunk_refs, compact_refs, contiguous_refs};
+use crate::references::{self, Convention, LinkRecord, RefPaths};
 use crate::storage::SourceStorage;
-use crate::strings::{fill_text, string_chunks};
+use crate::strings::{Elements, fill_text, string_chunks};
 use crate::types::{Mapped, dataset_type};
 use crate::{Hdf5Error, ScanOptions, filters, records};
 
@@ -146,7 +148,9 @@ fn keep_small_arrays(out: &mut VirtualDataset, storage: &SourceStorage) {
 /// - soft links: followed as h5py's item access follows them, the dataset or group they lead
 ///   to listed under the link's name (a group with everything below it); a dangling soft
 ///   link, one to a group above it, or one past [`MAX_SOFT_NODES`] is listed as skipped;
-/// - external and user-defined links: listed as skipped, naming the target, not followed.
+/// - external and user-defined links: listed as skipped, naming the target, not followed;
+/// - with [`crate::ScanOptions::record_links`], soft, external and repeated hard links are
+///   recorded in the group's attributes instead (`references`), never followed.
 ///
 /// Names Zarr does not allow are mapped (`vzarr_core::names::sibling_names`), the source name
 /// kept in the attribute `vzarr_core::names::ORIGINAL_NAME_ATTR`.
@@ -183,6 +187,9 @@ fn walk_group(
     }
     let zarr_names = sibling_names(links.iter().map(|l| l.name.as_str()));
     ancestors.push(addr);
+    // Links recorded in the group's attributes (`references`) rather than followed.
+    let group_name = format!("/{}", at.source);
+    let mut recorded = serde_json::Map::new();
     for (link, zname) in links.iter().zip(&zarr_names) {
         let child_path = join(at.path, zname);
         let child_source = join(at.source, &link.name);
@@ -191,6 +198,19 @@ fn walk_group(
             source: &child_source,
             hard: at.hard && matches!(link.target, LinkTarget::Hard(_)),
         };
+        if ctx.opts.record_links {
+            let record = match &link.target {
+                LinkTarget::Soft(to) => Some(LinkRecord::Soft(to)),
+                LinkTarget::External { file, path } => Some(LinkRecord::External { file, path }),
+                LinkTarget::Hard(a) => ctx.seen.get(a).map(|first| LinkRecord::Hard(first)),
+                LinkTarget::UserDefined { .. } => None,
+            };
+            if let Some(record) = record {
+                let r = references::link_ref(&record, &group_name, &ctx.url);
+                recorded.insert(link.name.clone(), r);
+                continue;
+            }
+        }
         let target = match &link.target {
             LinkTarget::Hard(a) => *a,
             LinkTarget::Soft(to) => match soft_target(ctx, at.source, to) {
@@ -275,6 +295,9 @@ fn walk_group(
         }
     }
     ancestors.pop();
+    if let Some(g) = ctx.out.groups.get_mut(at.path) {
+        references::record_links(&mut g.attributes, recorded);
+    }
     Ok(())
 }
 
@@ -376,24 +399,40 @@ fn scan_dataset(
         DataspaceKind::Scalar => Vec::new(),
         DataspaceKind::Simple => space.dims.clone(),
     };
-    // A compound with variable-length string members is read and stored inline (`records`);
-    // its data type is known once its strings are.
+    // Object references are read as the paths of their targets (`references`), stored inline
+    // as strings.
+    let reference = match ds.datatype.class {
+        TypeClass::Reference { kind } => match references::unspellable(kind) {
+            Some(why) => return Ok(Scanned::Refused(why)),
+            None if !ctx.opts.object_references => {
+                return Ok(Scanned::Refused(refusal::OBJECT_REFERENCES_NOT_READ.into()));
+            }
+            None => Some(kind),
+        },
+        _ => None,
+    };
+    // A compound with variable-length string (or object reference) members is read and stored
+    // inline (`records`); its data type is known once its strings are.
+    let refs_in_records = ctx.opts.object_references;
     let (mapped, records) = match dataset_type(&ds.datatype) {
         Ok(v) => (v, None),
-        Err(reason) => match records::members(&ds.datatype, file.superblock().sizes()) {
-            None => return Ok(Scanned::Refused(reason)),
-            Some(Err(why)) => return Ok(Scanned::Refused(why)),
-            Some(Ok(members)) => {
-                let stored = DataType::FixedBytes(ds.element_size(file) as usize);
-                let placeholder = Mapped {
-                    data_type: stored,
-                    endian: vzarr_core::Endian::Little,
-                    extra_dims: Vec::new(),
-                    enum_members: None,
-                };
-                (placeholder, Some(members))
+        Err(_) if reference.is_some() => (Mapped::string(), None),
+        Err(reason) => {
+            match records::members(&ds.datatype, file.superblock().sizes(), refs_in_records) {
+                None => return Ok(Scanned::Refused(reason)),
+                Some(Err(why)) => return Ok(Scanned::Refused(why)),
+                Some(Ok(members)) => {
+                    let stored = DataType::FixedBytes(ds.element_size(file) as usize);
+                    let placeholder = Mapped {
+                        data_type: stored,
+                        endian: vzarr_core::Endian::Little,
+                        extra_dims: Vec::new(),
+                        enum_members: None,
+                    };
+                    (placeholder, Some(members))
+                }
             }
-        },
+        }
     };
     let (mut data_type, mut endian) = (mapped.data_type.clone(), mapped.endian);
     if ds.external_files.is_some_and(|n| n > 0) {
@@ -413,8 +452,24 @@ fn scan_dataset(
     let dataset_rank = shape.len();
     let mut shape = shape;
     shape.extend_from_slice(&mapped.extra_dims);
+    let names =
+        if reference.is_some() || records.as_ref().is_some_and(|m| records::has_references(m)) {
+            match ctx.object_names() {
+                Ok(_) => true,
+                Err(why) => {
+                    return Ok(Scanned::Refused(format!(
+                        "object references unresolved: {why}"
+                    )));
+                }
+            }
+        } else {
+            false
+        };
+    let names = names
+        .then(|| ctx.names.as_ref().and_then(|n| n.as_ref().ok()))
+        .flatten();
     let (fill_value, chunks, codecs) = if let Some(members) = &records {
-        match records::record_chunks(ctx, &ds, &shape, &codecs, members, path)? {
+        match records::record_chunks(ctx, &ds, &shape, &codecs, members, names, path)? {
             // Stored inline, `bytes`-encoded alone.
             Ok((dt, fill, chunks)) => {
                 (data_type, endian) = (dt, vzarr_core::Endian::Little);
@@ -423,11 +478,19 @@ fn scan_dataset(
             Err(reason) => return Ok(Scanned::Refused(reason)),
         }
     } else if data_type.is_string() {
-        let fill = match fill_text(ctx, &ds, path)? {
-            Ok(f) => f,
-            Err(reason) => return Ok(Scanned::Refused(reason)),
+        // A null reference reads as "", as unwritten elements do.
+        let fill = match reference {
+            Some(_) => String::new(),
+            None => match fill_text(ctx, &ds, path)? {
+                Ok(f) => f,
+                Err(reason) => return Ok(Scanned::Refused(reason)),
+            },
         };
-        match string_chunks(ctx, &ds, &shape, &codecs, &fill, path)? {
+        let elements = match (reference, names) {
+            (Some(kind), Some(names)) => Elements::References(kind, RefPaths::new(names, path)),
+            _ => Elements::Strings,
+        };
+        match string_chunks(ctx, &ds, &shape, &codecs, &fill, elements, path)? {
             // The strings are stored inline, vlen-utf8 encoded, with no further codec.
             Ok(chunks) => (FillValue::from_text(&fill), chunks, Vec::new()),
             Err(reason) => return Ok(Scanned::Refused(reason)),
@@ -469,6 +532,21 @@ fn scan_dataset(
     };
 
     let mut attributes = convert_attributes(ctx, path, &attrs, is_scale, Some(data_type.clone()));
+    if reference.is_some() {
+        references::register(&mut attributes, &[Convention::LinksReferences]);
+        attributes.insert(
+            "links_references".into(),
+            serde_json::json!({"references": true}),
+        );
+    } else if let Some(members) = &records
+        && records::has_references(members)
+    {
+        references::register(&mut attributes, &[Convention::LinksReferences]);
+        attributes.insert(
+            "links_references".into(),
+            serde_json::json!({"references": records::reference_names(members)}),
+        );
+    }
     if data_type.is_string() {
         string_fill_attribute(ctx, path, &mut attributes, &fill_value);
     }

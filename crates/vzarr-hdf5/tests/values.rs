@@ -102,7 +102,9 @@ fn boxes_read_what_the_whole_holds_there() {
         let mut reader = ValueReader::open(src).unwrap();
         for (zarr_path, array) in &ds.arrays {
             let shape = array.shape();
-            if shape.contains(&0) {
+            // Object references, read as paths at scan time: compared with h5py's names in
+            // the interop tests.
+            if shape.contains(&0) || array.attributes.contains_key("links_references") {
                 continue;
             }
             let var = source_path(&ds, zarr_path);

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::exceptions::{PyException, PyNotImplementedError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyType};
@@ -154,7 +154,8 @@ fn value_error(name: &'static str) -> impl Fn(BuildError) -> PyErr {
     inputs, *, catalog, include, exclude, concat_dim, new_dim, new_dim_values, allow_gaps,
     time_units, order_by, jobs, on_error, cache_dir, strict, file_timeout, split_contiguous,
     max_string_bytes, small_chunks, chunk_target, inline_max, inline_total, output, format,
-    branch, piece_refs, commit_per_piece, one_commit, append, progress
+    branch, piece_refs, commit_per_piece, one_commit, append, progress,
+    object_references=true, record_links=false
 ))]
 #[allow(clippy::too_many_arguments)]
 fn build(
@@ -188,6 +189,8 @@ fn build(
     one_commit: bool,
     append: bool,
     progress: bool,
+    object_references: bool,
+    record_links: bool,
 ) -> PyResult<Built> {
     let format: Format = format.parse().map_err(value_error("format"))?;
     if one_commit && commit_per_piece {
@@ -228,7 +231,12 @@ fn build(
         cache_dir,
         strict,
         file_timeout_secs: file_timeout,
-        scan: scan_options(split_contiguous, max_string_bytes)?,
+        scan: scan_options(
+            split_contiguous,
+            max_string_bytes,
+            object_references,
+            record_links,
+        )?,
         ..Settings::new()
     };
     let small = [small_chunks, chunk_target, inline_max, inline_total];
@@ -369,10 +377,39 @@ fn size_option(name: &str, v: Option<String>) -> PyResult<Option<u64>> {
 fn scan_options(
     split_contiguous: Option<String>,
     max_string_bytes: Option<String>,
+    object_references: bool,
+    record_links: bool,
 ) -> PyResult<vzarr_scan::ScanOptions> {
     Ok(vzarr_scan::ScanOptions::default()
         .with_split_contiguous(size_option("split_contiguous", split_contiguous)?)
-        .with_max_string_bytes(size_option("max_string_bytes", max_string_bytes)?))
+        .with_max_string_bytes(size_option("max_string_bytes", max_string_bytes)?)
+        .with_object_references(object_references)
+        .with_record_links(record_links))
+}
+
+/// VirtualiZarr's refusal of a dataset of references: `NotImplementedError` for the first
+/// dataset the scan left out because it holds object references not asked for (its message
+/// naming the option that reads them) or region or attribute references (which nothing
+/// reads), as VirtualiZarr 2.8's HDFParser raises it.
+fn refused_references(url: &str, ds: &vzarr_core::VirtualDataset) -> PyResult<()> {
+    use vzarr_scan::hdf5_refusal as r;
+    for s in ds.skipped.iter().filter(|s| !s.path.contains('@')) {
+        if s.reason.contains(r::OBJECT_REFERENCES_NOT_READ) {
+            return Err(PyNotImplementedError::new_err(format!(
+                "{url}: {}: {}. To store object references as the paths of their targets, \
+                 following the draft Links and Object References convention, pass \
+                 links_and_references=True.",
+                s.path, s.reason
+            )));
+        }
+        if s.reason.contains(r::REGION_REFERENCES) || s.reason.contains(r::ATTRIBUTE_REFERENCES) {
+            return Err(PyNotImplementedError::new_err(format!(
+                "{url}: {}: {}",
+                s.path, s.reason
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// An object store handed over from Python (an obstore store, recreated here from its
@@ -425,7 +462,8 @@ const MAX_PARSER_CHUNKS: u64 = 1 << 27;
 #[pyfunction]
 #[pyo3(signature = (
     url, *, strict, file_timeout, split_contiguous, max_string_bytes, small_chunks=None,
-    chunk_target=None, inline_max=None, inline_total=None, store=None, path=None
+    chunk_target=None, inline_max=None, inline_total=None, store=None, path=None,
+    links_and_references=false
 ))]
 #[allow(clippy::too_many_arguments)]
 fn scan_manifests(
@@ -441,8 +479,15 @@ fn scan_manifests(
     inline_total: Option<String>,
     store: Option<&Store>,
     path: Option<String>,
+    links_and_references: bool,
 ) -> PyResult<(String, Vec<ArrayManifest>, Vec<String>)> {
-    let scan = scan_options(split_contiguous, max_string_bytes)?;
+    // As VirtualiZarr's HDFParser: references and links recorded only when asked for.
+    let scan = scan_options(
+        split_contiguous,
+        max_string_bytes,
+        links_and_references,
+        links_and_references,
+    )?;
     let small = [small_chunks, chunk_target, inline_max, inline_total];
     let (_, policy) = with_small_chunks(Settings::new(), small)?;
     let policy = policy.unwrap_or_default();
@@ -496,6 +541,7 @@ fn scan_manifests(
         },
     );
     let (ds, warnings) = built.map_err(|e| to_py(py, &e))?;
+    refused_references(&url, &ds)?;
     let groups: serde_json::Map<String, serde_json::Value> = ds
         .groups
         .iter()

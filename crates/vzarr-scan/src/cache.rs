@@ -32,7 +32,7 @@ fn fnv1a(s: &str) -> u64 {
 /// The cache key of a source as it is now.
 pub fn cache_key(record: &SourceRecord, opts: &ScanOptions) -> String {
     format!(
-        "vzarr {} record {RECORD_VERSION}|{}|size={}|mtime={:?}|etag={:?}|split={:?}{}{}",
+        "vzarr {} record {RECORD_VERSION}|{}|size={}|mtime={:?}|etag={:?}|split={:?}{}{}{}{}",
         env!("CARGO_PKG_VERSION"),
         record.url,
         record.size,
@@ -47,7 +47,17 @@ pub fn cache_key(record: &SourceRecord, opts: &ScanOptions) -> String {
         match opts.max_string_bytes {
             None => String::new(),
             Some(n) => format!("|strings={n}"),
-        }
+        },
+        if opts.skip_object_references {
+            "|refs=skip"
+        } else {
+            ""
+        },
+        if opts.record_links {
+            "|links=record"
+        } else {
+            ""
+        },
     )
 }
 

@@ -11,6 +11,10 @@ pub mod head;
 pub mod inputs;
 pub mod worker;
 
+/// Why the HDF5 scanners leave a dataset out whatever its data type (see
+/// [`vzarr_hdf5::refusal`]).
+pub use vzarr_hdf5::refusal as hdf5_refusal;
+
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
@@ -68,6 +72,13 @@ pub struct ScanOptions {
     /// `None`: [`vzarr_hdf5::DEFAULT_MAX_STRING_BYTES`]); larger arrays are left out with a
     /// warning (see [`vzarr_hdf5::ScanOptions::max_string_bytes`]).
     pub max_string_bytes: Option<u64>,
+    /// Leave object references out (native HDF5 scanner; by default they are read as the
+    /// paths of their targets, see [`vzarr_hdf5::ScanOptions::object_references`]).
+    pub skip_object_references: bool,
+    /// Record soft, external and repeated hard links in their groups' attributes instead of
+    /// following soft links (native HDF5 scanner; see
+    /// [`vzarr_hdf5::ScanOptions::record_links`]).
+    pub record_links: bool,
 }
 
 impl ScanOptions {
@@ -86,6 +97,19 @@ impl ScanOptions {
     /// Options storing at most `bytes` of strings per array (see the field).
     pub fn with_max_string_bytes(mut self, bytes: Option<u64>) -> Self {
         self.max_string_bytes = bytes;
+        self
+    }
+
+    /// Options reading object references as paths (`true`, the default) or leaving them out
+    /// (see [`ScanOptions::skip_object_references`]).
+    pub fn with_object_references(mut self, read: bool) -> Self {
+        self.skip_object_references = !read;
+        self
+    }
+
+    /// Options recording links in their groups' attributes (see the field).
+    pub fn with_record_links(mut self, record: bool) -> Self {
+        self.record_links = record;
         self
     }
 
@@ -365,7 +389,9 @@ pub(crate) fn scan_opened(
                     .with_max_string_bytes(
                         opts.max_string_bytes
                             .unwrap_or(vzarr_hdf5::DEFAULT_MAX_STRING_BYTES),
-                    );
+                    )
+                    .with_object_references(!opts.skip_object_references)
+                    .with_record_links(opts.record_links);
                 // The head this object was opened with, and its reach noted: the scan's own
                 // reads of the head are served from its cache, above the source's.
                 let noting = opened.reach.clone().map(|(asked, at)| {

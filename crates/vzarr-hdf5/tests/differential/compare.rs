@@ -70,8 +70,9 @@ impl Stats {
 
 /// Oracle reasons for types the native scanner maps since issue 16 (the libhdf5 scanner's
 /// words for them).
-const NEWLY_MAPPED: [&str; 4] = [
+const NEWLY_MAPPED: [&str; 5] = [
     "unsupported data type (compound type)",
+    "unsupported data type (reference type)",
     "unsupported data type (array type)",
     "unsupported data type (bitfield type)",
     "unsupported data type (type class H5T_COMPLEX)",
@@ -86,6 +87,8 @@ pub(crate) struct Beyond {
     pub(crate) enum_attributes: Vec<String>,
     /// Left-out attributes of the arrays in `native_only`, set apart.
     pub(crate) attributes_of_added: usize,
+    /// Attributes holding object references (`path@name`), read natively as `ref` objects.
+    pub(crate) reference_attributes: Vec<String>,
 }
 
 /// Arrays the oracle leaves out take no phony dimension names there, so the native scan of
@@ -136,6 +139,7 @@ pub(crate) fn take_beyond(a: &mut VirtualDataset, b: &mut VirtualDataset) -> Bey
         reason_changed: Vec::new(),
         enum_attributes: Vec::new(),
         attributes_of_added: 0,
+        reference_attributes: Vec::new(),
     };
     let newly: Vec<(String, String)> = a
         .skipped
@@ -188,7 +192,66 @@ pub(crate) fn take_beyond(a: &mut VirtualDataset, b: &mut VirtualDataset) -> Bey
             out.enum_attributes.push(k.clone());
         }
     }
+    reference_attributes(a, b, &mut out);
     out
+}
+
+/// Takes out the attributes holding object references, which the native scanner reads as
+/// `ref` objects (registering the `ref` convention) and the oracle leaves out.
+fn reference_attributes(a: &mut VirtualDataset, b: &mut VirtualDataset, out: &mut Beyond) {
+    let refs: Vec<(String, String)> = a
+        .skipped
+        .iter()
+        .filter(|s| s.reason.contains("attribute of reference type"))
+        .filter_map(|s| s.path.split_once('@'))
+        .map(|(p, n)| (p.trim_start_matches('/').to_string(), n.to_string()))
+        .collect();
+    for (node, name) in refs {
+        let attrs = match b.arrays.get_mut(&node) {
+            Some(arr) => &mut arr.attributes,
+            None => match b.groups.get_mut(&node) {
+                Some(g) => &mut g.attributes,
+                None => continue,
+            },
+        };
+        if attrs.shift_remove(&name).is_some() {
+            let full = format!("{node}@{name}");
+            a.skipped.retain(|s| s.path.trim_start_matches('/') != full);
+            out.reference_attributes.push(full);
+        }
+    }
+    // The conventions registered for what the oracle does not read.
+    let oracle_has = |p: &str| {
+        a.arrays
+            .get(p)
+            .map(|x| x.attributes.contains_key("zarr_conventions"))
+            .or_else(|| {
+                a.groups
+                    .get(p)
+                    .map(|g| g.attributes.contains_key("zarr_conventions"))
+            })
+            .unwrap_or(false)
+    };
+    let drop: Vec<String> = b
+        .arrays
+        .iter()
+        .filter(|(_, y)| y.attributes.contains_key("zarr_conventions"))
+        .map(|(p, _)| p.clone())
+        .chain(
+            b.groups
+                .iter()
+                .filter(|(_, g)| g.attributes.contains_key("zarr_conventions"))
+                .map(|(p, _)| p.clone()),
+        )
+        .filter(|p| !oracle_has(p))
+        .collect();
+    for p in drop {
+        if let Some(y) = b.arrays.get_mut(&p) {
+            y.attributes.shift_remove("zarr_conventions");
+        } else if let Some(g) = b.groups.get_mut(&p) {
+            g.attributes.shift_remove("zarr_conventions");
+        }
+    }
 }
 
 /// How the native scanner reads the file's bytes in one comparison.

@@ -127,6 +127,8 @@ def build(
     chunk_target: int | str | None = None,
     inline_max: int | str | None = None,
     inline_total: int | str | None = None,
+    object_references: bool = True,
+    record_links: bool = False,
     progress: bool = False,
 ) -> References | Report:
     """Virtualise files: scan them, combine them and return (or write) the references.
@@ -197,6 +199,14 @@ def build(
         times this.
     inline_total: at most this many bytes (as stored) are kept inline per build, the
         cheapest arrays first (default "256MiB").
+    object_references: read HDF5 object references (datasets, compound members,
+        attributes) as the paths of their targets, marked with the draft Links and Object
+        References and ``ref`` conventions as VirtualiZarr writes them (the default); False
+        leaves them out with a warning (``--no-object-references``).
+    record_links: record soft links, external links and second hard links to an object in
+        the attributes of the group that holds them (``links_references``), instead of
+        reading a soft link's target again under its name and leaving the others out
+        (``--record-links``).
     progress: show a progress bar on stderr (nothing is printed otherwise).
 
     Returns a :class:`References` dict (with ``.report``), or with ``output=`` the
@@ -236,6 +246,8 @@ def build(
         one_commit=one_commit,
         append=append,
         progress=progress,
+        object_references=object_references,
+        record_links=record_links,
     )
     done = None if written is None else _json.loads(written)
     report = Report(

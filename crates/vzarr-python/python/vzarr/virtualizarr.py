@@ -95,11 +95,19 @@ class Parser:
     drop_variables: names of the group's variables (or subgroups) left out.
     reader_factory: accepted for VirtualiZarr's signature and not called: vzarr reads the
         file's bytes itself, through the registry's obstore store (see the module's notes).
-    links_and_references: accepted for VirtualiZarr's signature, and for now without
-        effect: vzarr does not yet represent HDF5 object references and links as
-        VirtualiZarr does with True. With either value the file reads as vzarr's scanner
-        reads it (datasets and attributes of reference type left out and listed in
-        ``self.warnings``; a soft link to a dataset read as a second copy of it).
+    links_and_references: as VirtualiZarr's. False (the default): a dataset (or compound
+        member) of object references raises NotImplementedError, attributes holding them
+        are left out (listed in ``self.warnings``), a soft link to a dataset reads as a
+        second copy of it, external links and second hard links are left out. True: object
+        references are read as the paths of their targets relative to the node holding them
+        ("" for a null one; datasets inline as strings marked
+        ``"links_references": {"references": true}``, compound members as string fields,
+        attributes as ``{"ref": {"node": path}}``), and soft links, external links and
+        second hard links are recorded in their group's ``links_references`` attribute
+        instead of followed (the draft Links and Object References convention and the
+        ``ref`` convention, registered in ``zarr_conventions``). Region references raise
+        NotImplementedError either way. ``vzarr.build`` reads object references by default
+        and records links with ``record_links=True``.
 
     skip_variables (keyword): names left out, as NetCDF3Parser's ``skip_variables``; for
     HDF5 files the same as ``drop_variables``.
@@ -174,6 +182,7 @@ class Parser:
             chunk_target=None if self.chunk_target is None else str(self.chunk_target),
             inline_max=None if self.inline_max is None else str(self.inline_max),
             inline_total=None if self.inline_total is None else str(self.inline_total),
+            links_and_references=bool(self.links_and_references),
             **self._through(url, registry),
         )
         self.warnings = list(warnings)
@@ -205,8 +214,20 @@ class Parser:
         if root and root not in groups:
             raise ValueError(_not_a_group(url, registry, self.group))
         dropped = _names(self.drop_variables) | _names(self.skip_variables)
+        _drop_links(groups.get(root), dropped)
         group = _group_tree(groups, marrs, root, dropped)
         return ManifestStore(group=group, registry=registry)
+
+
+def _drop_links(attributes: dict | None, dropped: set[str]) -> None:
+    """Takes the links named in ``dropped`` out of a group's recorded links (as VirtualiZarr's
+    ``drop_variables`` applies to links)."""
+    links = (attributes or {}).get("links_references", {})
+    if not dropped or not isinstance(links, dict) or not isinstance(links.get("links"), dict):
+        return
+    links["links"] = {k: v for k, v in links["links"].items() if k not in dropped}
+    if not links["links"]:
+        del attributes["links_references"]
 
 
 def _group_path(group: str | None) -> str:
