@@ -295,3 +295,31 @@ def test_real_files_references_and_links_read_as_h5py_names_them(tmp_path):
     # Every reference dataset of these files (h5py finds 280) and attribute (5), read.
     assert datasets == 280 and attributes >= 4, (datasets, attributes)
 
+
+
+def test_vzarr_verify_checks_the_paths_with_libhdf5(tmp_path):
+    """`vzarr verify --readers c` compares each path with the name libhdf5 gives the target
+    (H5Rget_name); a reference that names another target is a mismatch."""
+    from conftest import run_vzarr
+    import base64
+
+    src = references_file(tmp_path)
+    out = tmp_path / "refs.json"
+    refs = build_refs(src, out, "--small-chunks", "keep")
+    p = run_vzarr("verify", out, "--trust-references", "--readers", "c")
+    # (The compound with a string member is named as skipped, as every such compound is.)
+    skipped = [l for l in p.stdout.splitlines() if l.startswith("skipped ")]
+    assert "all values match" in p.stdout and skipped == [
+        l for l in skipped if l.startswith("skipped rows: a compound")], p.stdout
+    # vzarr's own readers name the arrays they cannot check.
+    p = run_vzarr("verify", out, "--trust-references", "--readers", "native")
+    assert "skipped grid: object references" in p.stdout, p.stdout
+    # One path changed: libhdf5 tells.
+    key = "general/extracellular_ephys/electrodes/group/c/0"
+    raw = base64.b64decode(refs["refs"][key].removeprefix("base64:"))
+    wrong = raw.replace(b"devices/probe", b"devices/prob_")
+    refs["refs"][key] = "base64:" + base64.b64encode(wrong).decode()
+    out.write_text(json.dumps(refs))
+    p = run_vzarr("verify", out, "--trust-references", "--readers", "c", check=False)
+    assert p.returncode != 0 and "general/extracellular_ephys/electrodes/group" in p.stdout, (
+        p.stdout + p.stderr)

@@ -7,10 +7,11 @@ VirtualiZarr's own parsers, which only gives the comparison's figures, is left t
 
 In a clean-clone CI run on 2026-11-28, 17 of the suite's tests failed while writing their
 netCDF4 test files ("RuntimeError: NetCDF: HDF error"), and it was run under `scripts/test
---full` only for a while. The cause was the disk, not the suite: the machine's disk was 98%
-full of old CI clones (2 GB free), and the very next clean-clone run failed compiling with
-"No space left on device". With the space back it passes again (every run of the next session,
-the clean-clone CI included), so it is back in the default run."""
+--full` only for a while. The disk is the likely cause, not the suite: HDF5 reports a failed
+write as "HDF error", the machine's disk was nearly full of old CI clones that day (2 GB free
+once they were counted), and the next clean-clone run failed compiling with "No space left on
+device". With the space back it passes again, the clean-clone CI run included, so it is back
+in the default run; a failure of this kind names the tests and their errors here."""
 
 import os
 import subprocess

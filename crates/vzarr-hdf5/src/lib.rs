@@ -88,6 +88,7 @@ mod values;
 mod walk;
 
 pub use error::Hdf5Error;
+pub use references::relative_path;
 pub use storage::SourceStorage;
 pub use values::{MAX_REGION_BYTES, RegionValues, ValueReader};
 pub use vzarr_hdf5_map::refusal;

@@ -110,7 +110,7 @@ pub(crate) fn unspellable(kind: ReferenceKind) -> Option<Refusal> {
 /// The path from the node at the absolute path `start` to the node at `target` (both `/`-
 /// separated HDF5 paths): `..` for each of `start`'s components past their common part, then
 /// the rest of `target`; `.` for `start` itself.
-pub(crate) fn relative_path(target: &str, start: &str) -> String {
+pub fn relative_path(target: &str, start: &str) -> String {
     let t: Vec<&str> = target.split('/').filter(|c| !c.is_empty()).collect();
     let s: Vec<&str> = start.split('/').filter(|c| !c.is_empty()).collect();
     let common = t.iter().zip(&s).take_while(|(a, b)| a == b).count();

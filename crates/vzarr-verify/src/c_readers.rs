@@ -12,15 +12,17 @@ use hdf5_sys::h5d::{
 };
 use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5p::{H5P_DEFAULT, H5Pclose, H5Pget_chunk, H5Pget_fill_value};
+use hdf5_sys::h5r::{H5R_type_t, H5Rget_name};
 use hdf5_sys::h5s::{
     H5S_ALL, H5S_seloper_t, H5Sclose, H5Screate_simple, H5Sget_simple_extent_dims,
     H5Sget_simple_extent_ndims, H5Sselect_hyperslab,
 };
 use hdf5_sys::h5t::{
-    H5T_C_S1, H5T_VARIABLE, H5T_class_t, H5T_order_t, H5T_sign_t, H5Tclose, H5Tcopy,
-    H5Tget_array_dims2, H5Tget_array_ndims, H5Tget_class, H5Tget_cset, H5Tget_member_name,
-    H5Tget_member_offset, H5Tget_member_type, H5Tget_nmembers, H5Tget_order, H5Tget_sign,
-    H5Tget_size, H5Tget_super, H5Tis_variable_str, H5Treclaim, H5Tset_cset, H5Tset_size,
+    H5T_C_S1, H5T_STD_REF_OBJ, H5T_VARIABLE, H5T_class_t, H5T_order_t, H5T_sign_t, H5Tclose,
+    H5Tcopy, H5Tequal, H5Tget_array_dims2, H5Tget_array_ndims, H5Tget_class, H5Tget_cset,
+    H5Tget_member_name, H5Tget_member_offset, H5Tget_member_type, H5Tget_nmembers, H5Tget_order,
+    H5Tget_sign, H5Tget_size, H5Tget_super, H5Tis_variable_str, H5Treclaim, H5Tset_cset,
+    H5Tset_size,
 };
 use vzarr_core::DataType;
 
@@ -259,7 +261,17 @@ pub(crate) fn hdf5_read(
             if ftype.0 < 0 {
                 return Err("cannot get the dataset's type".into());
             }
-            let (dtype, be) = hdf5_dtype(ftype.0)?;
+            // Object references: their targets' names (libhdf5's `H5Rget_name`), relative to
+            // the dataset, as the scanners read them.
+            let reference = H5Tget_class(ftype.0) == H5T_class_t::H5T_REFERENCE;
+            if reference && H5Tequal(ftype.0, *H5T_STD_REF_OBJ) <= 0 {
+                return Err("region or attribute references: not read".into());
+            }
+            let (dtype, be) = if reference {
+                (DataType::String, false)
+            } else {
+                hdf5_dtype(ftype.0)?
+            };
             let esize = H5Tget_size(ftype.0);
             // An array type's axes follow the dataset's, read whole: libhdf5 reads an element
             // of an array type as all of its values in C order.
@@ -307,6 +319,8 @@ pub(crate) fn hdf5_read(
             if dtype == DataType::String {
                 let strings = if n == 0 {
                     Vec::new()
+                } else if reference {
+                    hdf5_read_references(id, space.0, start, count, n, var)?
                 } else {
                     hdf5_read_strings(id, ftype.0, space.0, start, count, n)?
                 };
@@ -352,6 +366,90 @@ pub(crate) fn hdf5_read(
             Ok(SourceValues { dtype, bytes: buf })
         }
     })
+}
+
+/// The object references of the region `start`+`count` of the dataset `id` (at `var`, `n`
+/// elements): each its target's name as libhdf5 gives it (`H5Rget_name`), relative to the
+/// dataset ([`vzarr_hdf5::relative_path`]); "" for a null reference.
+///
+/// # Safety
+/// Valid identifiers; call inside `hdf5::sync::sync`; the region lies inside the extent.
+unsafe fn hdf5_read_references(
+    id: hid_t,
+    space: hid_t,
+    start: &[u64],
+    count: &[u64],
+    n: usize,
+    var: &str,
+) -> Result<Vec<String>, String> {
+    // SAFETY: the caller's identifiers are valid; `refs` holds `n` classic object references
+    // (`hobj_ref_t`, an address), as many as the memory dataspace selects; each name buffer
+    // is as long as the size passed with it.
+    unsafe {
+        let rank = count.len();
+        let mem = Hid(
+            if rank == 0 {
+                hdf5_sys::h5s::H5Screate(hdf5_sys::h5s::H5S_class_t::H5S_SCALAR)
+            } else {
+                H5Screate_simple(rank as i32, count.as_ptr(), ptr::null())
+            },
+            H5Sclose,
+        );
+        if mem.0 < 0 {
+            return Err("cannot make the memory dataspace".into());
+        }
+        if rank > 0 {
+            select_region(space, start, count)?;
+        }
+        let mut refs: Vec<haddr_t> = vec![0; n];
+        let file_space = if rank > 0 { space } else { H5S_ALL };
+        let mem_space = if rank > 0 { mem.0 } else { H5S_ALL };
+        if H5Dread(
+            id,
+            *H5T_STD_REF_OBJ,
+            mem_space,
+            file_space,
+            H5P_DEFAULT,
+            refs.as_mut_ptr().cast(),
+        ) < 0
+        {
+            return Err("H5Dread of object references failed".into());
+        }
+        let start_path = format!("/{}", var.trim_start_matches('/'));
+        let mut names: std::collections::HashMap<haddr_t, String> =
+            std::collections::HashMap::new();
+        refs.iter()
+            .map(|r| {
+                if *r == 0 {
+                    return Ok(String::new());
+                }
+                if let Some(p) = names.get(r) {
+                    return Ok(p.clone());
+                }
+                let ptr: *const std::ffi::c_void = (r as *const haddr_t).cast();
+                let len = H5Rget_name(id, H5R_type_t::H5R_OBJECT1, ptr, ptr::null_mut(), 0);
+                if len <= 0 {
+                    return Err(format!("H5Rget_name found no name for the object at {r}"));
+                }
+                let mut buf = vec![0u8; len as usize + 1];
+                if H5Rget_name(
+                    id,
+                    H5R_type_t::H5R_OBJECT1,
+                    ptr,
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                ) < 0
+                {
+                    return Err(format!("H5Rget_name failed for the object at {r}"));
+                }
+                buf.truncate(len as usize);
+                let name = String::from_utf8(buf).map_err(|e| e.to_string())?;
+                let p = vzarr_hdf5::relative_path(&name, &start_path);
+                names.insert(*r, p.clone());
+                Ok(p)
+            })
+            .collect()
+    }
 }
 
 /// Selects the region `start`+`count` of the dataspace `space` (a hyperslab, the selection
