@@ -452,20 +452,15 @@ fn scan_dataset(
     let dataset_rank = shape.len();
     let mut shape = shape;
     shape.extend_from_slice(&mapped.extra_dims);
-    let names =
-        if reference.is_some() || records.as_ref().is_some_and(|m| records::has_references(m)) {
-            match ctx.object_names() {
-                Ok(_) => true,
-                Err(why) => {
-                    return Ok(Scanned::Refused(format!(
-                        "object references unresolved: {why}"
-                    )));
-                }
-            }
-        } else {
-            false
-        };
-    let names = names
+    // The file's object paths, walked once when the first reference needs them.
+    let needs_names =
+        reference.is_some() || records.as_deref().is_some_and(records::has_references);
+    if needs_names && let Err(why) = ctx.object_names() {
+        return Ok(Scanned::Refused(format!(
+            "object references unresolved: {why}"
+        )));
+    }
+    let names = needs_names
         .then(|| ctx.names.as_ref().and_then(|n| n.as_ref().ok()))
         .flatten();
     let (fill_value, chunks, codecs) = if let Some(members) = &records {
