@@ -53,6 +53,16 @@ impl<'o> Builder<'o> {
         }
     }
 
+    /// Where the references came from.
+    pub(super) fn origin(&self) -> &str {
+        self.origin
+    }
+
+    /// An error about `key` (a key, a file, a row) of these references.
+    pub(super) fn bad_key_of(&self, key: &str, reason: String) -> ParseError {
+        self.bad_key(key, reason)
+    }
+
     fn malformed(&self, reason: String) -> ParseError {
         ParseError::Malformed {
             origin: self.origin.to_string(),

@@ -19,6 +19,7 @@
 mod builder;
 mod metadata;
 mod names;
+mod parquet_refs;
 #[cfg(test)]
 mod tests;
 mod v2;
@@ -32,6 +33,7 @@ use serde_json::Value;
 use vzarr_core::{Provenance, VirtualDataset};
 
 pub use names::{parse_chunk_indices, split_chunk_key};
+pub use parquet_refs::{MAX_PARQUET_FILE, parse_parquet_refs};
 pub(crate) use v2::V2_LEAVES;
 
 use builder::Builder;
@@ -41,6 +43,16 @@ use builder::Builder;
 #[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ParseError {
+    /// A part of the references (a record file of Parquet references) could not be read.
+    #[error("{origin}: {part}: {source}")]
+    Part {
+        /// Where the references came from.
+        origin: String,
+        /// The part, relative to `origin`.
+        part: String,
+        /// Why it could not be read.
+        source: std::sync::Arc<dyn std::error::Error + Send + Sync>,
+    },
     /// The references are malformed as a whole (not JSON, not UTF-8, wrong version, ...).
     #[error("{origin}: malformed references: {reason}")]
     Malformed {
