@@ -150,7 +150,11 @@ fn plan(reader: &Reader, path: &str, array: &VirtualArray, origin: &[u64], count
         [] => match prov.sources.first() {
             Some(s) => whole(s.url.clone()),
             // References without provenance (kerchunk's) whose chunks all point into one file:
-            // an array with none stored is compared with that file.
+            // an array with no chunk stored is compared with that file (one with inline
+            // chunks may come from any file of a combined dataset).
+            None if array.manifest.stored() > 0 => {
+                Plan::Skip("no source is recorded to compare with".into())
+            }
             None => match one_source(reader) {
                 Some(url) => whole(url),
                 None => Plan::Skip("no source is recorded to compare with".into()),

@@ -137,7 +137,7 @@ pub(super) fn metadata_document(value: &Value) -> Result<(Value, Bytes), String>
 
 /// `text` with the bare tokens `NaN`, `Infinity` and `-Infinity` outside JSON strings quoted
 /// (`"NaN"`, ...), as Zarr writes non-finite floats.
-fn quote_non_finite(text: &str) -> String {
+pub(super) fn quote_non_finite(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
     let mut in_string = false;
     let mut escaped = false;

@@ -40,8 +40,13 @@ pub fn parse_parquet_refs(
         key: key.to_string(),
         reason,
     };
-    let doc: Value = serde_json::from_slice(zmetadata)
-        .map_err(|e| key_err(".zmetadata", format!("not JSON: {e}")))?;
+    // Written by Python's json module: non-finite floats may be bare NaN, Infinity.
+    let doc: Value = serde_json::from_slice(zmetadata).or_else(|e| {
+        std::str::from_utf8(zmetadata)
+            .ok()
+            .and_then(|t| serde_json::from_str(&super::metadata::quote_non_finite(t)).ok())
+            .ok_or_else(|| key_err(".zmetadata", format!("not JSON: {e}")))
+    })?;
     let record_size = doc
         .get("record_size")
         .and_then(Value::as_u64)
