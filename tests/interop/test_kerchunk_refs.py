@@ -257,14 +257,31 @@ def stale(refs, src):
         d.createVariable("tas", "f4", ("time", "lat", "lon"))[:] = 1.0
 
 
-@pytest.mark.parametrize("change", [shift, drop, wrong_offset, stale])
-def test_injected_defects_are_found(tmp_path, change):
+@pytest.mark.parametrize("change,kind", [(shift, "shifted"), (drop, "missing"),
+                                         (wrong_offset, "wrong offset"), (stale, "past the end")])
+def test_injected_defects_are_found(tmp_path, change, kind):
     """A shifted chunk, a missing one, a wrong offset, a stale source: vzarr verify fails and
-    names the array; vzarr upgrade of stale references refuses or is caught by verify."""
+    names each defective reference of tas with the kind of its defect."""
     refs, data = defective(tmp_path, change)
-    p = run_vzarr("verify", refs, "--allow-prefix", data, "--readers", "native", check=False)
-    assert p.returncode != 0, f"{change.__name__} not found:\n{p.stdout}\n{p.stderr}"
-    assert "tas" in p.stdout + p.stderr, p.stdout + p.stderr
+    p = run_vzarr("verify", refs, "--allow-prefix", data, "--readers", "native", "--json",
+                  check=False)
+    assert p.returncode == 1, f"{change.__name__} not found:\n{p.stdout}\n{p.stderr}"
+    audit = json.loads(p.stdout)["audit"]
+    assert kind in audit["by_kind"], audit
+    named = [d for d in audit["defects"] if d["array"] in ("tas", "mask", "pr")]
+    assert named, audit
+    if change is not stale:
+        # Only the injected defect: no false alarm elsewhere.
+        assert {d["array"] for d in audit["defects"]} == {"tas"}, audit
+
+
+def test_no_false_alarm_on_good_references(tmp_path):
+    """The audit of kerchunk's references of every translatable fixture finds no defect."""
+    for name in HDF5_FIXTURES:
+        refs = kerchunk_hdf5(FIXTURES / name, tmp_path / "refs.json", inline_threshold=0)
+        p = run_vzarr("verify", refs, "--allow-prefix", FIXTURES, "--readers", "native", "--json")
+        audit = json.loads(p.stdout)["audit"]
+        assert audit["by_kind"] == {} and audit["audited"] > 0, (name, audit)
 
 
 def test_defective_kerchunk_netcdf3_references_refused(tmp_path):
