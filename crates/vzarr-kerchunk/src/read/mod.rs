@@ -33,7 +33,7 @@ use serde_json::Value;
 use vzarr_core::{Provenance, VirtualDataset};
 
 pub use names::{parse_chunk_indices, split_chunk_key};
-pub use parquet_refs::{MAX_PARQUET_FILE, parse_parquet_refs};
+pub use parquet_refs::{FetchError, MAX_PARQUET_FILE, parse_parquet_refs};
 pub(crate) use v2::V2_LEAVES;
 
 use builder::Builder;

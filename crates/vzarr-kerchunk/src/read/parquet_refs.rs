@@ -22,6 +22,9 @@ use vzarr_core::Provenance;
 use super::builder::{Builder, ChunkValue};
 use super::{ParseError, ParseLimits, ParsedRefs};
 
+/// Why a part of Parquet references could not be fetched.
+pub type FetchError = Arc<dyn std::error::Error + Send + Sync>;
+
 /// Largest record file read (bytes): far above what `record_size` rows of references take.
 pub const MAX_PARQUET_FILE: u64 = 1 << 30;
 
@@ -33,7 +36,7 @@ pub fn parse_parquet_refs(
     zmetadata: &[u8],
     origin: &str,
     limits: ParseLimits,
-    fetch: &mut dyn FnMut(&str) -> Result<Option<Bytes>, Arc<dyn std::error::Error + Send + Sync>>,
+    fetch: &mut dyn FnMut(&str) -> Result<Option<Bytes>, FetchError>,
 ) -> Result<ParsedRefs, ParseError> {
     let key_err = |key: &str, reason: String| ParseError::BadKey {
         origin: origin.to_string(),
