@@ -36,6 +36,7 @@ pub(crate) struct UpgradeArgs {
 
 /// Runs `vzarr upgrade`.
 pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode> {
+    let started = std::time::Instant::now();
     let output = args.output.output()?;
     let policy = args.small.settings(Settings::new()).small_chunk_policy()?;
     let parsed = vzarr_read::load(&args.refs, vzarr_read::ParseLimits::default())?;
@@ -53,12 +54,10 @@ pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode> {
         .collect();
     print::warnings(&left);
     print::small_chunks(&up.small_chunks);
-    print::finish(
-        &up.dataset,
-        &output,
-        "upgrade",
-        &[],
-        &BatchSummary::default(),
-        &args.report,
-    )
+    let summary = BatchSummary {
+        files: up.dataset.provenance.sources.len(),
+        total_seconds: started.elapsed().as_secs_f64(),
+        ..Default::default()
+    };
+    print::finish(&up.dataset, &output, "upgrade", &[], &summary, &args.report)
 }

@@ -23,6 +23,8 @@ mod parquet_refs;
 #[cfg(test)]
 mod tests;
 mod v2;
+#[cfg(test)]
+mod v2_tests;
 
 use std::collections::{BTreeMap, HashMap};
 
