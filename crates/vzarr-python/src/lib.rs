@@ -112,6 +112,11 @@ pub(crate) fn to_py(py: Python<'_>, e: &BuildError) -> PyErr {
         | BuildError::Icechunk(_)
         | BuildError::Append { .. } => (WriteError::new_err(message), None),
         BuildError::Options(_) => (PyValueError::new_err(message), None),
+        BuildError::UpgradeSource {
+            source: vzarr_source::SourceError::NotAllowed(_),
+            ..
+        } => (NotAllowedError::new_err(message), None),
+        BuildError::UpgradeSource { .. } => (SourceError::new_err(message), None),
         _ => (VzarrError::new_err(message), None),
     };
     let file = match (file, e) {

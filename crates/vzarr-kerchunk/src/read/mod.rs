@@ -17,6 +17,7 @@
 //!   URLs with `{{name}}` templates.
 
 mod builder;
+mod gen_keys;
 mod metadata;
 mod names;
 mod parquet_refs;
@@ -166,13 +167,6 @@ pub fn parse_refs(
         if head.refs != Some(true) {
             return Err(malformed("\"refs\" is missing or not an object".into()));
         }
-        if let Some(gen_) = &head.gen_
-            && gen_.as_array().is_none_or(|g| !g.is_empty())
-        {
-            return Err(malformed(
-                "generated keys (\"gen\") are not supported".into(),
-            ));
-        }
         let mut templates = BTreeMap::new();
         if let Some(t) = &head.templates {
             let Value::Object(t) = t else {
@@ -207,6 +201,16 @@ pub fn parse_refs(
         Ok(()) => {}
         Err(stream::PassError::Caller(e)) => return Err(e),
         Err(stream::PassError::Json(e)) => return Err(malformed(format!("not JSON: {e}"))),
+    }
+    // Generated keys, expanded one at a time into the same manifests.
+    if let Some(gen_) = &head.gen_ {
+        gen_keys::expand(
+            gen_,
+            &templates,
+            limits.max_references,
+            &mut |key, value| b.json_chunk(&key, value, &templates),
+            &malformed,
+        )?;
     }
     b.finish(provenance, has_provenance)
 }
