@@ -261,7 +261,7 @@ pub(crate) struct OutputArgs {
 
 impl OutputArgs {
     /// The output these flags name, validated by the library.
-    fn output(&self) -> Result<Output> {
+    pub(crate) fn output(&self) -> Result<Output> {
         Ok(
             Output::parse(&self.output, self.format.into(), &self.branch)?
                 .with_piece_refs(self.piece_refs)
@@ -363,6 +363,10 @@ pub(crate) enum Command {
     Verify(VerifyArgs),
     /// Print values through the references, e.g. `vzarr cat OUT.json 'tas[0:3,10,:]'`.
     Cat(CatArgs),
+    /// Upgrade existing references (kerchunk's JSON or Parquet, Zarr v2 metadata) to Zarr v3
+    /// references or an Icechunk repository, their sources checked and recorded and small
+    /// chunks merged and inlined as a build does.
+    Upgrade(crate::upgrade_cmd::UpgradeArgs),
     /// Serve reads of sources through libhdf5 and netCDF-C for `vzarr verify` (internal).
     #[command(name = "__verify-worker", hide = true)]
     VerifyWorker,
@@ -418,6 +422,8 @@ pub(crate) enum Run {
     Verify(VerifyArgs),
     /// `vzarr cat`.
     Cat(CatArgs),
+    /// `vzarr upgrade`.
+    Upgrade(crate::upgrade_cmd::UpgradeArgs),
     /// The worker process of `vzarr verify`.
     VerifyWorker,
     /// The worker process of the libhdf5 scanner.
@@ -515,6 +521,7 @@ pub(crate) fn parse() -> Result<Run> {
         }
         Command::Verify(args) => Run::Verify(args),
         Command::Cat(args) => Run::Cat(args),
+        Command::Upgrade(args) => Run::Upgrade(args),
         Command::VerifyWorker => Run::VerifyWorker,
         Command::ScanWorker {
             path,

@@ -14,6 +14,7 @@ mod doc_commands;
 mod flags;
 mod print;
 mod read_cmds;
+mod upgrade_cmd;
 
 use flags::Run;
 
@@ -77,6 +78,7 @@ fn run(command: Run) -> Result<ExitCode> {
         } => build_cmds::inspect_repo(&location, &branch, json),
         Run::Verify(args) => read_cmds::verify(args),
         Run::Cat(args) => read_cmds::cat(args).map(|()| ExitCode::SUCCESS),
+        Run::Upgrade(args) => upgrade_cmd::upgrade(args),
         Run::VerifyWorker => verify_worker(),
         Run::ScanWorker {
             path,

@@ -209,15 +209,22 @@ pub(crate) fn finish(
         }
         _ => {}
     }
-    println!(
-        "{} files: {} scanned, {} from the cache, {} failed; {:.2} s ({:.2} s writing)",
-        summary.files,
-        summary.scanned,
-        summary.cache_hits,
-        summary.failed,
-        summary.total_seconds,
-        summary.write_seconds
-    );
+    if action == "upgrade" {
+        println!(
+            "upgraded in {:.2} s ({:.2} s writing)",
+            summary.total_seconds, summary.write_seconds
+        );
+    } else {
+        println!(
+            "{} files: {} scanned, {} from the cache, {} failed; {:.2} s ({:.2} s writing)",
+            summary.files,
+            summary.scanned,
+            summary.cache_hits,
+            summary.failed,
+            summary.total_seconds,
+            summary.write_seconds
+        );
+    }
     if let Some(p) = &report.summary_json {
         std::fs::write(p, serde_json::to_string_pretty(&summary)? + "\n")
             .with_context(|| format!("writing {}", p.display()))?;

@@ -88,6 +88,25 @@ pub enum BuildError {
     /// Options that do not go together, or a value out of range.
     #[error("{0}")]
     Options(String),
+    /// References to upgrade that cannot be (a source URL that is not absolute, a reference
+    /// past the end of its source).
+    #[error("{origin}: {reason}")]
+    Upgrade {
+        /// The references.
+        origin: String,
+        /// Why.
+        reason: String,
+    },
+    /// A source of references to upgrade could not be opened (refused by the allowed
+    /// prefixes, missing, unreadable).
+    #[error("{origin}: {source}")]
+    UpgradeSource {
+        /// The references.
+        origin: String,
+        /// Why.
+        #[source]
+        source: vzarr_source::SourceError,
+    },
     /// An existing output cannot be appended to.
     #[error("{output}: {reason}")]
     Append {

@@ -32,6 +32,7 @@ pub mod output;
 mod report;
 mod run;
 pub mod shard;
+pub mod upgrade;
 
 pub use build::{
     BuildOutcome, Combined, Scanned, build, combine, error_chain, fill_totals, left_out,

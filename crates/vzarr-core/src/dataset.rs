@@ -313,6 +313,9 @@ pub struct Provenance {
     /// How small chunks were treated, when not the default policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub small_chunks: Option<crate::SmallChunkPolicy>,
+    /// The references this dataset was upgraded from (`vzarr upgrade`), when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgraded_from: Option<String>,
 }
 
 impl Provenance {

@@ -72,6 +72,7 @@ fn dataset(dir: &str) -> VirtualDataset {
         allowed_prefixes: vec![format!("file://{dir}/")],
         concat: None,
         small_chunks: None,
+        upgraded_from: None,
     };
     ds
 }

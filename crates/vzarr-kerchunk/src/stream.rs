@@ -34,9 +34,11 @@ impl Head {
     }
 }
 
-/// Whether `key` names a metadata document (`zarr.json`, `path/zarr.json`).
+/// Whether `key` names a metadata document (`zarr.json`, `path/zarr.json`, and the Zarr v2
+/// `.zarray`, `.zattrs`, `.zgroup`, `.zmetadata`).
 pub(crate) fn is_metadata_key(key: &str) -> bool {
-    key == "zarr.json" || key.ends_with("/zarr.json")
+    let leaf = key.rsplit('/').next().unwrap_or(key);
+    leaf == "zarr.json" || crate::read::V2_LEAVES.contains(&leaf)
 }
 
 /// Pass 1 over a whole reference file.

@@ -35,6 +35,7 @@ pub(crate) fn combined_provenance(ordered: &[&Input], concat: ConcatInfo) -> Pro
         allowed_prefixes,
         concat: Some(concat),
         small_chunks: None,
+        upgraded_from: None,
     }
 }
 

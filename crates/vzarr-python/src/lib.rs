@@ -9,6 +9,7 @@ mod codecs;
 mod open;
 mod repo_store;
 mod store;
+mod upgrade;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -92,7 +93,7 @@ create_exception!(
 );
 
 /// The Python exception of a build error, with its message and `file`.
-fn to_py(py: Python<'_>, e: &BuildError) -> PyErr {
+pub(crate) fn to_py(py: Python<'_>, e: &BuildError) -> PyErr {
     let message = vzarr_build::error_chain(e);
     let (err, file) = match e {
         BuildError::Scan(s @ (ScanFailure::Source(_) | ScanFailure::Io { .. })) => {
@@ -111,6 +112,11 @@ fn to_py(py: Python<'_>, e: &BuildError) -> PyErr {
         | BuildError::Icechunk(_)
         | BuildError::Append { .. } => (WriteError::new_err(message), None),
         BuildError::Options(_) => (PyValueError::new_err(message), None),
+        BuildError::UpgradeSource {
+            source: vzarr_source::SourceError::NotAllowed(_),
+            ..
+        } => (NotAllowedError::new_err(message), None),
+        BuildError::UpgradeSource { .. } => (SourceError::new_err(message), None),
         _ => (VzarrError::new_err(message), None),
     };
     let file = match (file, e) {
@@ -140,7 +146,7 @@ type Built = (
 type Done = (Option<Vec<u8>>, vzarr_build::BuildOutcome, Option<String>);
 
 /// A library error about the keyword argument `name` as Python's `ValueError`.
-fn value_error(name: &'static str) -> impl Fn(BuildError) -> PyErr {
+pub(crate) fn value_error(name: &'static str) -> impl Fn(BuildError) -> PyErr {
     move |e| PyValueError::new_err(format!("{name}: {}", vzarr_build::error_chain(&e)))
 }
 
@@ -327,7 +333,7 @@ fn release_free_memory() {
 }
 
 /// What was written, as JSON text for `Report.output` and `Report.commit`.
-fn written_json(w: &Written) -> String {
+pub(crate) fn written_json(w: &Written) -> String {
     let v = match w {
         Written::Kerchunk { at } => serde_json::json!({ "output": at }),
         Written::Icechunk(w) => serde_json::json!({
@@ -349,7 +355,7 @@ fn written_json(w: &Written) -> String {
 /// `settings` with the keyword arguments `small_chunks`, `chunk_target`, `inline_max` and
 /// `inline_total` (in that order), and the small-chunk policy they make; a ValueError when
 /// one does not parse or they do not go together.
-fn with_small_chunks(
+pub(crate) fn with_small_chunks(
     mut settings: Settings,
     [small_chunks, chunk_target, inline_max, inline_total]: [Option<String>; 4],
 ) -> PyResult<(Settings, Option<vzarr_core::SmallChunkPolicy>)> {
@@ -610,6 +616,7 @@ fn scan_manifests(
 fn _vzarr(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(build, m)?)?;
+    m.add_function(wrap_pyfunction!(upgrade::upgrade, m)?)?;
     m.add_function(wrap_pyfunction!(scan_manifests, m)?)?;
     m.add_function(wrap_pyfunction!(open::detect, m)?)?;
     m.add_function(wrap_pyfunction!(open::checked_references, m)?)?;

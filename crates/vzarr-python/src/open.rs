@@ -22,6 +22,10 @@ fn kind(location: &str) -> &'static str {
     let local = !location.contains("://") || location.starts_with("file://");
     if local {
         let path = location.strip_prefix("file://").unwrap_or(location);
+        // A directory of kerchunk's Parquet references.
+        if std::path::Path::new(path).join(".zmetadata").is_file() {
+            return "references";
+        }
         if !std::path::Path::new(path).is_file() {
             return "sources";
         }

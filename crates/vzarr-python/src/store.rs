@@ -158,11 +158,24 @@ impl ReferenceStore {
                 origin: location.clone(),
                 source,
             };
-            let src = vzarr_source::open_source(&location).map_err(load)?;
+            // A directory of kerchunk's Parquet references is stamped by its .zmetadata.
+            let parquet = !location.contains("://")
+                && std::path::Path::new(&location).join(".zmetadata").is_file();
+            let stamped = if parquet {
+                format!("{}/.zmetadata", location.trim_end_matches('/'))
+            } else {
+                location.clone()
+            };
+            let src = vzarr_source::open_source(&stamped).map_err(load)?;
             let rec = src.record();
             let stamp = (rec.size, rec.mtime_ns, rec.etag.clone());
-            let bytes = src.read(0..src.size()).map_err(load)?;
-            let reader = vzarr_read::open_bytes(&bytes, &location, opts)?;
+            let reader = if parquet {
+                let parsed = vzarr_read::load(&location, opts.limits)?;
+                vzarr_read::open_parsed(parsed, &location, opts)?
+            } else {
+                let bytes = src.read(0..src.size()).map_err(load)?;
+                vzarr_read::open_bytes(&bytes, &location, opts)?
+            };
             Ok((reader, stamp))
         });
         let (reader, stamp) = opened.map_err(|e| to_py(&e, &location))?;

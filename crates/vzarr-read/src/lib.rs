@@ -35,7 +35,9 @@ pub use array::{ArrayReader, FetchedChunks, max_chunk_bytes};
 pub use config::{PREFIXES_ENV, configured_prefixes};
 pub use dtype::NullTerminatedBytesDataType;
 pub use error::ReadError;
-pub use reader::{ReadOptions, ReadStats, Reader, open, open_bytes, open_parsed, open_sources};
+pub use reader::{
+    ReadOptions, ReadStats, Reader, load, open, open_bytes, open_parsed, open_sources,
+};
 pub use select::{AxisSelection, ResolvedSelection, Selection, parse_selection};
 pub use store::{KeyTarget, resolve_key};
 pub use struct_dtype::StructDataType;

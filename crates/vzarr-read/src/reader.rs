@@ -95,11 +95,77 @@ fn load_refs(refs: &str) -> Result<Bytes, ReadError> {
     src.read(0..src.size()).map_err(load)
 }
 
-/// Opens references (a local path, `file://` or object-store URL). Every URL the manifest
-/// names is checked against the allowed prefixes here, before anything is fetched.
+/// Opens references (a local path, `file://` or object-store URL): a JSON file, or a
+/// directory (prefix) of kerchunk's Parquet references. Every URL the manifest names is
+/// checked against the allowed prefixes here, before anything is fetched.
 pub fn open(refs: &str, options: ReadOptions) -> Result<Reader, ReadError> {
-    let bytes = load_refs(refs)?;
-    open_bytes(&bytes, refs, options)
+    let parsed = load(refs, options.limits)?;
+    open_parsed(parsed, refs, options)
+}
+
+/// The directory of kerchunk Parquet references `refs` names, when it names one: the
+/// directory of a `.zmetadata` file, or a local directory holding one.
+fn parquet_dir(refs: &str) -> Option<String> {
+    if let Some(dir) = refs.strip_suffix("/.zmetadata") {
+        return Some(dir.to_string());
+    }
+    let local = match vzarr_source::parse_url(refs) {
+        Ok(loc) if loc.scheme == vzarr_source::Scheme::File => loc.local_path(),
+        Ok(_) => return None,
+        Err(_) => std::path::PathBuf::from(refs),
+    };
+    (local.is_dir() && local.join(".zmetadata").is_file())
+        .then(|| refs.trim_end_matches('/').to_string())
+}
+
+/// Parses the references at `refs` (a path or URL, which the user named, so it is read
+/// whatever the allowed prefixes): a JSON file (kerchunk version 0 or 1, Zarr v3 or v2
+/// metadata), or kerchunk's Parquet references (a directory or object-store prefix holding
+/// `.zmetadata` and `<array>/refs.<k>.parq` files, read one at a time).
+pub fn load(refs: &str, limits: ParseLimits) -> Result<ParsedRefs, ReadError> {
+    if let Some(dir) = parquet_dir(refs) {
+        return load_parquet(&dir, refs, limits);
+    }
+    match load_refs(refs) {
+        Ok(bytes) => Ok(parse_refs(&bytes, refs, limits)?),
+        Err(e) => {
+            // An object-store prefix of Parquet references has no object of its own name.
+            let dir = refs.trim_end_matches('/');
+            if let ReadError::Load { source, .. } = &e
+                && source.is_not_found()
+                && open_source(&format!("{dir}/.zmetadata")).is_ok()
+            {
+                return load_parquet(dir, refs, limits);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// kerchunk's Parquet references under `dir`; `origin` names them.
+fn load_parquet(dir: &str, origin: &str, limits: ParseLimits) -> Result<ParsedRefs, ReadError> {
+    let zmetadata = load_refs(&format!("{dir}/.zmetadata"))?;
+    let mut fetch = |rel: &str| -> Result<Option<Bytes>, Arc<dyn std::error::Error + Send + Sync>> {
+        let url = format!("{dir}/{rel}");
+        let src = match open_source(&url) {
+            Ok(s) => s,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(Arc::new(e)),
+        };
+        if src.size() > vzarr_kerchunk::MAX_PARQUET_FILE {
+            return Err(Arc::new(std::io::Error::other(format!(
+                "{url}: {} bytes, more than the {} a record file may have",
+                src.size(),
+                vzarr_kerchunk::MAX_PARQUET_FILE
+            ))));
+        }
+        src.read(0..src.size())
+            .map(Some)
+            .map_err(|e| Arc::new(e) as _)
+    };
+    Ok(vzarr_kerchunk::parse_parquet_refs(
+        &zmetadata, origin, limits, &mut fetch,
+    )?)
 }
 
 /// The source stack of a reader: allowed prefixes, then (unless ignored) the recorded

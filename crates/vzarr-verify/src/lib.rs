@@ -20,6 +20,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod audit;
 #[cfg(feature = "c-oracle")]
 mod c_opened;
 #[cfg(feature = "c-oracle")]
@@ -37,6 +38,7 @@ pub mod worker;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use audit::{AuditReport, Defect, DefectKind, audit};
 pub use report::{Mismatch, Skipped, VerifyOptions, VerifyProgress, VerifyReport};
 pub use verify::verify;
 

@@ -175,7 +175,16 @@ fn plan(
         [one] => whole(one.to_string()),
         [] => match prov.sources.first() {
             Some(s) => whole(s.url.clone()),
-            None => Plan::Skip("no source is recorded to compare with".into()),
+            // References without provenance (kerchunk's) whose chunks all point into one file:
+            // an array with no chunk stored is compared with that file (one with inline
+            // chunks may come from any file of a combined dataset).
+            None if array.manifest.stored() > 0 => {
+                Plan::Skip("no source is recorded to compare with".into())
+            }
+            None => match one_source(reader) {
+                Some(url) => whole(url),
+                None => Plan::Skip("no source is recorded to compare with".into()),
+            },
         },
         many => Plan::Skip(format!(
             "its chunks point into {} files and the references record no concatenation \
@@ -183,6 +192,21 @@ fn plan(
             many.len()
         )),
     }
+}
+
+/// The one source every array's chunks point into, when there is exactly one.
+fn one_source(reader: &Reader) -> Option<String> {
+    let mut found: Option<&str> = None;
+    for a in reader.dataset().arrays.values() {
+        for url in a.manifest.sources() {
+            match found {
+                None => found = Some(url),
+                Some(f) if f == &**url => {}
+                Some(_) => return None,
+            }
+        }
+    }
+    found.map(str::to_string)
 }
 
 struct Task {

@@ -115,8 +115,13 @@ pub(super) fn count_chunks(doc: &Value, limit: u64) -> Result<Option<u64>, Strin
 pub(super) fn metadata_document(value: &Value) -> Result<(Value, Bytes), String> {
     match value {
         Value::String(s) => {
-            let doc: Value =
-                serde_json::from_str(s).map_err(|e| format!("metadata is not valid JSON: {e}"))?;
+            let doc: Value = match serde_json::from_str(s) {
+                Ok(d) => d,
+                // Python's json module (kerchunk's writer) spells non-finite floats as bare
+                // NaN, Infinity and -Infinity; read them as the strings Zarr uses for them.
+                Err(e) => serde_json::from_str(&quote_non_finite(s))
+                    .map_err(|_| format!("metadata is not valid JSON: {e}"))?,
+            };
             if !doc.is_object() {
                 return Err("metadata is not a JSON object".into());
             }
@@ -127,5 +132,61 @@ pub(super) fn metadata_document(value: &Value) -> Result<(Value, Bytes), String>
             Ok((value.clone(), Bytes::from(text)))
         }
         _ => Err("metadata must be a JSON object or a JSON-encoded string".into()),
+    }
+}
+
+/// `text` with the bare tokens `NaN`, `Infinity` and `-Infinity` outside JSON strings quoted
+/// (`"NaN"`, ...), as Zarr writes non-finite floats.
+pub(super) fn quote_non_finite(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            rest = &rest[c.len_utf8()..];
+            continue;
+        }
+        if c == '"' {
+            in_string = true;
+        } else if let Some(token) = ["NaN", "Infinity", "-Infinity"]
+            .into_iter()
+            .find(|t| rest.starts_with(t))
+        {
+            out.push('"');
+            out.push_str(token);
+            out.push('"');
+            rest = &rest[token.len()..];
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_non_finite_floats() {
+        let (doc, _) = metadata_document(&Value::String(
+            r#"{"a": [0.25, NaN, Infinity, -Infinity], "b": "NaN \" Infinity"}"#.into(),
+        ))
+        .unwrap();
+        assert_eq!(
+            doc,
+            serde_json::json!({"a": [0.25, "NaN", "Infinity", "-Infinity"], "b": "NaN \" Infinity"})
+        );
+        assert!(metadata_document(&Value::String("{\"a\": Nope}".into())).is_err());
     }
 }

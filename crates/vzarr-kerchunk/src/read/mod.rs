@@ -16,30 +16,46 @@
 //! - [`names`]: what a key or a reference names: node paths, chunk keys and their indices,
 //!   URLs with `{{name}}` templates.
 
+mod builder;
+mod gen_keys;
 mod metadata;
 mod names;
+mod parquet_refs;
 #[cfg(test)]
 mod tests;
+mod v2;
+#[cfg(test)]
+mod v2_tests;
 
 use std::collections::{BTreeMap, HashMap};
 
 use crate::stream;
 
-use base64::Engine as _;
 use bytes::Bytes;
-use serde_json::{Map, Value};
-use vzarr_core::{Group, Provenance, VirtualArray, VirtualDataset};
+use serde_json::Value;
+use vzarr_core::{Provenance, VirtualDataset};
 
 pub use names::{parse_chunk_indices, split_chunk_key};
+pub use parquet_refs::{FetchError, MAX_PARQUET_FILE, parse_parquet_refs};
+pub(crate) use v2::V2_LEAVES;
 
-use metadata::{count_chunks, metadata_document};
-use names::{check_node_path, expand_templates};
+use builder::Builder;
 
 /// Why references could not be parsed. Every variant names where the references came from
 /// and, where it is about one key, the key.
 #[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ParseError {
+    /// A part of the references (a record file of Parquet references) could not be read.
+    #[error("{origin}: {part}: {source}")]
+    Part {
+        /// Where the references came from.
+        origin: String,
+        /// The part, relative to `origin`.
+        part: String,
+        /// Why it could not be read.
+        source: std::sync::Arc<dyn std::error::Error + Send + Sync>,
+    },
     /// The references are malformed as a whole (not JSON, not UTF-8, wrong version, ...).
     #[error("{origin}: malformed references: {reason}")]
     Malformed {
@@ -151,13 +167,6 @@ pub fn parse_refs(
         if head.refs != Some(true) {
             return Err(malformed("\"refs\" is missing or not an object".into()));
         }
-        if let Some(gen_) = &head.gen_
-            && gen_.as_array().is_none_or(|g| !g.is_empty())
-        {
-            return Err(malformed(
-                "generated keys (\"gen\") are not supported".into(),
-            ));
-        }
         let mut templates = BTreeMap::new();
         if let Some(t) = &head.templates {
             let Value::Object(t) = t else {
@@ -183,267 +192,25 @@ pub fn parse_refs(
         (head.top_meta, Provenance::default(), false, BTreeMap::new())
     };
 
-    let bad_key = |key: &str, reason: String| ParseError::BadKey {
-        origin: origin.to_string(),
-        key: key.to_string(),
-        reason,
-    };
-
-    // Metadata documents.
-    let mut ds = VirtualDataset::new();
-    ds.groups.clear();
-    let mut documents = HashMap::new();
-    let mut parsed_docs: Vec<(String, Value)> = Vec::new();
-    let mut total_chunks: u64 = 0;
-    for (key, value) in &meta {
-        let path = if key == "zarr.json" {
-            ""
-        } else if let Some(p) = key.strip_suffix("/zarr.json") {
-            p
-        } else {
-            continue;
-        };
-        check_node_path(path).map_err(|e| bad_key(key, e))?;
-        let (doc, raw) = metadata_document(value).map_err(|e| bad_key(key, e))?;
-        if doc.get("zarr_format").and_then(Value::as_u64) != Some(3) {
-            return Err(bad_key(
-                key,
-                "not Zarr v3 metadata (zarr_format is not 3)".into(),
-            ));
-        }
-        match doc.get("node_type").and_then(Value::as_str) {
-            Some("group") => {
-                let attributes = match doc.get("attributes") {
-                    None | Some(Value::Null) => Map::new(),
-                    Some(Value::Object(m)) => m.clone(),
-                    Some(_) => {
-                        return Err(bad_key(key, "group attributes are not an object".into()));
-                    }
-                };
-                ds.groups.insert(path.to_string(), Group { attributes });
-            }
-            Some("array") => {
-                // Bound the chunk count before the model allocates a manifest for it; shapes
-                // and grids the counter does not understand are refused by the model's parser
-                // before it allocates.
-                if let Some(n) =
-                    count_chunks(&doc, limits.max_chunks).map_err(|e| bad_key(key, e))?
-                {
-                    total_chunks = total_chunks.saturating_add(n);
-                    if total_chunks > limits.max_chunks {
-                        return Err(bad_key(
-                            key,
-                            format!(
-                                "the arrays have more than {} chunks in all",
-                                limits.max_chunks
-                            ),
-                        ));
-                    }
-                }
-                let array = VirtualArray::from_zarr_metadata(&doc)
-                    .map_err(|e| bad_key(key, e.to_string()))?;
-                array.validate().map_err(|e| bad_key(key, e.to_string()))?;
-                ds.arrays.insert(path.to_string(), array);
-            }
-            other => {
-                return Err(bad_key(
-                    key,
-                    format!("node_type {other:?} is neither \"group\" nor \"array\""),
-                ));
-            }
-        }
-        documents.insert(key.clone(), raw);
-        parsed_docs.push((path.to_string(), doc));
-    }
-    // A consolidated block is what zarr-python reads instead of the documents: it must say
-    // what they say, or a reader opening consolidated would read something else.
-    let nodes: Vec<(&str, &Value)> = parsed_docs.iter().map(|(p, d)| (p.as_str(), d)).collect();
-    if let Err((group, why)) = crate::consolidated::check(&nodes) {
-        let key = if group.is_empty() {
-            "zarr.json".to_string()
-        } else {
-            format!("{group}/zarr.json")
-        };
-        return Err(bad_key(
-            &key,
-            format!(
-                "consolidated metadata disagrees with the per-node documents ({why}); \
-                 refused, since zarr-python reading it consolidated would not read what \
-                 the documents say"
-            ),
-        ));
-    }
-    drop(parsed_docs);
-    for path in ds.arrays.keys() {
-        if ds.groups.contains_key(path) {
-            return Err(malformed(format!("{path} is both a group and an array")));
-        }
-    }
-
+    let mut b = Builder::new(origin, limits, &meta)?;
+    drop(meta);
     // Pass 2: chunk keys, one at a time, straight into the manifests.
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let mut references: u64 = 0;
-    let mut chunk = |key: String, value: Value| -> Result<(), ParseError> {
-        let key = key.as_str();
-        let leaf = key.rsplit('/').next().unwrap_or(key);
-        if matches!(leaf, ".zarray" | ".zgroup" | ".zattrs" | ".zmetadata") {
-            return Err(bad_key(
-                key,
-                "Zarr v2 metadata: only Zarr v3 references are supported".into(),
-            ));
-        }
-        references += 1;
-        if references > limits.max_references {
-            return Err(bad_key(
-                key,
-                format!(
-                    "the references hold more than {} chunks in all",
-                    limits.max_references
-                ),
-            ));
-        }
-        let arrays = &ds.arrays;
-        let Some((path, rest)) = split_chunk_key(key, |p| arrays.contains_key(p)) else {
-            return Err(bad_key(
-                key,
-                "neither a metadata key nor a chunk key (<array>/c/<i>/<j>...) of any array".into(),
-            ));
-        };
-        let path = path.to_string();
-        let index = parse_chunk_indices(rest).map_err(|e| bad_key(key, e))?;
-        let array = ds.arrays.get_mut(&path).expect("found above");
-        let grid_shape = array.grid.grid_shape();
-        if index.len() != grid_shape.len() {
-            return Err(bad_key(
-                key,
-                format!(
-                    "{} chunk indices for the {}-dimensional array {path}",
-                    index.len(),
-                    grid_shape.len()
-                ),
-            ));
-        }
-        let lin = array.grid.linear_index(&index).ok_or_else(|| {
-            bad_key(
-                key,
-                format!(
-                    "chunk index {index:?} is outside the chunk grid {grid_shape:?} of array {path}"
-                ),
-            )
-        })? as usize;
-        match value {
-            Value::String(s) => {
-                let bytes = if let Some(b) = s.strip_prefix("base64:") {
-                    b64.decode(b)
-                        .map_err(|e| bad_key(key, format!("invalid base64: {e}")))?
-                } else {
-                    s.as_bytes().to_vec()
-                };
-                array
-                    .manifest
-                    .set_inline(lin, bytes)
-                    .map_err(|e| bad_key(key, e.to_string()))?;
-            }
-            Value::Array(items) => {
-                let url = items.first().and_then(Value::as_str).ok_or_else(|| {
-                    bad_key(
-                        key,
-                        "the first item of a reference must be a URL string".into(),
-                    )
-                })?;
-                if url.is_empty() {
-                    return Err(bad_key(key, "empty URL".into()));
-                }
-                let url = expand_templates(url, &templates).map_err(|e| bad_key(key, e))?;
-                let (offset, length) = match items.len() {
-                    1 => {
-                        return Err(bad_key(
-                            key,
-                            "whole-file references ([url] without offset and length) are not supported".into(),
-                        ));
-                    }
-                    3 => {
-                        let num = |v: &Value, what: &str| -> Result<u64, ParseError> {
-                            match v {
-                                Value::Number(n) => {
-                                    if let Some(u) = n.as_u64() {
-                                        Ok(u)
-                                    } else if n.as_i64().is_some_and(|i| i < 0)
-                                        || n.as_f64().is_some_and(|f| f < 0.0)
-                                    {
-                                        Err(bad_key(key, format!("negative {what} {n}")))
-                                    } else {
-                                        Err(bad_key(
-                                            key,
-                                            format!("{what} {n} is not an integer in 0..2^64"),
-                                        ))
-                                    }
-                                }
-                                other => {
-                                    Err(bad_key(key, format!("{what} {other} is not a number")))
-                                }
-                            }
-                        };
-                        (num(&items[1], "offset")?, num(&items[2], "length")?)
-                    }
-                    n => {
-                        return Err(bad_key(
-                            key,
-                            format!("a reference has {n} items (expected [url, offset, length])"),
-                        ));
-                    }
-                };
-                if offset.checked_add(length).is_none() {
-                    return Err(bad_key(
-                        key,
-                        format!("offset {offset} + length {length} overflows"),
-                    ));
-                }
-                let id = array
-                    .manifest
-                    .intern(&url)
-                    .map_err(|e| bad_key(key, e.to_string()))?;
-                array
-                    .manifest
-                    .set_range(lin, id, offset, length)
-                    .map_err(|e| bad_key(key, e.to_string()))?;
-            }
-            _ => {
-                return Err(bad_key(
-                    key,
-                    "a chunk value must be [url, offset, length] or a string".into(),
-                ));
-            }
-        }
-        Ok(())
-    };
-    match stream::for_each_chunk(bytes, v1, &mut chunk) {
+    match stream::for_each_chunk(bytes, v1, &mut |key, value| {
+        b.json_chunk(&key, value, &templates)
+    }) {
         Ok(()) => {}
         Err(stream::PassError::Caller(e)) => return Err(e),
         Err(stream::PassError::Json(e)) => return Err(malformed(format!("not JSON: {e}"))),
     }
-
-    // Implicit parent groups (Zarr v3 readers do not need them; the model does).
-    let mut parents = Vec::new();
-    for path in ds.groups.keys().chain(ds.arrays.keys()) {
-        let mut p = path.as_str();
-        while !p.is_empty() {
-            p = p.rsplit_once('/').map_or("", |(a, _)| a);
-            parents.push(p.to_string());
-        }
+    // Generated keys, expanded one at a time into the same manifests.
+    if let Some(gen_) = &head.gen_ {
+        gen_keys::expand(
+            gen_,
+            &templates,
+            limits.max_references,
+            &mut |key, value| b.json_chunk(&key, value, &templates),
+            &malformed,
+        )?;
     }
-    parents.push(String::new());
-    for p in parents {
-        if ds.arrays.contains_key(&p) {
-            return Err(malformed(format!("array {p:?} has children")));
-        }
-        ds.groups.entry(p).or_default();
-    }
-    ds.provenance = provenance;
-    ds.validate().map_err(|e| malformed(e.to_string()))?;
-    Ok(ParsedRefs {
-        dataset: ds,
-        documents,
-        has_provenance,
-    })
+    b.finish(provenance, has_provenance)
 }

@@ -30,6 +30,7 @@ __all__ = [
     "References",
     "build",
     "scan",
+    "upgrade",
     "open_dataset",
     "VzarrError",
     "SourceError",
@@ -262,6 +263,57 @@ def build(
     refs = References(_json.loads(data))
     refs.report = report
     return refs
+
+
+def upgrade(
+    refs: PathLike,
+    *,
+    output: PathLike | None = None,
+    format: Literal["kerchunk", "icechunk"] = "kerchunk",
+    branch: str = "main",
+    allow_prefixes: PathLike | Sequence[PathLike] | None = None,
+    trust_references: bool = False,
+    small_chunks: Literal["inline", "merge", "keep"] | None = None,
+    chunk_target: int | str | None = None,
+    inline_max: int | str | None = None,
+    inline_total: int | str | None = None,
+) -> References | Report:
+    """Upgrade existing references, as ``vzarr upgrade`` does: kerchunk's JSON (version 0 or
+    1) or a directory of kerchunk's Parquet references, with Zarr v2 (or v3) metadata, to
+    vzarr's Zarr v3 references, or with ``output=`` written there (``format="icechunk"``: an
+    Icechunk repository). Every source must be under ``allow_prefixes`` (plus
+    ``VZARR_ALLOW_PREFIXES`` and the configuration file), or anywhere with
+    ``trust_references=True``; each is recorded with its size, modification time and ETag.
+    Small chunks are merged and inlined as :func:`build` does (same options). Variables
+    vzarr cannot express are left out, named in ``.report.warnings``.
+
+    Returns :class:`References` (with ``.report``), or with ``output=`` the :class:`Report`.
+    """
+    data, warnings, written = _vzarr.upgrade(
+        _os.fspath(refs),
+        allow_prefixes=_prefixes(allow_prefixes),
+        trust_references=trust_references,
+        small_chunks=small_chunks,
+        chunk_target=_size(chunk_target),
+        inline_max=_size(inline_max),
+        inline_total=_size(inline_total),
+        output=None if output is None else _os.fspath(output),
+        format=format,
+        branch=branch,
+    )
+    done = None if written is None else _json.loads(written)
+    report = Report(
+        failures=[],
+        warnings=list(warnings),
+        summary={},
+        output=None if done is None else done.pop("output"),
+        commit=done or None,
+    )
+    if data is None:
+        return report
+    out = References(_json.loads(data))
+    out.report = report
+    return out
 
 
 def scan(url: PathLike, **options: Any) -> References:

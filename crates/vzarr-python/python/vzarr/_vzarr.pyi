@@ -43,6 +43,20 @@ def build(
     progress: bool,
 ) -> tuple[bytes | None, list[tuple[str, str]], list[str], str, str | None]: ...
 
+def upgrade(
+    refs: str,
+    *,
+    allow_prefixes: list[str],
+    trust_references: bool,
+    small_chunks: str | None,
+    chunk_target: str | None,
+    inline_max: str | None,
+    inline_total: str | None,
+    output: str | None,
+    format: str,
+    branch: str,
+) -> tuple[bytes | None, list[str], str | None]: ...
+
 class Store:
     """An obstore store recreated from its configuration, for the parser's reads."""
     def __init__(self, store: object) -> None: ...

@@ -1,0 +1,332 @@
+//! Unit tests of kerchunk references with Zarr v2 metadata: JSON chunk keys of both
+//! separators, consolidated metadata, arrays left out, and Parquet references (files written
+//! here with the parquet crate's writer, in fsspec's layout) with hostile inputs.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+use vzarr_core::ChunkRef;
+
+use super::*;
+
+fn zarray(shape: &[u64], chunks: &[u64], extra: Value) -> String {
+    let mut z = json!({"zarr_format": 2, "shape": shape, "chunks": chunks, "dtype": "<i2",
+        "compressor": null, "filters": null, "fill_value": -1, "order": "C"});
+    for (k, v) in extra.as_object().unwrap() {
+        z[k] = v.clone();
+    }
+    z.to_string()
+}
+
+fn v2_refs(extra: Value) -> Vec<u8> {
+    let mut refs = json!({
+        ".zgroup": "{\"zarr_format\": 2}",
+        ".zattrs": "{\"title\": \"t\", \"nan\": NaN}",
+        "a/.zarray": zarray(&[4, 6], &[2, 3], json!({})),
+        "a/.zattrs": "{\"_ARRAY_DIMENSIONS\": [\"y\", \"x\"]}",
+        "g/b/.zarray": zarray(&[5], &[5], json!({"dimension_separator": "/"})),
+        "s/.zarray": zarray(&[], &[], json!({})),
+        "f/.zarray": zarray(&[2], &[1], json!({"order": "F"})),
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        refs[k] = v.clone();
+    }
+    serde_json::to_vec(&json!({"version": 1, "refs": refs})).unwrap()
+}
+
+fn parse(b: &[u8]) -> Result<ParsedRefs, ParseError> {
+    parse_refs(b, "t.json", ParseLimits::default())
+}
+
+#[test]
+fn zarr_v2_json_references() {
+    let b = v2_refs(json!({
+        "a/1.1": ["/d/a.nc", 100, 12],
+        "g/b/0": "base64:AQACAAMABAAFAA==",
+        "s/0": ["/d/a.nc", 7, 2],
+        "f/0": ["/d/a.nc", 0, 2],
+    }));
+    let p = parse(&b).unwrap();
+    let ds = &p.dataset;
+    assert_eq!(ds.groups[""].attributes["title"], json!("t"));
+    assert_eq!(ds.groups[""].attributes["nan"], json!("NaN"));
+    assert!(ds.groups.contains_key("g"));
+    let a = &ds.arrays["a"];
+    assert_eq!(a.dimension_names, ["y", "x"]);
+    assert_eq!(
+        a.manifest.get(3),
+        ChunkRef::Range {
+            source: "/d/a.nc",
+            offset: 100,
+            length: 12
+        }
+    );
+    assert_eq!(a.attributes["_FillValue"], json!(-1));
+    assert!(matches!(ds.arrays["g/b"].manifest.get(0), ChunkRef::Inline(b) if b.len() == 10));
+    assert!(matches!(
+        ds.arrays["s"].manifest.get(0),
+        ChunkRef::Range { offset: 7, .. }
+    ));
+    // Left out with the reason; its chunk key is skipped, not an error.
+    assert!(!ds.arrays.contains_key("f"));
+    assert!(
+        ds.skipped
+            .iter()
+            .any(|s| s.path == "f" && s.reason.contains("Fortran"))
+    );
+    // The documents served are Zarr v3.
+    let doc: Value = serde_json::from_slice(&p.documents["a/zarr.json"]).unwrap();
+    assert_eq!(doc["zarr_format"], json!(3));
+}
+
+#[test]
+fn consolidated_zmetadata_alone_or_agreeing() {
+    let meta = json!({"metadata": {
+        ".zgroup": {"zarr_format": 2},
+        "a/.zarray": serde_json::from_str::<Value>(&zarray(&[4], &[2], json!({}))).unwrap(),
+    }, "zarr_consolidated_format": 1});
+    let b = serde_json::to_vec(&json!({".zmetadata": meta, "a/1": ["/d/a.nc", 0, 4]})).unwrap();
+    let p = parse(&b).unwrap();
+    assert_eq!(p.dataset.arrays["a"].manifest.stored(), 1);
+    // A key given both ways must say the same.
+    let b = serde_json::to_vec(&json!({".zmetadata": meta,
+        "a/.zarray": zarray(&[8], &[2], json!({}))}))
+    .unwrap();
+    let e = parse(&b).unwrap_err().to_string();
+    assert!(e.contains("a/.zarray") && e.contains("consolidated"), "{e}");
+}
+
+#[test]
+fn malformed_zarr_v2_is_a_typed_error_naming_the_key() {
+    for (extra, key, why) in [
+        (json!({"a/1.1.1": ["/d", 0, 1]}), "a/1.1.1", "chunk indices"),
+        (
+            json!({"a/9.0": ["/d", 0, 1]}),
+            "a/9.0",
+            "outside the chunk grid",
+        ),
+        (
+            json!({"a/0/0": ["/d", 0, 1]}),
+            "a/0/0",
+            "neither a metadata key",
+        ),
+        (
+            json!({"g/b/0.0": ["/d", 0, 1]}),
+            "g/b/0.0",
+            "not a non-negative integer",
+        ),
+        (
+            json!({"a/.zarray": "{\"zarr_format\": 2}"}),
+            "a/.zarray",
+            "shape",
+        ),
+        (
+            json!({"a/.zattrs": "[1]"}),
+            "a/.zattrs",
+            "not a JSON object",
+        ),
+        (
+            json!({"x/.zarray": zarray(&[2], &[1], json!({"dtype": "<q9"}))}),
+            "x/.zarray",
+            "dtype",
+        ),
+        (
+            json!({"a/zarr.json": "{\"zarr_format\": 3, \"node_type\": \"group\"}"}),
+            "a/zarr.json",
+            "both",
+        ),
+    ] {
+        let e = parse(&v2_refs(extra)).unwrap_err().to_string();
+        assert!(e.contains(key) && e.contains(why), "{key}: {e}");
+    }
+}
+
+/// A Parquet record file in fsspec's layout (`path`, `offset`, `size`, `raw`).
+fn record(rows: &[(Option<&str>, i64, i64, Option<&[u8]>)]) -> Bytes {
+    use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    use parquet::schema::parser::parse_message_type;
+    let schema = Arc::new(
+        parse_message_type(
+            "message schema { optional binary path (UTF8); required int64 offset; \
+             required int64 size; optional binary raw; }",
+        )
+        .unwrap(),
+    );
+    let mut out = Vec::new();
+    let mut w =
+        SerializedFileWriter::new(&mut out, schema, Arc::new(WriterProperties::default())).unwrap();
+    let mut rg = w.next_row_group().unwrap();
+    let defs = |f: &dyn Fn(usize) -> bool| -> Vec<i16> {
+        (0..rows.len()).map(|i| i16::from(f(i))).collect()
+    };
+    let mut col = rg.next_column().unwrap().unwrap();
+    let paths: Vec<ByteArray> = rows
+        .iter()
+        .filter_map(|r| r.0)
+        .map(ByteArray::from)
+        .collect();
+    col.typed::<ByteArrayType>()
+        .write_batch(&paths, Some(&defs(&|i| rows[i].0.is_some())), None)
+        .unwrap();
+    col.close().unwrap();
+    for k in [1, 2] {
+        let mut col = rg.next_column().unwrap().unwrap();
+        let v: Vec<i64> = rows
+            .iter()
+            .map(|r| if k == 1 { r.1 } else { r.2 })
+            .collect();
+        col.typed::<Int64Type>()
+            .write_batch(&v, None, None)
+            .unwrap();
+        col.close().unwrap();
+    }
+    let mut col = rg.next_column().unwrap().unwrap();
+    let raws: Vec<ByteArray> = rows
+        .iter()
+        .filter_map(|r| r.3)
+        .map(|b| ByteArray::from(b.to_vec()))
+        .collect();
+    col.typed::<ByteArrayType>()
+        .write_batch(&raws, Some(&defs(&|i| rows[i].3.is_some())), None)
+        .unwrap();
+    col.close().unwrap();
+    rg.close().unwrap();
+    w.close().unwrap();
+    Bytes::from(out)
+}
+
+fn zmetadata(record_size: u64) -> Vec<u8> {
+    serde_json::to_vec(&json!({"record_size": record_size, "metadata": {
+        ".zgroup": {"zarr_format": 2},
+        "a/.zarray": serde_json::from_str::<Value>(&zarray(&[5], &[1], json!({}))).unwrap(),
+        "a/.zattrs": {"_ARRAY_DIMENSIONS": ["x"]},
+    }}))
+    .unwrap()
+}
+
+#[test]
+fn parquet_references() {
+    // Chunks 0..3 in record 0, 3..5 in record 1 (rows past the last chunk are padding).
+    let r0 = record(&[
+        (Some("/d/a.nc"), 10, 2, None),
+        (None, 0, 0, None),
+        (Some("/d/a.nc"), 0, 0, Some(b"\x05\x00")),
+    ]);
+    let r1 = record(&[
+        (Some("/d/b.nc"), 30, 2, None),
+        (None, 0, 0, None),
+        (None, 0, 0, None),
+    ]);
+    let mut fetch = |rel: &str| -> Result<Option<Bytes>, FetchError> {
+        Ok(match rel {
+            "a/refs.0.parq" => Some(r0.clone()),
+            "a/refs.1.parq" => Some(r1.clone()),
+            _ => None,
+        })
+    };
+    let p =
+        parse_parquet_refs(&zmetadata(3), "d.parq", ParseLimits::default(), &mut fetch).unwrap();
+    let m = &p.dataset.arrays["a"].manifest;
+    assert_eq!(
+        m.get(0),
+        ChunkRef::Range {
+            source: "/d/a.nc",
+            offset: 10,
+            length: 2
+        }
+    );
+    assert_eq!(m.get(1), ChunkRef::Missing);
+    assert_eq!(m.get(2), ChunkRef::Inline(b"\x05\x00"));
+    assert!(matches!(
+        m.get(3),
+        ChunkRef::Range {
+            source: "/d/b.nc",
+            ..
+        }
+    ));
+    assert_eq!(m.stored(), 3);
+    // A record file that is absent: its chunks are not stored.
+    let mut only_first = |rel: &str| -> Result<Option<Bytes>, FetchError> {
+        Ok((rel == "a/refs.0.parq").then(|| r0.clone()))
+    };
+    let p =
+        parse_parquet_refs(&zmetadata(3), "d", ParseLimits::default(), &mut only_first).unwrap();
+    assert_eq!(p.dataset.arrays["a"].manifest.stored(), 2);
+}
+
+#[test]
+fn hostile_parquet_references_are_typed_errors() {
+    let good = record(&[(Some("/d/a.nc"), 10, 2, None)]);
+    let cases: Vec<(Vec<u8>, Bytes, &str)> = vec![
+        (b"{".to_vec(), good.clone(), "not JSON"),
+        (br#"{"metadata": {}}"#.to_vec(), good.clone(), "record_size"),
+        (
+            br#"{"record_size": 0, "metadata": {}}"#.to_vec(),
+            good.clone(),
+            "record_size",
+        ),
+        (
+            br#"{"record_size": 5}"#.to_vec(),
+            good.clone(),
+            "\"metadata\"",
+        ),
+        (
+            zmetadata(3),
+            Bytes::from_static(b"PAR1 not really"),
+            "not Parquet",
+        ),
+        (
+            zmetadata(1),
+            record(&[(Some("/d"), 1, 1, None), (Some("/d"), 2, 1, None)]),
+            "rows",
+        ),
+        (
+            zmetadata(3),
+            record(&[(Some("/d"), -1, 1, None)]),
+            "negative",
+        ),
+        (
+            zmetadata(3),
+            record(&[(Some("/d"), 0, 0, None)]),
+            "whole-file",
+        ),
+        (
+            zmetadata(8),
+            record(&[
+                (None, 0, 0, None),
+                (None, 0, 0, None),
+                (None, 0, 0, None),
+                (None, 0, 0, None),
+                (None, 0, 0, None),
+                (Some("/d"), 1, 1, None),
+            ]),
+            "past the array",
+        ),
+    ];
+    for (meta, file, why) in cases {
+        let mut fetch = |_: &str| -> Result<Option<Bytes>, FetchError> { Ok(Some(file.clone())) };
+        let e = parse_parquet_refs(&meta, "d.parq", ParseLimits::default(), &mut fetch)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(why) && e.starts_with("d.parq"), "{why}: {e}");
+    }
+    // The fetcher's error, kept as the cause, naming the part.
+    let mut failing = |_: &str| -> Result<Option<Bytes>, FetchError> {
+        Err(Arc::new(std::io::Error::other("disk on fire")))
+    };
+    let e = parse_parquet_refs(
+        &zmetadata(3),
+        "d.parq",
+        ParseLimits::default(),
+        &mut failing,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, ParseError::Part { part, .. } if part == "a/refs.0.parq"),
+        "{e}"
+    );
+    assert!(std::error::Error::source(&e).is_some());
+}

@@ -1,0 +1,78 @@
+//! `vzarr.upgrade`: existing references (kerchunk's JSON or Parquet, Zarr v2 or v3) to vzarr's
+//! output, through the same library calls as `vzarr upgrade`.
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use vzarr_build::upgrade::{UpgradeOptions, upgrade as run_upgrade};
+use vzarr_build::{Format, Output, Settings};
+
+/// What an upgrade gives Python: the references as JSON bytes (without `output`), the
+/// warnings (variables left out), and what was written (JSON text, with `output`).
+type Upgraded = (Option<Py<PyBytes>>, Vec<String>, Option<String>);
+
+/// Upgrades the references at `refs` (a kerchunk JSON file, or a directory of kerchunk's
+/// Parquet references): returns them as vzarr's JSON references, or writes them to `output`
+/// (with `format="icechunk"` a repository). Sources must be under `allow_prefixes` (plus the
+/// environment's and the configuration file's), or anywhere with `trust_references`.
+#[pyfunction]
+#[pyo3(signature = (
+    refs, *, allow_prefixes, trust_references, small_chunks, chunk_target, inline_max,
+    inline_total, output, format, branch
+))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn upgrade(
+    py: Python<'_>,
+    refs: String,
+    allow_prefixes: Vec<String>,
+    trust_references: bool,
+    small_chunks: Option<String>,
+    chunk_target: Option<String>,
+    inline_max: Option<String>,
+    inline_total: Option<String>,
+    output: Option<String>,
+    format: &str,
+    branch: &str,
+) -> PyResult<Upgraded> {
+    let format: Format = format.parse().map_err(crate::value_error("format"))?;
+    let output = output
+        .map(|o| Output::parse(&o, format, branch))
+        .transpose()
+        .map_err(|e| crate::to_py(py, &e))?;
+    if output.is_none() && format != Format::Kerchunk {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "format=\"icechunk\" needs output= (the repository)",
+        ));
+    }
+    let small = [small_chunks, chunk_target, inline_max, inline_total];
+    let (_, policy) = crate::with_small_chunks(Settings::new(), small)?;
+    let mut allow = allow_prefixes;
+    allow.extend(vzarr_read::configured_prefixes().map_err(|e| crate::open::to_py(&e, &refs))?);
+    let parsed = py
+        .detach(|| vzarr_read::load(&refs, vzarr_read::ParseLimits::default()))
+        .map_err(|e| crate::open::to_py(&e, &refs))?;
+    let mut opts = UpgradeOptions::new(&refs, allow);
+    opts.trust_references = trust_references;
+    opts.small_chunks = policy;
+    let done = py.detach(|| -> Result<_, vzarr_build::BuildError> {
+        let up = run_upgrade(parsed, &opts)?;
+        let warnings: Vec<String> = up
+            .dataset
+            .skipped
+            .iter()
+            .map(|s| format!("{}: left out: {}", s.path, s.reason))
+            .collect();
+        Ok(match &output {
+            Some(target) => {
+                let w = vzarr_build::output::write(&up.dataset, target, "upgrade", false, None)?;
+                (None, warnings, Some(crate::written_json(&w)))
+            }
+            None => (Some(vzarr_kerchunk::to_bytes(&up.dataset)?), warnings, None),
+        })
+    });
+    let (bytes, warnings, written) = done.map_err(|e| crate::to_py(py, &e))?;
+    Ok((
+        bytes.map(|b| PyBytes::new(py, &b).unbind()),
+        warnings,
+        written,
+    ))
+}

@@ -1,0 +1,454 @@
+//! Auditing references made elsewhere (kerchunk's, which record no provenance): every
+//! reference (or a seeded sample) is located in its source with vzarr's own scanners, so a
+//! defect is named by its kind rather than only seen as values that differ:
+//!
+//! - the source is missing, or the range goes past its end (stale or wrong references);
+//! - no stored chunk of any variable starts at the offset (a wrong offset, or a source
+//!   rewritten since), or the chunk there has another length;
+//! - the chunk there belongs to another variable;
+//! - the variable's codecs or data type differ from what the references say;
+//! - the chunk sits at other chunk coordinates than the key says, given where the file's other
+//!   chunks sit (a shifted chunk: for a combined dataset, each file's placement along every
+//!   dimension is the one most of its references agree on);
+//! - a chunk the file stores is not referenced where the file's placement puts it (a missing
+//!   chunk; checked when every reference is audited).
+
+use std::collections::{BTreeMap, HashMap};
+
+use vzarr_core::{ChunkRef, Codec, VirtualArray, VirtualDataset};
+use vzarr_read::Reader;
+
+use crate::report::VerifyOptions;
+use crate::sample::sample_indices;
+
+/// The kind of a defective reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum DefectKind {
+    /// The source cannot be opened or scanned (missing, unreadable).
+    StaleSource,
+    /// The range goes past the end of the source.
+    PastEnd,
+    /// No stored chunk starts at the offset.
+    WrongOffset,
+    /// A chunk starts there, of another length.
+    WrongLength,
+    /// The chunk there belongs to another variable.
+    OtherVariable,
+    /// The variable's codecs, data type or rank differ from the references'.
+    Metadata,
+    /// The chunk sits at other coordinates than the key says.
+    Shifted,
+    /// A chunk the source stores is not referenced where it belongs.
+    Missing,
+}
+
+impl DefectKind {
+    /// The kind in words, as reports print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DefectKind::StaleSource => "stale source",
+            DefectKind::PastEnd => "past the end",
+            DefectKind::WrongOffset => "wrong offset",
+            DefectKind::WrongLength => "wrong length",
+            DefectKind::OtherVariable => "other variable",
+            DefectKind::Metadata => "metadata",
+            DefectKind::Shifted => "shifted",
+            DefectKind::Missing => "missing",
+        }
+    }
+}
+
+/// One defective reference.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Defect {
+    /// Array path.
+    pub array: String,
+    /// The chunk (its key's indices).
+    pub chunk: Vec<u64>,
+    /// The source the reference points into.
+    pub source: String,
+    /// The kind.
+    pub kind: DefectKind,
+    /// What is wrong, in words.
+    pub detail: String,
+}
+
+impl std::fmt::Display for Defect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} chunk {:?} ({}): {}: {}",
+            self.array,
+            self.chunk,
+            self.source,
+            self.kind.name(),
+            self.detail
+        )
+    }
+}
+
+/// What an audit found.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct AuditReport {
+    /// References (byte ranges) in the audited arrays.
+    pub references: u64,
+    /// References audited.
+    pub audited: u64,
+    /// Sources scanned.
+    pub sources: u64,
+    /// Defects found, by kind.
+    pub by_kind: BTreeMap<&'static str, u64>,
+    /// The first defects, in detail.
+    pub defects: Vec<Defect>,
+}
+
+impl AuditReport {
+    /// Whether no defect was found.
+    pub fn ok(&self) -> bool {
+        self.by_kind.is_empty()
+    }
+
+    /// One summary line.
+    pub fn summary(&self) -> String {
+        let found = if self.ok() {
+            "no defect".to_string()
+        } else {
+            self.by_kind
+                .iter()
+                .map(|(k, n)| format!("{n} {k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!(
+            "audited {} of {} references against {} source(s) scanned by vzarr: {found}",
+            self.audited, self.references, self.sources
+        )
+    }
+
+    fn add(&mut self, d: Defect, max: usize) {
+        *self.by_kind.entry(d.kind.name()).or_default() += 1;
+        if self.defects.len() < max {
+            self.defects.push(d);
+        }
+    }
+}
+
+/// A codec's kind, for comparing chains written by different tools (levels and block sizes
+/// do not change decoding; element sizes of shuffles do).
+fn codec_kind(c: &Codec) -> String {
+    match c {
+        Codec::Shuffle { element_size } => format!("shuffle({element_size})"),
+        Codec::Zlib { .. } => "zlib".into(),
+        Codec::Zstd { .. } => "zstd".into(),
+        Codec::Blosc { .. } => "blosc".into(),
+        Codec::Bz2 { .. } => "bz2".into(),
+        other => format!("{:?}", std::mem::discriminant(other)),
+    }
+}
+
+/// Where a source's stored chunks are: offset -> (array path, linear chunk index, length).
+type Index = HashMap<u64, (String, usize, u64)>;
+
+fn index_of(scanned: &VirtualDataset) -> Index {
+    let mut idx = Index::new();
+    for (path, a) in &scanned.arrays {
+        for (lin, r) in a.manifest.iter_stored() {
+            // A scan of one file references that file only (under its own spelling).
+            if let ChunkRef::Range { offset, length, .. } = r {
+                idx.insert(offset, (path.clone(), lin, length));
+            }
+        }
+    }
+    idx
+}
+
+/// One reference under audit.
+struct Ref<'a> {
+    path: &'a str,
+    array: &'a VirtualArray,
+    lin: usize,
+    url: &'a str,
+    offset: u64,
+    length: u64,
+}
+
+/// Audits the references `reader` holds (see the module documentation); `opts` gives the
+/// arrays, the sample and how many defects to describe. Sources are opened under the reader's
+/// policy (allowed prefixes) before they are scanned.
+pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
+    let ds = reader.dataset();
+    let mut refs: Vec<Ref<'_>> = Vec::new();
+    for (path, array) in &ds.arrays {
+        if !opts.arrays.is_empty() && !opts.arrays.iter().any(|a| a == path) {
+            continue;
+        }
+        for (lin, r) in array.manifest.iter_stored() {
+            if let ChunkRef::Range {
+                source,
+                offset,
+                length,
+            } = r
+            {
+                refs.push(Ref {
+                    path,
+                    array,
+                    lin,
+                    url: source,
+                    offset,
+                    length,
+                });
+            }
+        }
+    }
+    let mut report = AuditReport {
+        references: refs.len() as u64,
+        ..Default::default()
+    };
+    let chosen: Vec<usize> = match opts.sample {
+        Some(n) => sample_indices(refs.len() as u64, n, opts.seed)
+            .into_iter()
+            .map(|i| i as usize)
+            .collect(),
+        None => (0..refs.len()).collect(),
+    };
+    report.audited = chosen.len() as u64;
+    let max = opts.max_reported;
+    let defect = |r: &Ref<'_>, kind, detail: String| Defect {
+        array: r.path.to_string(),
+        chunk: r.array.grid.chunk_index(r.lin as u64),
+        source: r.url.to_string(),
+        kind,
+        detail,
+    };
+    // Each source opened under the policy, then scanned once.
+    let mut scans: BTreeMap<&str, Result<(u64, VirtualDataset, Index), String>> = BTreeMap::new();
+    for &i in &chosen {
+        let url = refs[i].url;
+        scans.entry(url).or_insert_with(|| {
+            let src = reader
+                .direct_sources()
+                .open(url)
+                .map_err(|e| e.to_string())?;
+            let source = vzarr_scan::inputs::SourceRef::parse(url).map_err(|e| e.to_string())?;
+            let scanned = vzarr_scan::scan_source(&source, &vzarr_scan::ScanOptions::default())
+                .map_err(|e| e.to_string())?;
+            let idx = index_of(&scanned);
+            Ok((src.size(), scanned, idx))
+        });
+    }
+    report.sources = scans.values().filter(|s| s.is_ok()).count() as u64;
+    // Placements: per (source, dimension), element offset -> votes.
+    let mut votes: HashMap<(&str, &str), HashMap<i128, u64>> = HashMap::new();
+    let mut placed: Vec<(usize, Vec<i128>)> = Vec::new();
+    let mut seen: std::collections::HashSet<(&str, &str)> = std::collections::HashSet::new();
+    for &i in &chosen {
+        let r = &refs[i];
+        let (size, scanned, idx) = match &scans[r.url] {
+            Ok(s) => s,
+            Err(e) => {
+                report.add(defect(r, DefectKind::StaleSource, e.clone()), max);
+                continue;
+            }
+        };
+        if r.offset.saturating_add(r.length) > *size {
+            report.add(
+                defect(
+                    r,
+                    DefectKind::PastEnd,
+                    format!(
+                        "{} bytes at offset {} go past the end of the file ({size} bytes)",
+                        r.length, r.offset
+                    ),
+                ),
+                max,
+            );
+            continue;
+        }
+        let Some((spath, slin, slen)) = idx.get(&r.offset) else {
+            report.add(
+                defect(
+                    r,
+                    DefectKind::WrongOffset,
+                    format!(
+                        "no stored chunk of any variable starts at offset {}",
+                        r.offset
+                    ),
+                ),
+                max,
+            );
+            continue;
+        };
+        if spath != r.path {
+            report.add(
+                defect(
+                    r,
+                    DefectKind::OtherVariable,
+                    format!("the range is a chunk of {spath}"),
+                ),
+                max,
+            );
+            continue;
+        }
+        let sa = &scanned.arrays[spath];
+        // An uncompressed chunk longer than the array: HDF5 stores it whole, the scanner cuts
+        // it to the array; a reference to the whole stored chunk is right.
+        let padded = sa.codecs.is_empty() && *slen < r.length;
+        if *slen != r.length && !padded {
+            report.add(
+                defect(
+                    r,
+                    DefectKind::WrongLength,
+                    format!("the chunk there is {slen} bytes, not {}", r.length),
+                ),
+                max,
+            );
+            continue;
+        }
+        let ours: Vec<String> = r.array.codecs.iter().map(codec_kind).collect();
+        let theirs: Vec<String> = sa.codecs.iter().map(codec_kind).collect();
+        if sa.grid.ndim() != r.array.grid.ndim()
+            || sa.data_type != r.array.data_type
+            || (sa.data_type.size() > 1 && sa.endian != r.array.endian)
+            || ours != theirs
+        {
+            report.add(
+                defect(
+                    r,
+                    DefectKind::Metadata,
+                    format!(
+                        "the file's variable is {} {} {:?} with codecs {theirs:?}; the references say {} {} {:?} with {ours:?}",
+                        sa.data_type.name(),
+                        sa.endian.as_str(),
+                        sa.shape(),
+                        r.array.data_type.name(),
+                        r.array.endian.as_str(),
+                        r.array.shape()
+                    ),
+                ),
+                max,
+            );
+            continue;
+        }
+        let key_origin = r
+            .array
+            .grid
+            .chunk_origin(&r.array.grid.chunk_index(r.lin as u64));
+        let src_origin = sa.grid.chunk_origin(&sa.grid.chunk_index(*slin as u64));
+        let delta: Vec<i128> = key_origin
+            .iter()
+            .zip(&src_origin)
+            .map(|(&k, &s)| i128::from(k) - i128::from(s))
+            .collect();
+        seen.insert((r.url, r.path));
+        for (d, dim) in delta.iter().zip(&r.array.dimension_names) {
+            *votes
+                .entry((r.url, dim.as_str()))
+                .or_default()
+                .entry(*d)
+                .or_default() += 1;
+        }
+        placed.push((i, delta));
+    }
+    // The placement of each file along each dimension: what most of its references say (0
+    // for a dataset of one file).
+    let single = scans.len() == 1;
+    let placement = |url: &str, dim: &str| -> i128 {
+        if single {
+            return 0;
+        }
+        votes
+            .get(&(url, dim))
+            .and_then(|v| v.iter().max_by_key(|(d, n)| (**n, -**d)).map(|(d, _)| *d))
+            .unwrap_or(0)
+    };
+    for (i, delta) in &placed {
+        let r = &refs[*i];
+        let want: Vec<i128> = r
+            .array
+            .dimension_names
+            .iter()
+            .map(|d| placement(r.url, d))
+            .collect();
+        if *delta != want {
+            report.add(
+                defect(
+                    r,
+                    DefectKind::Shifted,
+                    format!(
+                        "the range is the file's chunk at element offset {:?} from where the key puts it; the file's other chunks sit at {want:?}",
+                        delta
+                    ),
+                ),
+                max,
+            );
+        }
+    }
+    // Missing: every chunk a scanned file stores of a variable its references place.
+    if opts.sample.is_none() {
+        for (url, scan) in &scans {
+            let Ok((_, scanned, _)) = scan else { continue };
+            for (path, sa) in &scanned.arrays {
+                let Some(array) = ds.arrays.get(path) else {
+                    continue;
+                };
+                if !opts.arrays.is_empty() && !opts.arrays.iter().any(|a| a == path) {
+                    continue;
+                }
+                if sa.grid.ndim() != array.grid.ndim()
+                    || !seen.contains(&(*url, path.as_str()))
+                    || !array
+                        .dimension_names
+                        .iter()
+                        .all(|d| votes.contains_key(&(*url, d.as_str())))
+                {
+                    continue;
+                }
+                for (slin, r) in sa.manifest.iter_stored() {
+                    let ChunkRef::Range { offset, length, .. } = r else {
+                        continue;
+                    };
+                    let origin = sa.grid.chunk_origin(&sa.grid.chunk_index(slin as u64));
+                    let pos: Option<Vec<u64>> = origin
+                        .iter()
+                        .zip(&array.dimension_names)
+                        .map(|(&o, d)| u64::try_from(i128::from(o) + placement(url, d)).ok())
+                        .collect();
+                    let Some(pos) = pos else { continue };
+                    let index: Option<Vec<u64>> = pos
+                        .iter()
+                        .zip(array.grid.dims())
+                        .map(|(&p, g)| g.chunk_of(p))
+                        .collect();
+                    let Some(index) = index else { continue };
+                    let Some(lin) = array.grid.linear_index(&index) else {
+                        continue;
+                    };
+                    let here = array.manifest.get(lin as usize);
+                    let referenced = matches!(here, ChunkRef::Range { source, offset: o, .. } if source == *url && o == offset);
+                    if !referenced && !matches!(here, ChunkRef::Inline(_)) {
+                        report.add(
+                            Defect {
+                                array: path.clone(),
+                                chunk: index,
+                                source: url.to_string(),
+                                kind: DefectKind::Missing,
+                                detail: format!(
+                                    "the file stores this chunk ({length} bytes at offset {offset}); the references {}",
+                                    match here {
+                                        ChunkRef::Missing => "leave it out (it reads as the fill value)".to_string(),
+                                        ChunkRef::Range { source, offset, .. } => format!("point at {source} offset {offset} instead"),
+                                        ChunkRef::Inline(_) => String::new(),
+                                    }
+                                ),
+                            },
+                            max,
+                        );
+                    }
+                }
+            }
+        }
+    }
+    report
+}

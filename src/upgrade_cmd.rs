@@ -1,0 +1,63 @@
+//! `vzarr upgrade`: existing references (kerchunk's JSON or Parquet, Zarr v2 or v3) to vzarr's
+//! output, through the library's loader, upgrade and writers.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use vzarr_build::Settings;
+use vzarr_build::upgrade::{UpgradeOptions, upgrade as run_upgrade};
+use vzarr_scan::batch::BatchSummary;
+
+use crate::flags::{OutputArgs, ReportArgs, SmallChunkArgs};
+use crate::print;
+
+/// Arguments of `vzarr upgrade`.
+#[derive(clap::Args, Clone)]
+pub(crate) struct UpgradeArgs {
+    /// The references: a kerchunk JSON file (version 0 or 1, Zarr v2 or v3 metadata), or a
+    /// directory (or object-store prefix) of kerchunk's Parquet references.
+    #[arg(value_name = "REFS")]
+    pub(crate) refs: String,
+    /// Allow reading sources under this prefix: a local directory or a URL prefix such as
+    /// s3://bucket/dir/ (repeatable; also $VZARR_ALLOW_PREFIXES and the allowed-prefixes
+    /// file, as for verify). Every source the references name must be under one.
+    #[arg(long = "allow-prefix", value_name = "PREFIX")]
+    pub(crate) allow_prefix: Vec<String>,
+    /// Allow whatever sources the references name (only for references you made or trust).
+    #[arg(long)]
+    pub(crate) trust_references: bool,
+    #[command(flatten)]
+    pub(crate) output: OutputArgs,
+    #[command(flatten)]
+    pub(crate) small: SmallChunkArgs,
+    #[command(flatten)]
+    pub(crate) report: ReportArgs,
+}
+
+/// Runs `vzarr upgrade`.
+pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode> {
+    let started = std::time::Instant::now();
+    let output = args.output.output()?;
+    let policy = args.small.settings(Settings::new()).small_chunk_policy()?;
+    let parsed = vzarr_read::load(&args.refs, vzarr_read::ParseLimits::default())?;
+    let mut allow = args.allow_prefix.clone();
+    allow.extend(vzarr_read::configured_prefixes()?);
+    let mut opts = UpgradeOptions::new(&args.refs, allow);
+    opts.trust_references = args.trust_references;
+    opts.small_chunks = policy;
+    let up = run_upgrade(parsed, &opts)?;
+    let left: Vec<String> = up
+        .dataset
+        .skipped
+        .iter()
+        .map(|s| format!("{}: left out: {}", s.path, s.reason))
+        .collect();
+    print::warnings(&left);
+    print::small_chunks(&up.small_chunks);
+    let summary = BatchSummary {
+        files: up.dataset.provenance.sources.len(),
+        total_seconds: started.elapsed().as_secs_f64(),
+        ..Default::default()
+    };
+    print::finish(&up.dataset, &output, "upgrade", &[], &summary, &args.report)
+}

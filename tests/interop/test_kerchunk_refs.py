@@ -1,0 +1,365 @@
+"""Existing kerchunk references (made here with kerchunk 0.2.10, pinned in requirements.txt):
+read by vzarr (JSON and Parquet, Zarr v2 metadata), verified against their sources (no false
+alarm on good references; every injected defect found), and upgraded with `vzarr upgrade` to
+Zarr v3 references and Icechunk repositories that zarr-python and icechunk-python read equal
+to the sources as h5py and netCDF4-python read them."""
+
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import h5py
+import icechunk
+import netCDF4
+import numpy as np
+import pytest
+import zarr
+
+from conftest import FIXTURES, assert_values_equal, open_store, run_vzarr
+
+warnings.filterwarnings("ignore")
+zarr.config.set({"array.rectilinear_chunks": True})
+
+# Fixtures kerchunk's SingleHdf5ToZarr translates (it refuses or fails on the others: LZF,
+# szip, bitshuffle, compounds with strings, ...); nc4_unwritten.nc is left to the defect
+# tests, since kerchunk gives its unwritten chunks a fill value the file does not have.
+HDF5_FIXTURES = ["nc4_climate.nc", "filters.h5", "fillvalues.h5", "layouts_latest.h5",
+                 "attrs_groups.h5", "nc4_types.nc", "archive/tas_202301.nc"]
+
+
+def kerchunk_hdf5(src: Path, out: Path, inline_threshold=100) -> Path:
+    from kerchunk.hdf import SingleHdf5ToZarr
+    refs = SingleHdf5ToZarr(str(src), inline_threshold=inline_threshold).translate()
+    out.write_text(json.dumps(refs))
+    return out
+
+
+def to_parquet(refs_json: Path, out: Path, record_size=5) -> Path:
+    from kerchunk.df import refs_to_dataframe
+    refs_to_dataframe(str(refs_json), str(out), record_size=record_size)
+    return out
+
+
+def h5_arrays(src: Path) -> dict:
+    """Every dataset of `src` that is not a bare dimension scale, by path, as h5py reads it."""
+    out = {}
+    with h5py.File(src, "r") as f:
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset) and obj.dtype.kind != "V":
+                out[name] = obj[()]
+        f.visititems(visit)
+    return out
+
+
+def arrays_of(g) -> dict:
+    return {p: a[()] for p, a in g.members(max_depth=None) if isinstance(a, zarr.Array)}
+
+
+def read_json_output(out: Path) -> dict:
+    return arrays_of(zarr.open_group(open_store(json.loads(out.read_text())), mode="r",
+                                     zarr_format=3))
+
+
+def read_icechunk(repo_path: Path) -> dict:
+    storage = icechunk.local_filesystem_storage(str(repo_path))
+    conts = sorted((icechunk.Repository.open(storage).config.virtual_chunk_containers or {}).keys())
+    repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=icechunk.containers_credentials(
+        {c: icechunk.credentials.LocalFileSystemAccess for c in conts}))
+    return arrays_of(zarr.open_group(repo.readonly_session(branch="main").store, mode="r",
+                                     zarr_format=3))
+
+
+def left_out(stderr: str) -> set:
+    return {line.split(": left out:")[0].split("warning: ")[-1].strip()
+            for line in stderr.splitlines() if ": left out:" in line}
+
+
+def kerchunk_arrays(refs_json: Path) -> set:
+    """The arrays kerchunk's references hold (it leaves out, with a warning, what it cannot
+    translate)."""
+    refs = json.loads(refs_json.read_text())["refs"]
+    return {k[: -len("/.zarray")] for k in refs if k.endswith("/.zarray")}
+
+
+def compare_upgrade(got: dict, expected: dict, arrays: set, stderr: str, where: str):
+    skipped = left_out(stderr)
+    assert got, f"{where}: nothing read"
+    for path in sorted(arrays):
+        if path in skipped:
+            continue
+        assert path in got, f"{where}: {path} neither upgraded nor reported as left out"
+        assert_values_equal(expected[path], got[path], f"{where}:{path}")
+
+
+@pytest.mark.parametrize("layout", ["json", "parquet"])
+@pytest.mark.parametrize("name", HDF5_FIXTURES)
+def test_single_file_references_verified_and_upgraded(tmp_path, name, layout):
+    """kerchunk's references of a fixture: vzarr verify finds every value equal (no false
+    alarm), and the upgraded JSON and Icechunk outputs read equal to h5py."""
+    src = FIXTURES / name
+    refs = kerchunk_hdf5(src, tmp_path / "refs.json")
+    arrays = kerchunk_arrays(refs)
+    if layout == "parquet":
+        refs = to_parquet(refs, tmp_path / "refs.parq")
+    p = run_vzarr("verify", refs, "--allow-prefix", FIXTURES, "--readers", "native", check=False)
+    assert p.returncode == 0, f"false alarm on {name} ({layout}):\n{p.stdout}\n{p.stderr}"
+    expected = h5_arrays(src)
+    up = run_vzarr("upgrade", refs, "-o", tmp_path / "up.json", "--allow-prefix", FIXTURES)
+    compare_upgrade(read_json_output(tmp_path / "up.json"), expected, arrays, up.stderr,
+                    f"{name} json")
+    doc = json.loads((tmp_path / "up.json").read_text())
+    assert doc["vzarr"]["upgraded_from"] == str(refs)
+    assert all(s["url"].startswith("file:///") for s in doc["vzarr"]["sources"])
+    up = run_vzarr("upgrade", refs, "-o", tmp_path / "repo", "--format", "icechunk",
+                   "--allow-prefix", FIXTURES)
+    compare_upgrade(read_icechunk(tmp_path / "repo"), expected, arrays, up.stderr,
+                    f"{name} icechunk")
+
+
+def test_netcdf3_references_upgraded(tmp_path):
+    """kerchunk's NetCDF3ToZarr references of a NetCDF3 file (record and fixed variables,
+    big-endian): verified clean, upgraded, read equal to netCDF4-python."""
+    from kerchunk.netCDF3 import NetCDF3ToZarr
+    src = tmp_path / "obs.nc"
+    with netCDF4.Dataset(src, "w", format="NETCDF3_64BIT_OFFSET") as d:
+        d.createDimension("time", None)
+        d.createDimension("station", 5)
+        t = d.createVariable("time", "f8", ("time",))
+        t.units = "hours since 2020-01-01"
+        v = d.createVariable("temp", "f4", ("time", "station"), fill_value=-999.0)
+        h = d.createVariable("height", "i2", ("station",))
+        t[:] = np.arange(7)
+        v[:] = np.arange(35, dtype="f4").reshape(7, 5) / 3
+        h[:] = [1, 2, 3, 4, 5]
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps(NetCDF3ToZarr(str(src), inline_threshold=0).translate()))
+    p = run_vzarr("verify", refs, "--allow-prefix", tmp_path, "--readers", "native", check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    run_vzarr("upgrade", refs, "-o", tmp_path / "up.json", "--allow-prefix", tmp_path)
+    got = read_json_output(tmp_path / "up.json")
+    with netCDF4.Dataset(src) as d:
+        d.set_auto_maskandscale(False)
+        for name in ("time", "temp", "height"):
+            assert_values_equal(d[name][:], got[name], name)
+
+
+def monthly_archive(root: Path, months=3, days=4) -> list[Path]:
+    """Monthly files of `days` time steps, one time chunk each, the same time units: what
+    kerchunk's MultiZarrToZarr combines correctly."""
+    root.mkdir()
+    files = []
+    for m in range(months):
+        f = root / f"tas_{m:02d}.nc"
+        with netCDF4.Dataset(f, "w") as d:
+            d.createDimension("time", None)
+            d.createDimension("lat", 3)
+            t = d.createVariable("time", "f8", ("time",))
+            t.units = "days since 2000-01-01"
+            lat = d.createVariable("lat", "f4", ("lat",))
+            v = d.createVariable("tas", "f4", ("time", "lat"), chunksizes=(days, 3), zlib=True)
+            t[:] = np.arange(days) + m * days
+            lat[:] = [10, 20, 30]
+            v[:] = np.arange(days * 3, dtype="f4").reshape(days, 3) + 100 * m
+        files.append(f)
+    return files
+
+
+def multizarr(files, out: Path) -> Path:
+    from kerchunk.combine import MultiZarrToZarr
+    singles = [json.loads(kerchunk_hdf5(f, out.with_suffix(f".{i}.json"), 0).read_text())
+               for i, f in enumerate(files)]
+    refs = MultiZarrToZarr(singles, concat_dims=["time"], identical_dims=["lat"],
+                           inline_threshold=0).translate()
+    out.write_text(json.dumps(refs))
+    return out
+
+
+@pytest.mark.parametrize("layout", ["json", "parquet"])
+def test_combined_archive_upgraded(tmp_path, layout):
+    """MultiZarrToZarr's references of a monthly archive: upgraded (JSON and Icechunk), read
+    equal to the files concatenated by netCDF4-python."""
+    files = monthly_archive(tmp_path / "archive")
+    refs = multizarr(files, tmp_path / "combined.json")
+    if layout == "parquet":
+        refs = to_parquet(refs, tmp_path / "combined.parq")
+    p = run_vzarr("verify", refs, "--allow-prefix", tmp_path / "archive", "--readers", "native",
+                  check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    parts = {"time": [], "tas": []}
+    for f in files:
+        with netCDF4.Dataset(f) as d:
+            d.set_auto_maskandscale(False)
+            for n in parts:
+                parts[n].append(d[n][:])
+            lat = d["lat"][:]
+    expected = {n: np.concatenate(v) for n, v in parts.items()} | {"lat": lat}
+    run_vzarr("upgrade", refs, "-o", tmp_path / "up.json", "--allow-prefix", tmp_path / "archive")
+    run_vzarr("upgrade", refs, "-o", tmp_path / "repo", "--format", "icechunk",
+              "--allow-prefix", tmp_path / "archive")
+    for got in (read_json_output(tmp_path / "up.json"), read_icechunk(tmp_path / "repo")):
+        for n, want in expected.items():
+            assert_values_equal(want, got[n], n)
+
+
+def test_open_dataset_reads_kerchunk_references(tmp_path):
+    """vzarr.open_dataset opens kerchunk's Zarr v2 references (as Zarr v3) equal to xarray
+    over the source."""
+    import vzarr
+    import xarray as xr
+    src = FIXTURES / "nc4_climate.nc"
+    refs = kerchunk_hdf5(src, tmp_path / "refs.json")
+    got = vzarr.open_dataset(refs, allow_prefixes=str(FIXTURES))
+    want = xr.open_dataset(src)
+    for name in want.variables:
+        np.testing.assert_array_equal(got[name].values, want[name].values, err_msg=name)
+
+
+def defective(tmp_path: Path, change) -> tuple[Path, Path]:
+    """kerchunk references of a copy of nc4_climate.nc, changed by `change(refs)`."""
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    src = data / "climate.nc"
+    shutil.copy(FIXTURES / "nc4_climate.nc", src)
+    path = kerchunk_hdf5(src, tmp_path / "refs.json", inline_threshold=0)
+    refs = json.loads(path.read_text())
+    change(refs["refs"], src)
+    path.write_text(json.dumps(refs))
+    return path, data
+
+
+def tas_keys(refs):
+    return sorted(k for k in refs if k.startswith("tas/") and not k.split("/")[-1].startswith("."))
+
+
+def shift(refs, _src):
+    a, b = tas_keys(refs)[:2]
+    refs[a], refs[b] = refs[b], refs[a]
+
+
+def drop(refs, _src):
+    del refs[tas_keys(refs)[1]]
+
+
+def wrong_offset(refs, _src):
+    k = tas_keys(refs)[0]
+    refs[k] = [refs[k][0], refs[k][1] + 8, refs[k][2]]
+
+
+def stale(refs, src):
+    # The file rewritten since the references were made (other values, other layout).
+    with netCDF4.Dataset(src, "w") as d:
+        d.createDimension("x", 3000)
+        d.createVariable("pad", "f8", ("x",))[:] = np.arange(3000)
+        d.createDimension("time", 4)
+        d.createDimension("lat", 5)
+        d.createDimension("lon", 6)
+        d.createVariable("tas", "f4", ("time", "lat", "lon"))[:] = 1.0
+
+
+@pytest.mark.parametrize("change,kind", [(shift, "shifted"), (drop, "missing"),
+                                         (wrong_offset, "wrong offset"), (stale, "past the end")])
+def test_injected_defects_are_found(tmp_path, change, kind):
+    """A shifted chunk, a missing one, a wrong offset, a stale source: vzarr verify fails and
+    names each defective reference of tas with the kind of its defect."""
+    refs, data = defective(tmp_path, change)
+    p = run_vzarr("verify", refs, "--allow-prefix", data, "--readers", "native", "--json",
+                  check=False)
+    assert p.returncode == 1, f"{change.__name__} not found:\n{p.stdout}\n{p.stderr}"
+    audit = json.loads(p.stdout)["audit"]
+    assert kind in audit["by_kind"], audit
+    named = [d for d in audit["defects"] if d["array"] in ("tas", "mask", "pr")]
+    assert named, audit
+    if change is not stale:
+        # Only the injected defect: no false alarm elsewhere.
+        assert {d["array"] for d in audit["defects"]} == {"tas"}, audit
+
+
+def test_no_false_alarm_on_good_references(tmp_path):
+    """The audit of kerchunk's references of every translatable fixture finds no defect."""
+    for name in HDF5_FIXTURES:
+        refs = kerchunk_hdf5(FIXTURES / name, tmp_path / "refs.json", inline_threshold=0)
+        p = run_vzarr("verify", refs, "--allow-prefix", FIXTURES, "--readers", "native", "--json")
+        audit = json.loads(p.stdout)["audit"]
+        assert audit["by_kind"] == {} and audit["audited"] > 0, (name, audit)
+
+
+def test_defective_kerchunk_netcdf3_references_refused(tmp_path):
+    """kerchunk's NetCDF3ToZarr references of nc3_one_record_var.nc point past the end of the
+    file (its record count taken wrongly): verify names the chunks, upgrade refuses them."""
+    from kerchunk.netCDF3 import NetCDF3ToZarr
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps(NetCDF3ToZarr(str(FIXTURES / "nc3_one_record_var.nc"),
+                                             inline_threshold=0).translate()))
+    p = run_vzarr("verify", refs, "--allow-prefix", FIXTURES, "--readers", "native", check=False)
+    assert p.returncode != 0 and "past the end" in p.stdout + p.stderr, p.stdout + p.stderr
+    p = run_vzarr("upgrade", refs, "-o", tmp_path / "up.json", "--allow-prefix", FIXTURES,
+                  check=False)
+    assert p.returncode != 0 and "past the end" in p.stderr, p.stderr
+    assert not (tmp_path / "up.json").exists()
+
+
+def test_upgrade_refuses_sources_outside_allowed_prefixes(tmp_path):
+    refs = kerchunk_hdf5(FIXTURES / "nc4_climate.nc", tmp_path / "refs.json")
+    p = run_vzarr("upgrade", refs, "-o", tmp_path / "up.json", "--allow-prefix", tmp_path,
+                  check=False)
+    assert p.returncode != 0 and "refusing" in p.stderr, p.stderr
+    assert not (tmp_path / "up.json").exists()
+
+
+def test_python_upgrade_and_parquet_open(tmp_path):
+    """vzarr.upgrade returns (or writes) what vzarr upgrade writes; vzarr.open_dataset opens a
+    directory of kerchunk's Parquet references; both read equal to the source."""
+    import vzarr
+    import xarray as xr
+    src = FIXTURES / "nc4_climate.nc"
+    refs = kerchunk_hdf5(src, tmp_path / "refs.json")
+    parq = to_parquet(refs, tmp_path / "refs.parq")
+    expected = h5_arrays(src)
+    out = vzarr.upgrade(refs, allow_prefixes=str(FIXTURES))
+    assert out["vzarr"]["upgraded_from"] == str(refs)
+    g = zarr.open_group(open_store(dict(out)), mode="r", zarr_format=3)
+    compare_upgrade(arrays_of(g), expected, kerchunk_arrays(refs), "", "vzarr.upgrade")
+    report = vzarr.upgrade(parq, output=tmp_path / "repo", format="icechunk",
+                           allow_prefixes=[str(FIXTURES)])
+    assert report.commit["created"] and report.output.endswith("repo"), report
+    compare_upgrade(read_icechunk(tmp_path / "repo"), expected, kerchunk_arrays(refs), "",
+                    "vzarr.upgrade icechunk")
+    with pytest.raises(vzarr.NotAllowedError):
+        vzarr.upgrade(refs, allow_prefixes=str(tmp_path))
+    got = vzarr.open_dataset(parq, allow_prefixes=str(FIXTURES))
+    want = xr.open_dataset(src)
+    for name in want.variables:
+        np.testing.assert_array_equal(got[name].values, want[name].values, err_msg=name)
+
+
+def test_generated_keys(tmp_path):
+    """References whose chunk keys are generated (`gen`, kerchunk version 1): the records of a
+    NetCDF3 record variable, one template; verified, upgraded, read equal to netCDF4-python."""
+    from kerchunk.netCDF3 import NetCDF3ToZarr
+    src = tmp_path / "rec.nc"
+    with netCDF4.Dataset(src, "w", format="NETCDF3_CLASSIC") as d:
+        d.createDimension("time", None)
+        d.createDimension("x", 3)
+        v = d.createVariable("v", "i4", ("time", "x"))
+        w = d.createVariable("w", "f8", ("time",))
+        v[:] = np.arange(24, dtype="i4").reshape(8, 3)
+        w[:] = np.arange(8) / 4
+    refs = NetCDF3ToZarr(str(src), inline_threshold=0).translate()
+    first, second = refs["refs"]["v/0.0"], refs["refs"]["v/1.0"]
+    for k in [k for k in refs["refs"] if k.startswith("v/") and not k.startswith("v/.")]:
+        del refs["refs"][k]
+    refs["templates"] = {"f": str(src)}
+    refs["gen"] = [{"key": "v/{{i}}.0", "url": "{{f}}",
+                    "offset": f"{{{{ {first[1]} + i * {second[1] - first[1]} }}}}",
+                    "length": str(first[2]), "dimensions": {"i": {"stop": 8}}}]
+    path = tmp_path / "gen.json"
+    path.write_text(json.dumps(refs))
+    p = run_vzarr("verify", path, "--allow-prefix", tmp_path, "--readers", "native", check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    run_vzarr("upgrade", path, "-o", tmp_path / "up.json", "--allow-prefix", tmp_path,
+              "--small-chunks", "keep")
+    got = read_json_output(tmp_path / "up.json")
+    with netCDF4.Dataset(src) as d:
+        for name in ("v", "w"):
+            assert_values_equal(d[name][:], got[name], name)
