@@ -368,6 +368,34 @@ pub(crate) fn hdf5_read(
     })
 }
 
+/// The memory dataspace of the region `start`+`count` (scalar for a 0-d dataset), with the
+/// region selected in the file dataspace `space`: what `H5Dread` of the region takes.
+///
+/// # Safety
+/// `space` is a valid dataspace identifier; call inside `hdf5::sync::sync`; the region lies
+/// inside the extent.
+unsafe fn memory_space(space: hid_t, start: &[u64], count: &[u64]) -> Result<Hid, String> {
+    // SAFETY: as the caller promises; the dataspace made here is owned by the returned `Hid`.
+    unsafe {
+        let rank = count.len();
+        let mem = Hid(
+            if rank == 0 {
+                hdf5_sys::h5s::H5Screate(hdf5_sys::h5s::H5S_class_t::H5S_SCALAR)
+            } else {
+                H5Screate_simple(rank as i32, count.as_ptr(), ptr::null())
+            },
+            H5Sclose,
+        );
+        if mem.0 < 0 {
+            return Err("cannot make the memory dataspace".into());
+        }
+        if rank > 0 {
+            select_region(space, start, count)?;
+        }
+        Ok(mem)
+    }
+}
+
 /// The object references of the region `start`+`count` of the dataset `id` (at `var`, `n`
 /// elements): each its target's name as libhdf5 gives it (`H5Rget_name`), relative to the
 /// dataset ([`vzarr_hdf5::relative_path`]); "" for a null reference.
@@ -386,29 +414,13 @@ unsafe fn hdf5_read_references(
     // (`hobj_ref_t`, an address), as many as the memory dataspace selects; each name buffer
     // is as long as the size passed with it.
     unsafe {
-        let rank = count.len();
-        let mem = Hid(
-            if rank == 0 {
-                hdf5_sys::h5s::H5Screate(hdf5_sys::h5s::H5S_class_t::H5S_SCALAR)
-            } else {
-                H5Screate_simple(rank as i32, count.as_ptr(), ptr::null())
-            },
-            H5Sclose,
-        );
-        if mem.0 < 0 {
-            return Err("cannot make the memory dataspace".into());
-        }
-        if rank > 0 {
-            select_region(space, start, count)?;
-        }
+        let mem = memory_space(space, start, count)?;
         let mut refs: Vec<haddr_t> = vec![0; n];
-        let file_space = if rank > 0 { space } else { H5S_ALL };
-        let mem_space = if rank > 0 { mem.0 } else { H5S_ALL };
         if H5Dread(
             id,
             *H5T_STD_REF_OBJ,
-            mem_space,
-            file_space,
+            mem.0,
+            space,
             H5P_DEFAULT,
             refs.as_mut_ptr().cast(),
         ) < 0
@@ -507,21 +519,7 @@ unsafe fn hdf5_read_strings(
         {
             return Err("cannot make the memory type of variable-length strings".into());
         }
-        let rank = count.len();
-        let mem = Hid(
-            if rank == 0 {
-                hdf5_sys::h5s::H5Screate(hdf5_sys::h5s::H5S_class_t::H5S_SCALAR)
-            } else {
-                H5Screate_simple(rank as i32, count.as_ptr(), ptr::null())
-            },
-            H5Sclose,
-        );
-        if mem.0 < 0 {
-            return Err("cannot make the memory dataspace".into());
-        }
-        if rank > 0 {
-            select_region(space, start, count)?;
-        }
+        let mem = memory_space(space, start, count)?;
         let mut buf: Vec<*mut std::ffi::c_char> = vec![ptr::null_mut(); n];
         let status = H5Dread(
             id,
