@@ -293,18 +293,6 @@ fn hostile_parquet_references_are_typed_errors() {
             record(&[(Some("/d"), 0, 0, None)]),
             "whole-file",
         ),
-        (
-            zmetadata(8),
-            record(&[
-                (None, 0, 0, None),
-                (None, 0, 0, None),
-                (None, 0, 0, None),
-                (None, 0, 0, None),
-                (None, 0, 0, None),
-                (Some("/d"), 1, 1, None),
-            ]),
-            "past the array",
-        ),
     ];
     for (meta, file, why) in cases {
         let mut fetch = |_: &str| -> Result<Option<Bytes>, FetchError> { Ok(Some(file.clone())) };
