@@ -230,7 +230,7 @@ fn render(template: &str, vars: &BTreeMap<String, Val>) -> Result<String, String
             .find("}}")
             .ok_or_else(|| format!("unclosed {{{{ in {template:?}"))?;
         let mut e = Expr {
-            s: after[..j].as_bytes(),
+            s: &after.as_bytes()[..j],
             at: 0,
             vars,
         };
