@@ -365,6 +365,25 @@ def test_generated_keys(tmp_path):
             assert_values_equal(d[name][:], got[name], name)
 
 
+def test_kerchunk_defects_named(tmp_path):
+    """Defects kerchunk's own references of files of the corpus and fixtures have, each
+    named with its kind: scalar variable-length strings left out (a NeXus file), a fill value
+    of unwritten chunks that is not the file's (nc4_unwritten.nc)."""
+    from conftest import real_files_dir
+    root = real_files_dir()
+    nexus = root / "nexusformat-2.1.0/nexusformat-2.1.0/src/nexusformat/examples/chopper.nxs"
+    cases = [(nexus, root, "missing", "entry/sample/name"),
+             (FIXTURES / "nc4_unwritten.nc", FIXTURES, "fill value", "never_default")]
+    for src, allowed, kind, array in cases:
+        refs = kerchunk_in_a_process(src, tmp_path / f"{src.stem}.json")
+        p = run_vzarr("verify", refs, "--allow-prefix", allowed, "--readers", "native", "--json",
+                      check=False)
+        audit = json.loads(p.stdout)["audit"]
+        assert p.returncode == 1 and kind in audit["by_kind"], audit
+        assert any(d["array"] == array and d["kind"] == kind.replace(" ", "-")
+                   for d in audit["defects"]), audit
+
+
 def test_rescan_repairs_what_the_references_got_wrong(tmp_path):
     """kerchunk gives nc4_unwritten.nc's never-written chunks the fill value 0 where the file's
     is the netCDF default: verify says so, and `vzarr upgrade --rescan` (a build of the sources

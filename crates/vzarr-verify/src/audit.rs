@@ -42,6 +42,8 @@ pub enum DefectKind {
     Shifted,
     /// A chunk the source stores is not referenced where it belongs.
     Missing,
+    /// Chunks the references leave out read as another fill value than the source's.
+    FillValue,
 }
 
 impl DefectKind {
@@ -56,6 +58,7 @@ impl DefectKind {
             DefectKind::Metadata => "metadata",
             DefectKind::Shifted => "shifted",
             DefectKind::Missing => "missing",
+            DefectKind::FillValue => "fill value",
         }
     }
 }
@@ -396,18 +399,45 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
                 if !opts.arrays.is_empty() && !opts.arrays.iter().any(|a| a == path) {
                     continue;
                 }
+                // A file of a combined dataset is placed by its references; the one file of a
+                // single-file dataset holds every array where the keys say.
                 if sa.grid.ndim() != array.grid.ndim()
-                    || !seen.contains(&(*url, path.as_str()))
-                    || !array
-                        .dimension_names
-                        .iter()
-                        .all(|d| votes.contains_key(&(*url, d.as_str())))
+                    || (!single
+                        && (!seen.contains(&(*url, path.as_str()))
+                            || !array
+                                .dimension_names
+                                .iter()
+                                .all(|d| votes.contains_key(&(*url, d.as_str())))))
                 {
                     continue;
                 }
+                if single
+                    && sa.data_type == array.data_type
+                    && sa.fill_value != array.fill_value
+                    && array.manifest.stored() < array.manifest.len()
+                {
+                    report.add(
+                        Defect {
+                            array: path.clone(),
+                            chunk: Vec::new(),
+                            source: url.to_string(),
+                            kind: DefectKind::FillValue,
+                            detail: format!(
+                                "the chunks the references leave out read as {}; the file's fill value is {}",
+                                array.fill_value.to_zarr_json(array.data_type.clone()),
+                                sa.fill_value.to_zarr_json(sa.data_type.clone())
+                            ),
+                        },
+                        max,
+                    );
+                }
                 for (slin, r) in sa.manifest.iter_stored() {
-                    let ChunkRef::Range { offset, length, .. } = r else {
-                        continue;
+                    let (offset, length) = match r {
+                        ChunkRef::Range { offset, length, .. } => (offset, length),
+                        // Values the file keeps in its metadata or heap (compact data,
+                        // variable-length strings): only a chunk left out is a defect.
+                        ChunkRef::Inline(b) => (u64::MAX, b.len() as u64),
+                        ChunkRef::Missing => continue,
                     };
                     let origin = sa.grid.chunk_origin(&sa.grid.chunk_index(slin as u64));
                     let pos: Option<Vec<u64>> = origin
@@ -426,7 +456,11 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
                         continue;
                     };
                     let here = array.manifest.get(lin as usize);
-                    let referenced = matches!(here, ChunkRef::Range { source, offset: o, .. } if source == *url && o == offset);
+                    let referenced = if offset == u64::MAX {
+                        !matches!(here, ChunkRef::Missing)
+                    } else {
+                        matches!(here, ChunkRef::Range { source, offset: o, .. } if source == *url && o == offset)
+                    };
                     if !referenced && !matches!(here, ChunkRef::Inline(_)) {
                         report.add(
                             Defect {
@@ -435,7 +469,12 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
                                 source: url.to_string(),
                                 kind: DefectKind::Missing,
                                 detail: format!(
-                                    "the file stores this chunk ({length} bytes at offset {offset}); the references {}",
+                                    "the file stores this chunk ({length} bytes {}); the references {}",
+                                    if offset == u64::MAX {
+                                        "in its metadata or heap".to_string()
+                                    } else {
+                                        format!("at offset {offset}")
+                                    },
                                     match here {
                                         ChunkRef::Missing => "leave it out (it reads as the fill value)".to_string(),
                                         ChunkRef::Range { source, offset, .. } => format!("point at {source} offset {offset} instead"),
