@@ -151,8 +151,9 @@ fn codec_kind(c: &Codec) -> String {
     }
 }
 
-/// Where a source's stored chunks are: offset -> (array path, linear chunk index, length).
-type Index = HashMap<u64, (String, usize, u64)>;
+/// Where a source's stored chunks are: offset -> (array path, linear chunk index, length) of
+/// every array storing a chunk there (links give one dataset several names).
+type Index = HashMap<u64, Vec<(String, usize, u64)>>;
 
 fn index_of(scanned: &VirtualDataset) -> Index {
     let mut idx = Index::new();
@@ -160,7 +161,9 @@ fn index_of(scanned: &VirtualDataset) -> Index {
         for (lin, r) in a.manifest.iter_stored() {
             // A scan of one file references that file only (under its own spelling).
             if let ChunkRef::Range { offset, length, .. } = r {
-                idx.insert(offset, (path.clone(), lin, length));
+                idx.entry(offset)
+                    .or_default()
+                    .push((path.clone(), lin, length));
             }
         }
     }
@@ -269,7 +272,10 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
             );
             continue;
         }
-        let Some((spath, slin, slen)) = idx.get(&r.offset) else {
+        let found = idx
+            .get(&r.offset)
+            .map(|all| all.iter().find(|(p, _, _)| p == r.path).unwrap_or(&all[0]));
+        let Some((spath, slin, slen)) = found else {
             report.add(
                 defect(
                     r,
