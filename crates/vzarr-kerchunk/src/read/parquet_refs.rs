@@ -26,7 +26,7 @@ use super::{ParseError, ParseLimits, ParsedRefs};
 pub type FetchError = Arc<dyn std::error::Error + Send + Sync>;
 
 /// Largest record file read (bytes): far above what `record_size` rows of references take.
-pub const MAX_PARQUET_FILE: u64 = 1 << 30;
+pub const MAX_PARQUET_FILE: u64 = 256 << 20;
 
 /// Parses kerchunk's Parquet references: `zmetadata` is the bytes of the directory's
 /// `.zmetadata`; `fetch` returns the bytes of a file of the directory by its relative path
