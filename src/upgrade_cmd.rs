@@ -35,6 +35,10 @@ pub(crate) struct UpgradeArgs {
     /// With --rescan and several sources: the dimension to concatenate them along.
     #[arg(long, value_name = "DIM", requires = "rescan")]
     pub(crate) concat_dim: Option<String>,
+    /// Audit every reference against its source first (as `vzarr verify` does) and leave out
+    /// the variables with a defect, each named with its first defect.
+    #[arg(long, conflicts_with = "rescan")]
+    pub(crate) leave_out_defective: bool,
     #[command(flatten)]
     pub(crate) output: OutputArgs,
     #[command(flatten)]
@@ -48,7 +52,7 @@ pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode> {
     let started = std::time::Instant::now();
     let output = args.output.output()?;
     let policy = args.small.settings(Settings::new()).small_chunk_policy()?;
-    let parsed = vzarr_read::load(&args.refs, vzarr_read::ParseLimits::default())?;
+    let mut parsed = vzarr_read::load(&args.refs, vzarr_read::ParseLimits::default())?;
     let mut allow = args.allow_prefix.clone();
     allow.extend(vzarr_read::configured_prefixes()?);
     let mut opts = UpgradeOptions::new(&args.refs, allow);
@@ -56,6 +60,21 @@ pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode> {
     opts.small_chunks = policy;
     if args.rescan {
         return rescan(&args, parsed, &opts, &output);
+    }
+    if args.leave_out_defective {
+        // The sources as the upgrade allows them (checked here first).
+        let sources = vzarr_build::upgrade::sources(parsed.clone(), &opts)?;
+        let reader = vzarr_read::open_parsed(
+            parsed.clone(),
+            &args.refs,
+            vzarr_read::ReadOptions {
+                allow_prefixes: sources,
+                ..Default::default()
+            },
+        )?;
+        let audit = vzarr_verify::audit(&reader, &vzarr_verify::VerifyOptions::default());
+        println!("{}", audit.summary());
+        audit.leave_out_defective(&mut parsed.dataset);
     }
     let up = run_upgrade(parsed, &opts)?;
     let left: Vec<String> = up

@@ -509,3 +509,20 @@ def test_real_monthly_archive_combined(tmp_path):
             d.set_auto_maskandscale(False)
             parts.append(d["tos"][:])
     assert_values_equal(np.concatenate(parts), got["tos"], "tos")
+
+
+@pytest.mark.parametrize("change", [shift, drop, wrong_offset])
+def test_upgrade_leaves_out_defective_variables(tmp_path, change):
+    """`vzarr upgrade --leave-out-defective`: the variable with the injected defect is left
+    out with the reason; the rest reads equal to the source (verify finds nothing)."""
+    refs, data = defective(tmp_path, change)
+    p = run_vzarr("upgrade", refs, "--leave-out-defective", "-o", tmp_path / "up.json",
+                  "--allow-prefix", data)
+    assert left_out(p.stderr) == {"tas"}, p.stdout + p.stderr
+    assert "references are defective" in p.stderr
+    got = read_json_output(tmp_path / "up.json")
+    assert "tas" not in got
+    expected = h5_arrays(data / "climate.nc")
+    for path in kerchunk_arrays(refs) - {"tas"}:
+        assert_values_equal(expected[path], got[path], path)
+    run_vzarr("verify", tmp_path / "up.json", "--allow-prefix", data, "--readers", "native")

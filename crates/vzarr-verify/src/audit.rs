@@ -105,6 +105,8 @@ pub struct AuditReport {
     pub by_kind: BTreeMap<&'static str, u64>,
     /// The first defects, in detail.
     pub defects: Vec<Defect>,
+    /// Every array with a defect, with its first defect in words.
+    pub defective_arrays: BTreeMap<String, String>,
 }
 
 impl AuditReport {
@@ -130,7 +132,23 @@ impl AuditReport {
         )
     }
 
+    /// Leaves every defective array out of `ds` (kept in its skipped list with the defect):
+    /// what an upgrade of the references should not carry over.
+    pub fn leave_out_defective(&self, ds: &mut VirtualDataset) {
+        for (path, first) in &self.defective_arrays {
+            if ds.arrays.shift_remove(path).is_some() {
+                ds.skipped.push(vzarr_core::SkippedVariable {
+                    path: path.clone(),
+                    reason: format!("the references are defective ({first})"),
+                });
+            }
+        }
+    }
+
     fn add(&mut self, d: Defect, max: usize) {
+        self.defective_arrays
+            .entry(d.array.clone())
+            .or_insert_with(|| format!("chunk {:?}: {}: {}", d.chunk, d.kind.name(), d.detail));
         *self.by_kind.entry(d.kind.name()).or_default() += 1;
         if self.defects.len() < max {
             self.defects.push(d);
