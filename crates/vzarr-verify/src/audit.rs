@@ -412,6 +412,33 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
             );
         }
     }
+    // Variables the references hold that the file's scan leaves out (types Zarr v3 cannot
+    // hold, such as HDF5 object references or variable-length sequences): whatever the
+    // references store for them is not the file's values.
+    if single && let Some(Ok((_, scanned, _))) = scans.values().next() {
+        let url = *scans.keys().next().expect("one source");
+        for s in &scanned.skipped {
+            // Only types: a variable left out for its size (say) may be right in them.
+            if ds.arrays.contains_key(&s.path)
+                && s.reason.starts_with("unsupported data type")
+                && (opts.arrays.is_empty() || opts.arrays.iter().any(|a| *a == s.path))
+            {
+                report.add(
+                    Defect {
+                        array: s.path.clone(),
+                        chunk: Vec::new(),
+                        source: url.to_string(),
+                        kind: DefectKind::Metadata,
+                        detail: format!(
+                            "the file's variable has no Zarr v3 counterpart ({}); what the references hold for it is not its values",
+                            s.reason
+                        ),
+                    },
+                    max,
+                );
+            }
+        }
+    }
     // Missing: every chunk a scanned file stores of a variable its references place.
     if opts.sample.is_none() {
         for (url, scan) in &scans {
