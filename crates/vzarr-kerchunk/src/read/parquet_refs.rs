@@ -25,6 +25,9 @@ use super::{ParseError, ParseLimits, ParsedRefs};
 /// Why a part of Parquet references could not be fetched.
 pub type FetchError = Arc<dyn std::error::Error + Send + Sync>;
 
+/// Most bytes the columns of one record file may decode to.
+pub(super) const MAX_PARQUET_DECODED: u64 = 1 << 30;
+
 /// Largest record file read (bytes): far above what `record_size` rows of references take.
 pub const MAX_PARQUET_FILE: u64 = 256 << 20;
 
@@ -134,6 +137,18 @@ fn read_record(
     if rows < 0 || rows as u64 > record_size {
         return Err(bad(format!(
             "{rows} rows, more than the record size {record_size}"
+        )));
+    }
+    // What the file says its columns decode to, bounded before anything is decoded.
+    let decoded: i64 = reader
+        .metadata()
+        .row_groups()
+        .iter()
+        .flat_map(|g| g.columns().iter().map(|c| c.uncompressed_size().max(0)))
+        .fold(0i64, i64::saturating_add);
+    if decoded as u64 > MAX_PARQUET_DECODED {
+        return Err(bad(format!(
+            "its columns decode to {decoded} bytes, more than the {MAX_PARQUET_DECODED} a record file may"
         )));
     }
     let iter = reader
