@@ -165,6 +165,7 @@ def main() -> int:
     arch, mjson, mparq, mrefs = make_archive(work, a.months)
     mdata, pparq = make_million(work)
     out = work / "out"
+    out.mkdir(exist_ok=True)
     ok = lambda r: r["code"] == 0  # noqa: E731
 
     def clean(p: Path):
