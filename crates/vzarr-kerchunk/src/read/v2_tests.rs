@@ -142,10 +142,10 @@ fn malformed_zarr_v2_is_a_typed_error_naming_the_key() {
     }
 }
 
-/// One row of a record file: `path`, `offset`, `size`, `raw`.
+/// A Parquet record file in fsspec's layout (`path`, `offset`, `size`, `raw`).
+/// A row of a Parquet record file: path, offset, size, raw.
 type Row<'a> = (Option<&'a str>, i64, i64, Option<&'a [u8]>);
 
-/// A Parquet record file in fsspec's layout (`path`, `offset`, `size`, `raw`).
 fn record(rows: &[Row<'_>]) -> Bytes {
     use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
     use parquet::file::properties::WriterProperties;
