@@ -64,17 +64,9 @@ pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode> {
     if args.leave_out_defective {
         // The sources as the upgrade allows them (checked here first).
         let sources = vzarr_build::upgrade::sources(parsed.clone(), &opts)?;
-        let reader = vzarr_read::open_parsed(
-            parsed.clone(),
-            &args.refs,
-            vzarr_read::ReadOptions {
-                allow_prefixes: sources,
-                ..Default::default()
-            },
-        )?;
-        let audit = vzarr_verify::audit(&reader, &vzarr_verify::VerifyOptions::default());
+        let (kept, audit) = vzarr_verify::without_defective(parsed, &args.refs, sources)?;
         println!("{}", audit.summary());
-        audit.leave_out_defective(&mut parsed.dataset);
+        parsed = kept;
     }
     let up = run_upgrade(parsed, &opts)?;
     let left: Vec<String> = up

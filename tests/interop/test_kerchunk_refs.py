@@ -526,3 +526,20 @@ def test_upgrade_leaves_out_defective_variables(tmp_path, change):
     for path in kerchunk_arrays(refs) - {"tas"}:
         assert_values_equal(expected[path], got[path], path)
     run_vzarr("verify", tmp_path / "up.json", "--allow-prefix", data, "--readers", "native")
+
+
+def test_python_upgrade_rescan_and_leave_out(tmp_path):
+    """vzarr.upgrade(leave_out_defective=True) leaves out the defective variable;
+    vzarr.upgrade(rescan=True) builds from the sources and reads equal to them."""
+    import vzarr
+    refs, data = defective(tmp_path, drop)
+    out = vzarr.upgrade(refs, allow_prefixes=str(data), leave_out_defective=True)
+    assert any(w.startswith("tas: left out: the references are defective")
+               for w in out.report.warnings), out.report.warnings
+    assert "tas/zarr.json" not in out["refs"]
+    out = vzarr.upgrade(refs, allow_prefixes=str(data), rescan=True, small_chunks="keep")
+    got = arrays_of(zarr.open_group(open_store(dict(out)), mode="r", zarr_format=3))
+    expected = h5_arrays(data / "climate.nc")
+    assert_values_equal(expected["tas"], got["tas"], "tas")
+    with pytest.raises(ValueError):
+        vzarr.upgrade(refs, allow_prefixes=str(data), rescan=True, leave_out_defective=True)

@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use vzarr_core::{ChunkRef, Codec, VirtualArray, VirtualDataset};
-use vzarr_read::Reader;
+use vzarr_read::{ParsedRefs, ReadError, ReadOptions, Reader};
 
 use crate::report::VerifyOptions;
 use crate::sample::sample_indices;
@@ -541,4 +541,31 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
         }
     }
     report
+}
+
+/// Audits every reference of `refs` (their sources read only under `allow_prefixes`; `origin`
+/// names them) and returns them without the arrays that have a defect, each kept in the
+/// dataset's skipped list with its first defect, with the audit: what an upgrade that must not
+/// carry defects over starts from.
+pub fn without_defective(
+    refs: ParsedRefs,
+    origin: &str,
+    allow_prefixes: Vec<String>,
+) -> Result<(ParsedRefs, AuditReport), ReadError> {
+    let reader = vzarr_read::open_parsed(
+        refs,
+        origin,
+        ReadOptions {
+            allow_prefixes,
+            ..Default::default()
+        },
+    )?;
+    let report = audit(&reader, &VerifyOptions::default());
+    let mut refs = reader.refs().clone();
+    drop(reader);
+    report.leave_out_defective(&mut refs.dataset);
+    for path in report.defective_arrays.keys() {
+        refs.documents.remove(&format!("{path}/zarr.json"));
+    }
+    Ok((refs, report))
 }
