@@ -421,7 +421,7 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
             // Only types: a variable left out for its size (say) may be right in them.
             if ds.arrays.contains_key(&s.path)
                 && s.reason.starts_with("unsupported data type")
-                && (opts.arrays.is_empty() || opts.arrays.iter().any(|a| *a == s.path))
+                && (opts.arrays.is_empty() || opts.arrays.contains(&s.path))
             {
                 report.add(
                     Defect {
