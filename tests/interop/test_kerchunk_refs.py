@@ -282,6 +282,11 @@ def test_no_false_alarm_on_good_references(tmp_path):
         p = run_vzarr("verify", refs, "--allow-prefix", FIXTURES, "--readers", "native", "--json")
         audit = json.loads(p.stdout)["audit"]
         assert audit["by_kind"] == {} and audit["audited"] > 0, (name, audit)
+    # A sample: that many references audited, the same ones for the same seed.
+    p = run_vzarr("verify", refs, "--allow-prefix", FIXTURES, "--readers", "native", "--json",
+                  "--sample", "3", "--seed", "7")
+    audit = json.loads(p.stdout)["audit"]
+    assert audit["audited"] == 3 < audit["references"], audit
 
 
 def test_defective_kerchunk_netcdf3_references_refused(tmp_path):
@@ -543,3 +548,36 @@ def test_python_upgrade_rescan_and_leave_out(tmp_path):
     assert_values_equal(expected["tas"], got["tas"], "tas")
     with pytest.raises(ValueError):
         vzarr.upgrade(refs, allow_prefixes=str(data), rescan=True, leave_out_defective=True)
+
+
+def test_references_and_sources_on_object_storage(moto_server, tmp_path):
+    """kerchunk references on S3 (a JSON object, and a Parquet prefix with no object of its own
+    name) pointing at sources on S3: verified and upgraded through vzarr's byte layer; a
+    source outside the allowed bucket prefix is refused before any byte of it is read."""
+    client, env = moto_server
+    bucket = "vzarr-kerchunk"
+    client.create_bucket(Bucket=bucket)
+    src = FIXTURES / "nc4_climate.nc"
+    client.upload_file(str(src), bucket, "data/climate.nc")
+    refs = json.loads(kerchunk_hdf5(src, tmp_path / "local.json").read_text())
+    text = json.dumps(refs).replace(str(src), f"s3://{bucket}/data/climate.nc")
+    (tmp_path / "refs.json").write_text(text)
+    client.upload_file(str(tmp_path / "refs.json"), bucket, "refs/climate.json")
+    parq = to_parquet(tmp_path / "refs.json", tmp_path / "refs.parq")
+    for f in parq.rglob("*"):
+        if f.is_file():
+            client.upload_file(str(f), bucket, f"refs/climate.parq/{f.relative_to(parq)}")
+    allowed = f"s3://{bucket}/data/"
+    for remote in (f"s3://{bucket}/refs/climate.json", f"s3://{bucket}/refs/climate.parq"):
+        p = run_vzarr("verify", remote, "--allow-prefix", allowed, "--readers", "native",
+                      "--json", env=env, check=False)
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr
+        assert json.loads(p.stdout)["audit"]["by_kind"] == {}
+        out = tmp_path / f"{remote.rsplit('/', 1)[-1]}.up.json"
+        run_vzarr("upgrade", remote, "-o", out, "--allow-prefix", allowed, env=env)
+        doc = json.loads(out.read_text())
+        assert doc["vzarr"]["sources"][0]["url"] == f"s3://{bucket}/data/climate.nc"
+        run_vzarr("verify", out, "--allow-prefix", allowed, "--readers", "native", env=env)
+        p = run_vzarr("upgrade", remote, "-o", tmp_path / "refused.json", "--allow-prefix",
+                      f"s3://{bucket}/elsewhere/", env=env, check=False)
+        assert p.returncode != 0 and "refusing" in p.stderr, p.stderr
