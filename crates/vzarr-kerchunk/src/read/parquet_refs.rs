@@ -102,15 +102,33 @@ pub fn parse_parquet_refs(
                 ));
             }
             let first = k * record_size;
-            read_record(
-                &mut b,
-                &file,
-                bytes,
-                &path,
-                first,
-                n_chunks as u64,
-                record_size,
-            )?;
+            // The parquet crate panics on some corrupt files (a dictionary page missing, say)
+            // rather than returning an error: such a panic is this file's error, not ours.
+            let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                read_record(
+                    &mut b,
+                    &file,
+                    bytes,
+                    &path,
+                    first,
+                    n_chunks as u64,
+                    record_size,
+                )
+            }));
+            match read {
+                Ok(r) => r?,
+                Err(panic) => {
+                    let why = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown".into());
+                    return Err(key_err(
+                        &file,
+                        format!("corrupt Parquet (the Parquet reader failed: {why})"),
+                    ));
+                }
+            }
         }
     }
     b.finish(Provenance::default(), false)
