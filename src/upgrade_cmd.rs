@@ -26,6 +26,19 @@ pub(crate) struct UpgradeArgs {
     /// Allow whatever sources the references name (only for references you made or trust).
     #[arg(long)]
     pub(crate) trust_references: bool,
+    /// Rebuild from the sources the references point into, as `vzarr build` of them would
+    /// (their metadata and chunk references read anew by vzarr's scanners: defects of the
+    /// references do not carry over); the sources are checked against the allowed prefixes
+    /// first.
+    #[arg(long)]
+    pub(crate) rescan: bool,
+    /// With --rescan and several sources: the dimension to concatenate them along.
+    #[arg(long, value_name = "DIM", requires = "rescan")]
+    pub(crate) concat_dim: Option<String>,
+    /// Audit every reference against its source first (as `vzarr verify` does) and leave out
+    /// the variables with a defect, each named with its first defect.
+    #[arg(long, conflicts_with = "rescan")]
+    pub(crate) leave_out_defective: bool,
     #[command(flatten)]
     pub(crate) output: OutputArgs,
     #[command(flatten)]
@@ -39,12 +52,22 @@ pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode> {
     let started = std::time::Instant::now();
     let output = args.output.output()?;
     let policy = args.small.settings(Settings::new()).small_chunk_policy()?;
-    let parsed = vzarr_read::load(&args.refs, vzarr_read::ParseLimits::default())?;
+    let mut parsed = vzarr_read::load(&args.refs, vzarr_read::ParseLimits::default())?;
     let mut allow = args.allow_prefix.clone();
     allow.extend(vzarr_read::configured_prefixes()?);
     let mut opts = UpgradeOptions::new(&args.refs, allow);
     opts.trust_references = args.trust_references;
     opts.small_chunks = policy;
+    if args.rescan {
+        return rescan(&args, parsed, &opts, &output);
+    }
+    if args.leave_out_defective {
+        // The sources as the upgrade allows them (checked here first).
+        let sources = vzarr_build::upgrade::sources(parsed.clone(), &opts)?;
+        let (kept, audit) = vzarr_verify::without_defective(parsed, &args.refs, sources)?;
+        println!("{}", audit.summary());
+        parsed = kept;
+    }
     let up = run_upgrade(parsed, &opts)?;
     let left: Vec<String> = up
         .dataset
@@ -60,4 +83,39 @@ pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode> {
         ..Default::default()
     };
     print::finish(&up.dataset, &output, "upgrade", &[], &summary, &args.report)
+}
+
+/// `vzarr upgrade --rescan`: `vzarr build` of the sources the references point into.
+fn rescan(
+    args: &UpgradeArgs,
+    parsed: vzarr_read::ParsedRefs,
+    opts: &UpgradeOptions,
+    output: &vzarr_build::Output,
+) -> Result<ExitCode> {
+    let urls = vzarr_build::upgrade::sources(parsed, opts)?;
+    let sources = urls
+        .iter()
+        .map(|u| vzarr_scan::inputs::SourceRef::parse(u))
+        .collect::<Result<Vec<_>, _>>()?;
+    let settings = args.small.settings(Settings {
+        concat_dim: args.concat_dim.clone(),
+        ..Settings::new()
+    });
+    let build_opts = settings.options()?;
+    vzarr_build::run(sources, build_opts, None, &|_| {}, |mut out| {
+        out.dataset.provenance.upgraded_from = Some(args.refs.clone());
+        print::warnings(&out.warnings);
+        if let Some(r) = &out.plan {
+            print::plan_report(r);
+        }
+        print::small_chunks(&out.small_chunks);
+        print::finish(
+            &out.dataset,
+            output,
+            "upgrade",
+            &out.failures,
+            &out.summary,
+            &args.report,
+        )
+    })?
 }

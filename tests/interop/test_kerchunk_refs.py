@@ -282,6 +282,11 @@ def test_no_false_alarm_on_good_references(tmp_path):
         p = run_vzarr("verify", refs, "--allow-prefix", FIXTURES, "--readers", "native", "--json")
         audit = json.loads(p.stdout)["audit"]
         assert audit["by_kind"] == {} and audit["audited"] > 0, (name, audit)
+    # A sample: that many references audited, the same ones for the same seed.
+    p = run_vzarr("verify", refs, "--allow-prefix", FIXTURES, "--readers", "native", "--json",
+                  "--sample", "3", "--seed", "7")
+    audit = json.loads(p.stdout)["audit"]
+    assert audit["audited"] == 3 < audit["references"], audit
 
 
 def test_defective_kerchunk_netcdf3_references_refused(tmp_path):
@@ -363,3 +368,216 @@ def test_generated_keys(tmp_path):
     with netCDF4.Dataset(src) as d:
         for name in ("v", "w"):
             assert_values_equal(d[name][:], got[name], name)
+
+
+def test_kerchunk_defects_named(tmp_path):
+    """Defects kerchunk's own references of files of the corpus and fixtures have, each
+    named with its kind: scalar variable-length strings left out (a NeXus file), a fill value
+    of unwritten chunks that is not the file's (nc4_unwritten.nc)."""
+    from conftest import real_files_dir
+    root = real_files_dir()
+    nexus = root / "nexusformat-2.1.0/nexusformat-2.1.0/src/nexusformat/examples/chopper.nxs"
+    cases = [(nexus, root, "missing", "entry/sample/name"),
+             (FIXTURES / "nc4_unwritten.nc", FIXTURES, "fill value", "never_default")]
+    for src, allowed, kind, array in cases:
+        refs = kerchunk_in_a_process(src, tmp_path / f"{src.stem}.json")
+        p = run_vzarr("verify", refs, "--allow-prefix", allowed, "--readers", "native", "--json",
+                      check=False)
+        audit = json.loads(p.stdout)["audit"]
+        assert p.returncode == 1 and kind in audit["by_kind"], audit
+        assert any(d["array"] == array and d["kind"] == kind.replace(" ", "-")
+                   for d in audit["defects"]), audit
+
+
+def test_rescan_repairs_what_the_references_got_wrong(tmp_path):
+    """kerchunk gives nc4_unwritten.nc's never-written chunks the fill value 0 where the file's
+    is the netCDF default: verify says so, and `vzarr upgrade --rescan` (a build of the sources
+    the references name) reads equal to h5py where the plain upgrade keeps kerchunk's value."""
+    src = FIXTURES / "nc4_unwritten.nc"
+    refs = kerchunk_hdf5(src, tmp_path / "refs.json")
+    p = run_vzarr("verify", refs, "--allow-prefix", FIXTURES, "--readers", "native", check=False)
+    assert p.returncode == 1 and "never_default" in p.stdout, p.stdout + p.stderr
+    run_vzarr("upgrade", refs, "--rescan", "-o", tmp_path / "up.json", "--allow-prefix", FIXTURES)
+    got = read_json_output(tmp_path / "up.json")
+    expected = h5_arrays(src)
+    for path in kerchunk_arrays(refs):
+        assert_values_equal(expected[path], got[path], path)
+    doc = json.loads((tmp_path / "up.json").read_text())
+    assert doc["vzarr"]["upgraded_from"] == str(refs)
+    run_vzarr("verify", tmp_path / "up.json", "--allow-prefix", FIXTURES, "--readers", "native")
+
+
+def test_rescan_of_a_combined_archive(tmp_path):
+    files = monthly_archive(tmp_path / "archive")
+    refs = multizarr(files, tmp_path / "combined.json")
+    p = run_vzarr("upgrade", refs, "--rescan", "-o", tmp_path / "up.json",
+                  "--allow-prefix", tmp_path / "archive", check=False)
+    assert p.returncode != 0 and "--concat-dim time" in p.stderr, p.stderr
+    run_vzarr("upgrade", refs, "--rescan", "--concat-dim", "time", "-o", tmp_path / "repo",
+              "--format", "icechunk", "--allow-prefix", tmp_path / "archive")
+    got = read_icechunk(tmp_path / "repo")
+    with netCDF4.Dataset(files[1]) as d:
+        d.set_auto_maskandscale(False)
+        assert_values_equal(d["tas"][:], got["tas"][4:8], "tas of the second file")
+
+
+# Real files no one here wrote (scripts/real-files), kerchunk's references of each: radar,
+# model output, an unstructured mesh, a compound of complex numbers, NetCDF3 files.
+REAL_FILES = [
+    "arm_pyart-2.3.0/arm_pyart-2.3.0/pyart/testing/data/example_cfradial_ppi.nc",
+    "esmvalcore-2.15.0/esmvalcore-2.15.0/tests/integration/cmor/_fixes/test_data/cesm2_native.nc",
+    "esmvalcore-2.15.0/esmvalcore-2.15.0/tests/integration/cmor/_fixes/test_data/access_ocean_grid.nc",
+    "esmvalcore-2.15.0/esmvalcore-2.15.0/tests/integration/cmor/_fixes/test_data/icon_atm_3d.nc",
+    "cf_python-3.21.0/cf_python-3.21.0/cf/test/ugrid_global_2.nc",
+    "h5py-3.16.0/h5py-3.16.0/h5py/tests/data_files/compound-dtype-complex.h5",
+    "esmvalcore-2.15.0/esmvalcore-2.15.0/tests/integration/cmor/_fixes/test_data/emac.nc",
+    "esmvalcore-2.15.0/esmvalcore-2.15.0/tests/integration/dataset/tas.nc",
+]
+
+KERCHUNK_IN_A_PROCESS = """
+import json, sys
+from kerchunk.hdf import SingleHdf5ToZarr
+from kerchunk.netCDF3 import NetCDF3ToZarr
+path, out = sys.argv[1], sys.argv[2]
+with open(path, "rb") as f:
+    nc3 = f.read(3) == b"CDF"
+make = NetCDF3ToZarr if nc3 else SingleHdf5ToZarr
+json.dump(make(path, inline_threshold=100).translate(), open(out, "w"))
+"""
+
+
+def kerchunk_in_a_process(src: Path, out: Path) -> Path:
+    """kerchunk's references of `src`, made in a child process (kerchunk with zarr 3.4 hangs
+    on some files: the timeout fails the test instead of the suite)."""
+    import subprocess
+    import sys
+    subprocess.run([sys.executable, "-c", KERCHUNK_IN_A_PROCESS, str(src), str(out)],
+                   check=True, timeout=120, capture_output=True)
+    return out
+
+
+def source_values(src: Path) -> dict:
+    with open(src, "rb") as f:
+        nc3 = f.read(3) == b"CDF"
+    if not nc3:
+        return h5_arrays(src)
+    with netCDF4.Dataset(src) as d:
+        d.set_auto_maskandscale(False)
+        return {n: v[:] for n, v in d.variables.items()}
+
+
+@pytest.mark.parametrize("rel", REAL_FILES, ids=lambda r: r.rsplit("/", 1)[-1])
+def test_real_file_references(tmp_path, rel):
+    from conftest import real_files_dir
+    root = real_files_dir()
+    src = root / rel
+    assert src.is_file(), f"{src} is not in the real-file corpus"
+    refs = kerchunk_in_a_process(src, tmp_path / "refs.json")
+    p = run_vzarr("verify", refs, "--allow-prefix", root, "--readers", "native", "--json",
+                  check=False)
+    report = json.loads(p.stdout)
+    assert p.returncode == 0 and report["audit"]["by_kind"] == {}, p.stdout[-3000:] + p.stderr
+    up = run_vzarr("upgrade", refs, "-o", tmp_path / "up.json", "--allow-prefix", root)
+    compare_upgrade(read_json_output(tmp_path / "up.json"), source_values(src),
+                    kerchunk_arrays(refs), up.stderr, rel)
+
+
+def test_real_monthly_archive_combined(tmp_path):
+    """Iris's three monthly NEMO files combined along time by MultiZarrToZarr: verified,
+    upgraded to Icechunk, read equal to the files concatenated."""
+    from conftest import real_files_dir
+    from kerchunk.combine import MultiZarrToZarr
+    root = real_files_dir()
+    nemo = root / "iris_sample_data-2.5.2/iris_sample_data-2.5.2/iris_sample_data/sample_data/NEMO"
+    files = sorted(nemo.glob("nemo_1m_2015*_grid-T.nc"))
+    assert len(files) == 3, files
+    singles = [json.loads(kerchunk_in_a_process(f, tmp_path / f"{i}.json").read_text())
+               for i, f in enumerate(files)]
+    with netCDF4.Dataset(files[0]) as d:
+        tdim = d["tos"].dimensions[0]
+        static = [n for n, v in d.variables.items() if tdim not in v.dimensions]
+    # Every file's time_counter is 0 (time_centered holds the times): kerchunk's default
+    # would collapse the three months into one; each file is placed by its index instead.
+    refs = MultiZarrToZarr(singles, concat_dims=[tdim], identical_dims=static,
+                           coo_map={tdim: "INDEX"}, inline_threshold=0).translate()
+    path = tmp_path / "combined.json"
+    path.write_text(json.dumps(refs))
+    p = run_vzarr("verify", path, "--allow-prefix", nemo, "--readers", "native", "--json",
+                  check=False)
+    assert json.loads(p.stdout)["audit"]["by_kind"] == {}, p.stdout[-3000:]
+    run_vzarr("upgrade", path, "-o", tmp_path / "repo", "--format", "icechunk",
+              "--allow-prefix", nemo)
+    got = read_icechunk(tmp_path / "repo")
+    parts = []
+    for f in files:
+        with netCDF4.Dataset(f) as d:
+            d.set_auto_maskandscale(False)
+            parts.append(d["tos"][:])
+    assert_values_equal(np.concatenate(parts), got["tos"], "tos")
+
+
+@pytest.mark.parametrize("change", [shift, drop, wrong_offset])
+def test_upgrade_leaves_out_defective_variables(tmp_path, change):
+    """`vzarr upgrade --leave-out-defective`: the variable with the injected defect is left
+    out with the reason; the rest reads equal to the source (verify finds nothing)."""
+    refs, data = defective(tmp_path, change)
+    p = run_vzarr("upgrade", refs, "--leave-out-defective", "-o", tmp_path / "up.json",
+                  "--allow-prefix", data)
+    assert left_out(p.stderr) == {"tas"}, p.stdout + p.stderr
+    assert "references are defective" in p.stderr
+    got = read_json_output(tmp_path / "up.json")
+    assert "tas" not in got
+    expected = h5_arrays(data / "climate.nc")
+    for path in kerchunk_arrays(refs) - {"tas"}:
+        assert_values_equal(expected[path], got[path], path)
+    run_vzarr("verify", tmp_path / "up.json", "--allow-prefix", data, "--readers", "native")
+
+
+def test_python_upgrade_rescan_and_leave_out(tmp_path):
+    """vzarr.upgrade(leave_out_defective=True) leaves out the defective variable;
+    vzarr.upgrade(rescan=True) builds from the sources and reads equal to them."""
+    import vzarr
+    refs, data = defective(tmp_path, drop)
+    out = vzarr.upgrade(refs, allow_prefixes=str(data), leave_out_defective=True)
+    assert any(w.startswith("tas: left out: the references are defective")
+               for w in out.report.warnings), out.report.warnings
+    assert "tas/zarr.json" not in out["refs"]
+    out = vzarr.upgrade(refs, allow_prefixes=str(data), rescan=True, small_chunks="keep")
+    got = arrays_of(zarr.open_group(open_store(dict(out)), mode="r", zarr_format=3))
+    expected = h5_arrays(data / "climate.nc")
+    assert_values_equal(expected["tas"], got["tas"], "tas")
+    with pytest.raises(ValueError):
+        vzarr.upgrade(refs, allow_prefixes=str(data), rescan=True, leave_out_defective=True)
+
+
+def test_references_and_sources_on_object_storage(moto_server, tmp_path):
+    """kerchunk references on S3 (a JSON object, and a Parquet prefix with no object of its own
+    name) pointing at sources on S3: verified and upgraded through vzarr's byte layer; a
+    source outside the allowed bucket prefix is refused before any byte of it is read."""
+    client, env = moto_server
+    bucket = "vzarr-kerchunk"
+    client.create_bucket(Bucket=bucket)
+    src = FIXTURES / "nc4_climate.nc"
+    client.upload_file(str(src), bucket, "data/climate.nc")
+    refs = json.loads(kerchunk_hdf5(src, tmp_path / "local.json").read_text())
+    text = json.dumps(refs).replace(str(src), f"s3://{bucket}/data/climate.nc")
+    (tmp_path / "refs.json").write_text(text)
+    client.upload_file(str(tmp_path / "refs.json"), bucket, "refs/climate.json")
+    parq = to_parquet(tmp_path / "refs.json", tmp_path / "refs.parq")
+    for f in parq.rglob("*"):
+        if f.is_file():
+            client.upload_file(str(f), bucket, f"refs/climate.parq/{f.relative_to(parq)}")
+    allowed = f"s3://{bucket}/data/"
+    for remote in (f"s3://{bucket}/refs/climate.json", f"s3://{bucket}/refs/climate.parq"):
+        p = run_vzarr("verify", remote, "--allow-prefix", allowed, "--readers", "native",
+                      "--json", env=env, check=False)
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr
+        assert json.loads(p.stdout)["audit"]["by_kind"] == {}
+        out = tmp_path / f"{remote.rsplit('/', 1)[-1]}.up.json"
+        run_vzarr("upgrade", remote, "-o", out, "--allow-prefix", allowed, env=env)
+        doc = json.loads(out.read_text())
+        assert doc["vzarr"]["sources"][0]["url"] == f"s3://{bucket}/data/climate.nc"
+        run_vzarr("verify", out, "--allow-prefix", allowed, "--readers", "native", env=env)
+        p = run_vzarr("upgrade", remote, "-o", tmp_path / "refused.json", "--allow-prefix",
+                      f"s3://{bucket}/elsewhere/", env=env, check=False)
+        assert p.returncode != 0 and "refusing" in p.stderr, p.stderr

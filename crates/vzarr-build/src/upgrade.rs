@@ -60,8 +60,16 @@ pub struct Upgraded {
     pub small_chunks: CompactReport,
 }
 
-/// Upgrades parsed references (see the module documentation).
-pub fn upgrade(refs: ParsedRefs, opts: &UpgradeOptions) -> Result<Upgraded, BuildError> {
+/// The sources of upgraded references, checked: each an absolute URL under the allowed
+/// prefixes, opened once (through `store`) and recorded.
+struct Checked {
+    dataset: VirtualDataset,
+    records: Vec<SourceRecord>,
+    store: Arc<Memo<AllowPrefixes<Stores>>>,
+}
+
+/// Steps 1 and 2 of the module documentation.
+fn check_sources(refs: ParsedRefs, opts: &UpgradeOptions) -> Result<Checked, BuildError> {
     let mut ds = refs.dataset;
     let bad = |reason: String| BuildError::Upgrade {
         origin: opts.origin.clone(),
@@ -109,6 +117,35 @@ pub fn upgrade(refs: ParsedRefs, opts: &UpgradeOptions) -> Result<Upgraded, Buil
         let src = store.open(url).map_err(src_err)?;
         records.push(src.record().clone());
     }
+    Ok(Checked {
+        dataset: ds,
+        records,
+        store,
+    })
+}
+
+/// The sources the references point into (absolute URLs, sorted), each checked against the
+/// allowed prefixes and opened: what a rebuild from the sources (`vzarr build` of them) may
+/// scan.
+pub fn sources(refs: ParsedRefs, opts: &UpgradeOptions) -> Result<Vec<String>, BuildError> {
+    Ok(check_sources(refs, opts)?
+        .records
+        .into_iter()
+        .map(|r| r.url)
+        .collect())
+}
+
+/// Upgrades parsed references (see the module documentation).
+pub fn upgrade(refs: ParsedRefs, opts: &UpgradeOptions) -> Result<Upgraded, BuildError> {
+    let Checked {
+        dataset: mut ds,
+        records,
+        store,
+    } = check_sources(refs, opts)?;
+    let bad = |reason: String| BuildError::Upgrade {
+        origin: opts.origin.clone(),
+        reason,
+    };
     let sizes: BTreeMap<&str, u64> = records.iter().map(|r| (r.url.as_str(), r.size)).collect();
     for (path, a) in &ds.arrays {
         for (i, r) in a.manifest.iter_stored() {

@@ -11,7 +11,9 @@
 //!
 //! - [`write_file`], [`write_refs`], [`to_bytes`]: the same dataset always gives the same bytes.
 //! - [`parse_refs`]: references back into the model, with typed errors for malformed input;
-//!   also the older version-0 form, JSON-object metadata and `templates`.
+//!   also the older version-0 form, JSON-object metadata, `templates` and `gen`, and kerchunk's
+//!   own references with Zarr v2 metadata; [`parse_parquet_refs`]: kerchunk's Parquet
+//!   references, read through the caller's fetcher.
 //!
 //! ```
 //! use vzarr_core::VirtualDataset;

@@ -17,7 +17,7 @@ type Upgraded = (Option<Py<PyBytes>>, Vec<String>, Option<String>);
 #[pyfunction]
 #[pyo3(signature = (
     refs, *, allow_prefixes, trust_references, small_chunks, chunk_target, inline_max,
-    inline_total, output, format, branch
+    inline_total, output, format, branch, rescan, concat_dim, leave_out_defective
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn upgrade(
@@ -32,7 +32,20 @@ pub(crate) fn upgrade(
     output: Option<String>,
     format: &str,
     branch: &str,
+    rescan: bool,
+    concat_dim: Option<String>,
+    leave_out_defective: bool,
 ) -> PyResult<Upgraded> {
+    if rescan && leave_out_defective {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "rescan and leave_out_defective: choose one",
+        ));
+    }
+    if concat_dim.is_some() && !rescan {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "concat_dim applies to rescan=True only",
+        ));
+    }
     let format: Format = format.parse().map_err(crate::value_error("format"))?;
     let output = output
         .map(|o| Output::parse(&o, format, branch))
@@ -44,15 +57,33 @@ pub(crate) fn upgrade(
         ));
     }
     let small = [small_chunks, chunk_target, inline_max, inline_total];
-    let (_, policy) = crate::with_small_chunks(Settings::new(), small)?;
+    let (settings, policy) = crate::with_small_chunks(
+        Settings {
+            concat_dim,
+            ..Settings::new()
+        },
+        small,
+    )?;
     let mut allow = allow_prefixes;
     allow.extend(vzarr_read::configured_prefixes().map_err(|e| crate::open::to_py(&e, &refs))?);
-    let parsed = py
+    let mut parsed = py
         .detach(|| vzarr_read::load(&refs, vzarr_read::ParseLimits::default()))
         .map_err(|e| crate::open::to_py(&e, &refs))?;
     let mut opts = UpgradeOptions::new(&refs, allow);
     opts.trust_references = trust_references;
     opts.small_chunks = policy;
+    if rescan {
+        return rescan_sources(py, parsed, &opts, settings, output.as_ref(), &refs);
+    }
+    if leave_out_defective {
+        let sources = py
+            .detach(|| vzarr_build::upgrade::sources(parsed.clone(), &opts))
+            .map_err(|e| crate::to_py(py, &e))?;
+        parsed = py
+            .detach(|| vzarr_verify::without_defective(parsed, &refs, sources))
+            .map_err(|e| crate::open::to_py(&e, &refs))?
+            .0;
+    }
     let done = py.detach(|| -> Result<_, vzarr_build::BuildError> {
         let up = run_upgrade(parsed, &opts)?;
         let warnings: Vec<String> = up
@@ -68,6 +99,49 @@ pub(crate) fn upgrade(
             }
             None => (Some(vzarr_kerchunk::to_bytes(&up.dataset)?), warnings, None),
         })
+    });
+    let (bytes, warnings, written) = done.map_err(|e| crate::to_py(py, &e))?;
+    Ok((
+        bytes.map(|b| PyBytes::new(py, &b).unbind()),
+        warnings,
+        written,
+    ))
+}
+
+/// `vzarr.upgrade(rescan=True)`: a build of the sources the references point into (checked
+/// against the allowed prefixes first), as `vzarr upgrade --rescan` does.
+fn rescan_sources(
+    py: Python<'_>,
+    parsed: vzarr_read::ParsedRefs,
+    opts: &UpgradeOptions,
+    settings: Settings,
+    output: Option<&Output>,
+    refs: &str,
+) -> PyResult<Upgraded> {
+    let done = py.detach(|| -> Result<_, vzarr_build::BuildError> {
+        let urls = vzarr_build::upgrade::sources(parsed, opts)?;
+        let sources = urls
+            .iter()
+            .map(|u| vzarr_scan::inputs::SourceRef::parse(u))
+            .collect::<Result<Vec<_>, _>>()?;
+        let build_opts = settings.options()?;
+        vzarr_build::run(sources, build_opts, None, &|_| {}, |mut out| {
+            out.dataset.provenance.upgraded_from = Some(refs.to_string());
+            let mut warnings = out.warnings.clone();
+            warnings.extend(out.plan.iter().flat_map(|p| p.left_out.iter().cloned()));
+            Ok(match output {
+                Some(target) => {
+                    let w =
+                        vzarr_build::output::write(&out.dataset, target, "upgrade", false, None)?;
+                    (None, warnings, Some(crate::written_json(&w)))
+                }
+                None => (
+                    Some(vzarr_kerchunk::to_bytes(&out.dataset)?),
+                    warnings,
+                    None,
+                ),
+            })
+        })?
     });
     let (bytes, warnings, written) = done.map_err(|e| crate::to_py(py, &e))?;
     Ok((

@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use vzarr_core::{ChunkRef, Codec, VirtualArray, VirtualDataset};
-use vzarr_read::Reader;
+use vzarr_read::{ParsedRefs, ReadError, ReadOptions, Reader};
 
 use crate::report::VerifyOptions;
 use crate::sample::sample_indices;
@@ -42,6 +42,8 @@ pub enum DefectKind {
     Shifted,
     /// A chunk the source stores is not referenced where it belongs.
     Missing,
+    /// Chunks the references leave out read as another fill value than the source's.
+    FillValue,
 }
 
 impl DefectKind {
@@ -56,6 +58,7 @@ impl DefectKind {
             DefectKind::Metadata => "metadata",
             DefectKind::Shifted => "shifted",
             DefectKind::Missing => "missing",
+            DefectKind::FillValue => "fill value",
         }
     }
 }
@@ -102,6 +105,8 @@ pub struct AuditReport {
     pub by_kind: BTreeMap<&'static str, u64>,
     /// The first defects, in detail.
     pub defects: Vec<Defect>,
+    /// Every array with a defect, with its first defect in words.
+    pub defective_arrays: BTreeMap<String, String>,
 }
 
 impl AuditReport {
@@ -127,7 +132,23 @@ impl AuditReport {
         )
     }
 
+    /// Leaves every defective array out of `ds` (kept in its skipped list with the defect):
+    /// what an upgrade of the references should not carry over.
+    pub fn leave_out_defective(&self, ds: &mut VirtualDataset) {
+        for (path, first) in &self.defective_arrays {
+            if ds.arrays.shift_remove(path).is_some() {
+                ds.skipped.push(vzarr_core::SkippedVariable {
+                    path: path.clone(),
+                    reason: format!("the references are defective ({first})"),
+                });
+            }
+        }
+    }
+
     fn add(&mut self, d: Defect, max: usize) {
+        self.defective_arrays
+            .entry(d.array.clone())
+            .or_insert_with(|| format!("chunk {:?}: {}: {}", d.chunk, d.kind.name(), d.detail));
         *self.by_kind.entry(d.kind.name()).or_default() += 1;
         if self.defects.len() < max {
             self.defects.push(d);
@@ -148,8 +169,9 @@ fn codec_kind(c: &Codec) -> String {
     }
 }
 
-/// Where a source's stored chunks are: offset -> (array path, linear chunk index, length).
-type Index = HashMap<u64, (String, usize, u64)>;
+/// Where a source's stored chunks are: offset -> (array path, linear chunk index, length) of
+/// every array storing a chunk there (links give one dataset several names).
+type Index = HashMap<u64, Vec<(String, usize, u64)>>;
 
 fn index_of(scanned: &VirtualDataset) -> Index {
     let mut idx = Index::new();
@@ -157,7 +179,9 @@ fn index_of(scanned: &VirtualDataset) -> Index {
         for (lin, r) in a.manifest.iter_stored() {
             // A scan of one file references that file only (under its own spelling).
             if let ChunkRef::Range { offset, length, .. } = r {
-                idx.insert(offset, (path.clone(), lin, length));
+                idx.entry(offset)
+                    .or_default()
+                    .push((path.clone(), lin, length));
             }
         }
     }
@@ -266,7 +290,10 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
             );
             continue;
         }
-        let Some((spath, slin, slen)) = idx.get(&r.offset) else {
+        let found = idx
+            .get(&r.offset)
+            .map(|all| all.iter().find(|(p, _, _)| p == r.path).unwrap_or(&all[0]));
+        let Some((spath, slin, slen)) = found else {
             report.add(
                 defect(
                     r,
@@ -385,6 +412,33 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
             );
         }
     }
+    // Variables the references hold that the file's scan leaves out (types Zarr v3 cannot
+    // hold, such as HDF5 object references or variable-length sequences): whatever the
+    // references store for them is not the file's values.
+    if single && let Some(Ok((_, scanned, _))) = scans.values().next() {
+        let url = *scans.keys().next().expect("one source");
+        for s in &scanned.skipped {
+            // Only types: a variable left out for its size (say) may be right in them.
+            if ds.arrays.contains_key(&s.path)
+                && s.reason.starts_with("unsupported data type")
+                && (opts.arrays.is_empty() || opts.arrays.contains(&s.path))
+            {
+                report.add(
+                    Defect {
+                        array: s.path.clone(),
+                        chunk: Vec::new(),
+                        source: url.to_string(),
+                        kind: DefectKind::Metadata,
+                        detail: format!(
+                            "the file's variable has no Zarr v3 counterpart ({}); what the references hold for it is not its values",
+                            s.reason
+                        ),
+                    },
+                    max,
+                );
+            }
+        }
+    }
     // Missing: every chunk a scanned file stores of a variable its references place.
     if opts.sample.is_none() {
         for (url, scan) in &scans {
@@ -396,18 +450,45 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
                 if !opts.arrays.is_empty() && !opts.arrays.iter().any(|a| a == path) {
                     continue;
                 }
+                // A file of a combined dataset is placed by its references; the one file of a
+                // single-file dataset holds every array where the keys say.
                 if sa.grid.ndim() != array.grid.ndim()
-                    || !seen.contains(&(*url, path.as_str()))
-                    || !array
-                        .dimension_names
-                        .iter()
-                        .all(|d| votes.contains_key(&(*url, d.as_str())))
+                    || (!single
+                        && (!seen.contains(&(*url, path.as_str()))
+                            || !array
+                                .dimension_names
+                                .iter()
+                                .all(|d| votes.contains_key(&(*url, d.as_str())))))
                 {
                     continue;
                 }
+                if single
+                    && sa.data_type == array.data_type
+                    && sa.fill_value != array.fill_value
+                    && array.manifest.stored() < array.manifest.len()
+                {
+                    report.add(
+                        Defect {
+                            array: path.clone(),
+                            chunk: Vec::new(),
+                            source: url.to_string(),
+                            kind: DefectKind::FillValue,
+                            detail: format!(
+                                "the chunks the references leave out read as {}; the file's fill value is {}",
+                                array.fill_value.to_zarr_json(array.data_type.clone()),
+                                sa.fill_value.to_zarr_json(sa.data_type.clone())
+                            ),
+                        },
+                        max,
+                    );
+                }
                 for (slin, r) in sa.manifest.iter_stored() {
-                    let ChunkRef::Range { offset, length, .. } = r else {
-                        continue;
+                    let (offset, length) = match r {
+                        ChunkRef::Range { offset, length, .. } => (offset, length),
+                        // Values the file keeps in its metadata or heap (compact data,
+                        // variable-length strings): only a chunk left out is a defect.
+                        ChunkRef::Inline(b) => (u64::MAX, b.len() as u64),
+                        ChunkRef::Missing => continue,
                     };
                     let origin = sa.grid.chunk_origin(&sa.grid.chunk_index(slin as u64));
                     let pos: Option<Vec<u64>> = origin
@@ -426,7 +507,11 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
                         continue;
                     };
                     let here = array.manifest.get(lin as usize);
-                    let referenced = matches!(here, ChunkRef::Range { source, offset: o, .. } if source == *url && o == offset);
+                    let referenced = if offset == u64::MAX {
+                        !matches!(here, ChunkRef::Missing)
+                    } else {
+                        matches!(here, ChunkRef::Range { source, offset: o, .. } if source == *url && o == offset)
+                    };
                     if !referenced && !matches!(here, ChunkRef::Inline(_)) {
                         report.add(
                             Defect {
@@ -435,7 +520,12 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
                                 source: url.to_string(),
                                 kind: DefectKind::Missing,
                                 detail: format!(
-                                    "the file stores this chunk ({length} bytes at offset {offset}); the references {}",
+                                    "the file stores this chunk ({length} bytes {}); the references {}",
+                                    if offset == u64::MAX {
+                                        "in its metadata or heap".to_string()
+                                    } else {
+                                        format!("at offset {offset}")
+                                    },
                                     match here {
                                         ChunkRef::Missing => "leave it out (it reads as the fill value)".to_string(),
                                         ChunkRef::Range { source, offset, .. } => format!("point at {source} offset {offset} instead"),
@@ -451,4 +541,31 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
         }
     }
     report
+}
+
+/// Audits every reference of `refs` (their sources read only under `allow_prefixes`; `origin`
+/// names them) and returns them without the arrays that have a defect, each kept in the
+/// dataset's skipped list with its first defect, with the audit: what an upgrade that must not
+/// carry defects over starts from.
+pub fn without_defective(
+    refs: ParsedRefs,
+    origin: &str,
+    allow_prefixes: Vec<String>,
+) -> Result<(ParsedRefs, AuditReport), ReadError> {
+    let reader = vzarr_read::open_parsed(
+        refs,
+        origin,
+        ReadOptions {
+            allow_prefixes,
+            ..Default::default()
+        },
+    )?;
+    let report = audit(&reader, &VerifyOptions::default());
+    let mut refs = reader.refs().clone();
+    drop(reader);
+    report.leave_out_defective(&mut refs.dataset);
+    for path in report.defective_arrays.keys() {
+        refs.documents.remove(&format!("{path}/zarr.json"));
+    }
+    Ok((refs, report))
 }

@@ -38,7 +38,7 @@ pub mod worker;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use audit::{AuditReport, Defect, DefectKind, audit};
+pub use audit::{AuditReport, Defect, DefectKind, audit, without_defective};
 pub use report::{Mismatch, Skipped, VerifyOptions, VerifyProgress, VerifyReport};
 pub use verify::verify;
 

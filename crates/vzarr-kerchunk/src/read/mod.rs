@@ -1,16 +1,24 @@
-//! Reading: kerchunk version 1 references holding a Zarr v3 hierarchy parsed back into a
-//! [`VirtualDataset`].
+//! Reading: kerchunk references parsed into a [`VirtualDataset`]: vzarr's own (version 1 with
+//! Zarr v3 metadata) and kerchunk's (Zarr v2 metadata, JSON or Parquet), one mapping for all
+//! (kerchunk specification, <https://fsspec.github.io/kerchunk/spec.html>).
 //!
 //! Accepted: `{"version": 1, "refs": {...}}` with or without our `"vzarr"` provenance block,
 //! and the older version-0 form (the top-level object is the refs map). Metadata values may be
-//! JSON-encoded strings (as kerchunk writes them) or JSON objects. Chunk values are
-//! `[url, offset, length]`, `"base64:..."` or a plain string (its UTF-8 bytes); chunks that are
-//! not listed read as the fill value. `templates` (`{{name}}` in URLs) are expanded.
-//! Everything else is an error that names the key and says why; nothing here panics on input.
+//! JSON-encoded strings (as kerchunk writes them, Python's bare `NaN` included) or JSON
+//! objects, Zarr v3 (`zarr.json`) or Zarr v2 (`.zgroup`, `.zattrs`, `.zarray`, `.zmetadata`).
+//! Chunk values are `[url, offset, length]`, `"base64:..."` or a plain string (its UTF-8
+//! bytes); chunks that are not listed read as the fill value. `templates` (`{{name}}` in URLs)
+//! and generated keys (`gen`) are expanded. Everything else is an error that names the key and
+//! says why; nothing here panics on input.
 //!
-//! This module holds the errors, the limits and [`parse_refs`], which reads the references in
+//! This module holds the errors, the limits and [`parse_refs`], which reads JSON references in
 //! two passes (the small parts, then the chunk keys one at a time straight into the
 //! manifests). Its submodules:
+//! - [`builder`]: the one place references become the model (metadata documents, then chunk
+//!   entries), whatever holds them;
+//! - [`v2`]: Zarr v2 metadata translated once into Zarr v3 documents;
+//! - [`parquet_refs`]: kerchunk's Parquet references, record file by record file;
+//! - [`gen_keys`]: generated keys;
 //! - [`metadata`]: metadata values as Zarr v3 documents, and the chunk count an array
 //!   document implies (bounded before the model allocates a manifest);
 //! - [`names`]: what a key or a reference names: node paths, chunk keys and their indices,

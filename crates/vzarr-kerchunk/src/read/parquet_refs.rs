@@ -25,8 +25,11 @@ use super::{ParseError, ParseLimits, ParsedRefs};
 /// Why a part of Parquet references could not be fetched.
 pub type FetchError = Arc<dyn std::error::Error + Send + Sync>;
 
+/// Most bytes the columns of one record file may decode to.
+pub(super) const MAX_PARQUET_DECODED: u64 = 1 << 30;
+
 /// Largest record file read (bytes): far above what `record_size` rows of references take.
-pub const MAX_PARQUET_FILE: u64 = 1 << 30;
+pub const MAX_PARQUET_FILE: u64 = 256 << 20;
 
 /// Parses kerchunk's Parquet references: `zmetadata` is the bytes of the directory's
 /// `.zmetadata`; `fetch` returns the bytes of a file of the directory by its relative path
@@ -99,15 +102,33 @@ pub fn parse_parquet_refs(
                 ));
             }
             let first = k * record_size;
-            read_record(
-                &mut b,
-                &file,
-                bytes,
-                &path,
-                first,
-                n_chunks as u64,
-                record_size,
-            )?;
+            // The parquet crate panics on some corrupt files (a dictionary page missing, say)
+            // rather than returning an error: such a panic is this file's error, not ours.
+            let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                read_record(
+                    &mut b,
+                    &file,
+                    bytes,
+                    &path,
+                    first,
+                    n_chunks as u64,
+                    record_size,
+                )
+            }));
+            match read {
+                Ok(r) => r?,
+                Err(panic) => {
+                    let why = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown".into());
+                    return Err(key_err(
+                        &file,
+                        format!("corrupt Parquet (the Parquet reader failed: {why})"),
+                    ));
+                }
+            }
         }
     }
     b.finish(Provenance::default(), false)
@@ -136,10 +157,25 @@ fn read_record(
             "{rows} rows, more than the record size {record_size}"
         )));
     }
+    // What the file says its columns decode to, bounded before anything is decoded.
+    let decoded: i64 = reader
+        .metadata()
+        .row_groups()
+        .iter()
+        .flat_map(|g| g.columns().iter().map(|c| c.uncompressed_size().max(0)))
+        .fold(0i64, i64::saturating_add);
+    if decoded as u64 > MAX_PARQUET_DECODED {
+        return Err(bad(format!(
+            "its columns decode to {decoded} bytes, more than the {MAX_PARQUET_DECODED} a record file may"
+        )));
+    }
     let iter = reader
         .get_row_iter(None)
         .map_err(|e| bad(format!("unreadable rows: {e}")))?;
-    for (i, row) in iter.enumerate() {
+    // fsspec pads the last record file to `record_size` rows; rows past the array's last
+    // chunk are never read (as fsspec never asks for them).
+    let wanted = usize::try_from(n_chunks.saturating_sub(first)).unwrap_or(usize::MAX);
+    for (i, row) in iter.take(wanted).enumerate() {
         let row = row.map_err(|e| bad(format!("row {i}: {e}")))?;
         let (mut url, mut offset, mut size, mut raw) = (None, 0i64, 0i64, None);
         for (name, field) in row.get_column_iter() {
@@ -170,12 +206,6 @@ fn read_record(
             continue;
         }
         let key = format!("{file} row {i}");
-        if lin >= n_chunks {
-            return Err(b.bad_key_of(
-                &key,
-                format!("chunk number {lin}, past the array's {n_chunks} chunks"),
-            ));
-        }
         let lin = lin as usize;
         if let Some(raw) = raw {
             b.set(&key, path, lin, ChunkValue::Inline(raw))?;

@@ -277,6 +277,9 @@ def upgrade(
     chunk_target: int | str | None = None,
     inline_max: int | str | None = None,
     inline_total: int | str | None = None,
+    rescan: bool = False,
+    concat_dim: str | None = None,
+    leave_out_defective: bool = False,
 ) -> References | Report:
     """Upgrade existing references, as ``vzarr upgrade`` does: kerchunk's JSON (version 0 or
     1) or a directory of kerchunk's Parquet references, with Zarr v2 (or v3) metadata, to
@@ -286,6 +289,12 @@ def upgrade(
     ``trust_references=True``; each is recorded with its size, modification time and ETag.
     Small chunks are merged and inlined as :func:`build` does (same options). Variables
     vzarr cannot express are left out, named in ``.report.warnings``.
+
+    leave_out_defective: audit every reference against its source first (as ``vzarr
+        verify`` does) and leave out the variables with a defect, named in the warnings.
+    rescan: build from the sources the references point into instead (as :func:`build` of
+        them would, with ``concat_dim`` for several), so no defect of the references carries
+        over.
 
     Returns :class:`References` (with ``.report``), or with ``output=`` the :class:`Report`.
     """
@@ -300,6 +309,9 @@ def upgrade(
         output=None if output is None else _os.fspath(output),
         format=format,
         branch=branch,
+        rescan=rescan,
+        concat_dim=concat_dim,
+        leave_out_defective=leave_out_defective,
     )
     done = None if written is None else _json.loads(written)
     report = Report(

@@ -55,6 +55,9 @@ def upgrade(
     output: str | None,
     format: str,
     branch: str,
+    rescan: bool,
+    concat_dim: str | None,
+    leave_out_defective: bool,
 ) -> tuple[bytes | None, list[str], str | None]: ...
 
 class Store:

@@ -2,6 +2,7 @@
 //! netCDF-C with the `c-oracle` feature): every fixture, tampered manifests and sources,
 //! allowed prefixes, stale sources, combined archives, an h5py-style table with a bool member.
 
+mod audit;
 mod checks;
 mod combined;
 mod common;
