@@ -115,11 +115,10 @@ pub(crate) fn members(
     let TypeClass::Compound { members } = &t.class else {
         return None;
     };
-    let refs = members
+    if !members
         .iter()
-        .filter_map(reference_kind)
-        .collect::<Vec<_>>();
-    if !members.iter().any(is_text) && refs.is_empty() {
+        .any(|m| is_text(m) || reference_kind(m).is_some())
+    {
         return None;
     }
     let why = |reason: String| {

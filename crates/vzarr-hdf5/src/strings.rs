@@ -130,14 +130,16 @@ impl ChunkReader<'_, '_> {
         let file = self.ctx.file;
         let n = raw.len() / self.es.max(1);
         // The collections the chunk's elements live in, fetched together.
-        let vlen = matches!(self.elements, Elements::Strings);
-        let mut cols: Vec<u64> = raw
-            .chunks_exact(self.es)
-            .filter(|_| vlen)
-            .filter_map(|e| file.decode_vlen(e).ok())
-            .filter(|v| v.length > 0)
-            .filter_map(|v| v.id.collection)
-            .collect();
+        // (Object references point at object headers, not heap collections.)
+        let mut cols: Vec<u64> = match self.elements {
+            Elements::Strings => raw
+                .chunks_exact(self.es)
+                .filter_map(|e| file.decode_vlen(e).ok())
+                .filter(|v| v.length > 0)
+                .filter_map(|v| v.id.collection)
+                .collect(),
+            Elements::References(..) => Vec::new(),
+        };
         cols.sort_unstable();
         cols.dedup();
         if cols.len() > 1 {
