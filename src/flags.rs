@@ -602,6 +602,11 @@ pub(crate) struct VerifyArgs {
     /// process; a read taking longer than SECONDS stops it and counts as a failed chunk.
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     pub(crate) read_timeout: u64,
+    /// A file the references were made from (repeatable; for references that record none,
+    /// such as kerchunk's): arrays whose chunks name no file are compared with it when the
+    /// references name no other, and a file no reference points into is reported as dropped.
+    #[arg(long = "source", value_name = "FILE|URL")]
+    pub(crate) sources: Vec<String>,
     #[command(flatten)]
     pub(crate) read: ReadArgs,
 }

@@ -62,6 +62,7 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode> {
             args: vec!["__verify-worker".into()],
             timeout: std::time::Duration::from_secs(args.read_timeout.max(1)),
         }),
+        sources: args.sources.clone(),
     };
     let report = vzarr_verify::verify(&reader, &opts);
     if let Some(b) = &bar {

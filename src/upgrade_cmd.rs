@@ -39,6 +39,15 @@ pub(crate) struct UpgradeArgs {
     /// the variables with a defect, each named with its first defect.
     #[arg(long, conflicts_with = "rescan")]
     pub(crate) leave_out_defective: bool,
+    /// With --leave-out-defective: a file the references were made from (repeatable), as for
+    /// `vzarr verify --source`: references that name no file (all inline) are audited against
+    /// it. It must be under an allowed prefix.
+    #[arg(
+        long = "source",
+        value_name = "FILE|URL",
+        requires = "leave_out_defective"
+    )]
+    pub(crate) sources: Vec<String>,
     #[command(flatten)]
     pub(crate) output: OutputArgs,
     #[command(flatten)]
@@ -55,7 +64,7 @@ pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode> {
     let mut parsed = vzarr_read::load(&args.refs, vzarr_read::ParseLimits::default())?;
     let mut allow = args.allow_prefix.clone();
     allow.extend(vzarr_read::configured_prefixes()?);
-    let mut opts = UpgradeOptions::new(&args.refs, allow);
+    let mut opts = UpgradeOptions::new(&args.refs, allow.clone());
     opts.trust_references = args.trust_references;
     opts.small_chunks = policy;
     if args.rescan {
@@ -63,8 +72,10 @@ pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode> {
     }
     if args.leave_out_defective {
         // The sources as the upgrade allows them (checked here first).
-        let sources = vzarr_build::upgrade::sources(parsed.clone(), &opts)?;
-        let (kept, audit) = vzarr_verify::without_defective(parsed, &args.refs, sources)?;
+        let mut sources = vzarr_build::upgrade::sources(parsed.clone(), &opts)?;
+        sources.extend(allow.iter().cloned());
+        let (kept, audit) =
+            vzarr_verify::without_defective(parsed, &args.refs, sources, args.sources.clone())?;
         println!("{}", audit.summary());
         parsed = kept;
     }

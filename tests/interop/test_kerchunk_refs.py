@@ -407,6 +407,51 @@ def test_rescan_repairs_what_the_references_got_wrong(tmp_path):
     run_vzarr("verify", tmp_path / "up.json", "--allow-prefix", FIXTURES, "--readers", "native")
 
 
+def test_files_a_combine_dropped_are_named(tmp_path):
+    """MultiZarrToZarr drops files silently when their time coordinates are equal (here each
+    file's times are those of the first): the references hold one file's chunks, and
+    `vzarr verify --source` names every other file as dropped; without --source, verify of the
+    references alone cannot know of them."""
+    files = monthly_archive(tmp_path / "archive")
+    for f in files[1:]:
+        with netCDF4.Dataset(f, "a") as d:
+            d["time"][:] = np.arange(4)
+    refs = multizarr(files, tmp_path / "combined.json")
+    # The last file's time and tas, the first file's lat: the second file is gone.
+    assert {v[0] for v in json.loads(refs.read_text())["refs"].values()
+            if isinstance(v, list)} == {str(files[0]), str(files[2])}, refs.read_text()
+    sources = [a for f in files for a in ("--source", f)]
+    p = run_vzarr("verify", refs, *sources, "--allow-prefix", tmp_path / "archive",
+                  "--readers", "native", "--json", check=False)
+    audit = json.loads(p.stdout)["audit"]
+    assert p.returncode == 1 and audit["by_kind"] == {"dropped": 1}, audit
+    assert [d["source"] for d in audit["defects"]] == [str(files[1])], audit
+    p = run_vzarr("verify", refs, "--allow-prefix", tmp_path / "archive", "--readers", "native",
+                  "--json", check=False)
+    assert json.loads(p.stdout)["audit"]["by_kind"] == {}, p.stdout
+
+
+def test_references_naming_no_file_are_verified_against_the_one_named(tmp_path):
+    """kerchunk's references of a small file inline every chunk and name no file: verify
+    compares them with the file named by --source (and names kerchunk's defects there: a
+    scalar variable-length string left out), where alone it can only skip them."""
+    from conftest import real_files_dir
+    root = real_files_dir()
+    src = root / "pynwb-4.2.0/pynwb-4.2.0/tests/back_compat/1.0.3_nwbfile.nwb"
+    refs = kerchunk_in_a_process(src, tmp_path / "refs.json")
+    assert not [v for v in json.loads(refs.read_text())["refs"].values() if isinstance(v, list)]
+    p = run_vzarr("verify", refs, "--allow-prefix", root, "--readers", "native", "--json",
+                  check=False)
+    alone = json.loads(p.stdout)
+    assert alone["values_compared"] == 0 and alone["skipped"], alone
+    p = run_vzarr("verify", refs, "--source", src, "--allow-prefix", root, "--readers",
+                  "native", "--json", check=False)
+    named = json.loads(p.stdout)
+    assert p.returncode == 1 and named["values_compared"] > 0, named
+    assert "session_description" in named["audit"]["defective_arrays"], named["audit"]
+    assert named["audit"]["by_kind"].get("missing"), named["audit"]
+
+
 def test_rescan_of_a_combined_archive(tmp_path):
     files = monthly_archive(tmp_path / "archive")
     refs = multizarr(files, tmp_path / "combined.json")
@@ -581,3 +626,43 @@ def test_references_and_sources_on_object_storage(moto_server, tmp_path):
         p = run_vzarr("upgrade", remote, "-o", tmp_path / "refused.json", "--allow-prefix",
                       f"s3://{bucket}/elsewhere/", env=env, check=False)
         assert p.returncode != 0 and "refusing" in p.stderr, p.stderr
+
+
+def test_whole_file_references(tmp_path):
+    """Chunks that are whole files (`[url]` in JSON; offset and size 0 in Parquet), as kerchunk
+    writes for a file per chunk: each file's size is learned when the references are opened,
+    the upgraded references read equal through zarr-python and icechunk-python, and
+    vzarr.open_dataset reads them; a whole file outside the allowed prefixes is refused."""
+    import zlib
+    import vzarr
+    data = tmp_path / "data"
+    data.mkdir()
+    values = np.arange(30, dtype="<i4").reshape(3, 10)
+    refs = {".zgroup": json.dumps({"zarr_format": 2}),
+            "v/.zarray": json.dumps({"shape": [3, 10], "chunks": [1, 10], "dtype": "<i4",
+                                     "compressor": {"id": "zlib", "level": 1}, "filters": None,
+                                     "fill_value": -1, "order": "C", "zarr_format": 2}),
+            "v/.zattrs": json.dumps({"_ARRAY_DIMENSIONS": ["row", "col"]})}
+    for i in range(3):
+        (data / f"row{i}.z").write_bytes(zlib.compress(values[i].tobytes()))
+        refs[f"v/{i}.0"] = [str(data / f"row{i}.z")]
+    path = tmp_path / "refs.json"
+    path.write_text(json.dumps({"version": 1, "refs": refs}))
+    run_vzarr("upgrade", path, "-o", tmp_path / "up.json", "--allow-prefix", data,
+              "--small-chunks", "keep")
+    doc = json.loads((tmp_path / "up.json").read_text())
+    assert doc["refs"]["v/c/1/0"][1:] == [0, (data / "row1.z").stat().st_size], doc["refs"]
+    assert_values_equal(values, read_json_output(tmp_path / "up.json")["v"], "v (JSON)")
+    run_vzarr("upgrade", path, "-o", tmp_path / "repo", "--format", "icechunk",
+              "--allow-prefix", data)
+    assert_values_equal(values, read_icechunk(tmp_path / "repo")["v"], "v (Icechunk)")
+    np.testing.assert_array_equal(vzarr.open_dataset(path, allow_prefixes=str(data))["v"].values,
+                                  values)
+    parq = to_parquet(path, tmp_path / "refs.parq")
+    run_vzarr("upgrade", parq, "-o", tmp_path / "up-parq.json", "--allow-prefix", data)
+    assert_values_equal(values, read_json_output(tmp_path / "up-parq.json")["v"], "v (Parquet)")
+    p = run_vzarr("upgrade", path, "-o", tmp_path / "refused.json", "--allow-prefix",
+                  tmp_path / "elsewhere", check=False)
+    assert p.returncode != 0 and "refusing" in p.stderr, p.stderr
+    with pytest.raises(vzarr.NotAllowedError):
+        vzarr.open_dataset(path, allow_prefixes=str(tmp_path / "elsewhere"))

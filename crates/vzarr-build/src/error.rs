@@ -97,6 +97,9 @@ pub enum BuildError {
         /// Why.
         reason: String,
     },
+    /// References to upgrade with a chunk that does not fit its array.
+    #[error(transparent)]
+    References(#[from] vzarr_kerchunk::ParseError),
     /// A source of references to upgrade could not be opened (refused by the allowed
     /// prefixes, missing, unreadable).
     #[error("{origin}: {source}")]

@@ -70,25 +70,39 @@ struct Checked {
 
 /// Steps 1 and 2 of the module documentation.
 fn check_sources(refs: ParsedRefs, opts: &UpgradeOptions) -> Result<Checked, BuildError> {
-    let mut ds = refs.dataset;
+    let ParsedRefs {
+        dataset: mut ds,
+        whole_files,
+        ..
+    } = refs;
     let bad = |reason: String| BuildError::Upgrade {
         origin: opts.origin.clone(),
         reason,
     };
-    // 1. Absolute URLs.
+    // 1. Absolute URLs (of byte ranges, and of whole-file chunks).
     let mut urls: BTreeMap<String, String> = BTreeMap::new();
-    for (path, a) in &ds.arrays {
-        for u in a.manifest.sources() {
-            if urls.contains_key(&**u) {
-                continue;
-            }
-            let loc = parse_url(u).map_err(|e| {
-                bad(format!(
-                    "array {path}: source {u:?} is not an absolute path or URL vzarr reads: {e}"
-                ))
-            })?;
-            urls.insert(u.to_string(), loc.url());
+    let named = ds.arrays.iter().flat_map(|(path, a)| {
+        a.manifest
+            .sources()
+            .iter()
+            .map(move |u| (path.as_str(), &**u))
+    });
+    let whole = whole_files.urls().iter().map(|u| ("", u.as_str()));
+    for (path, u) in named.chain(whole) {
+        if urls.contains_key(u) {
+            continue;
         }
+        let loc = parse_url(u).map_err(|e| {
+            let of = if path.is_empty() {
+                String::new()
+            } else {
+                format!("array {path}: ")
+            };
+            bad(format!(
+                "{of}source {u:?} is not an absolute path or URL vzarr reads: {e}"
+            ))
+        })?;
+        urls.insert(u.to_string(), loc.url());
     }
     for a in ds.arrays.values_mut() {
         if a.manifest.sources().iter().any(|u| urls[&**u] != **u) {
@@ -96,7 +110,7 @@ fn check_sources(refs: ParsedRefs, opts: &UpgradeOptions) -> Result<Checked, Bui
         }
     }
     // 2. Sources checked against the allowed prefixes, opened once, recorded.
-    let mut sources: Vec<String> = urls.into_values().collect();
+    let mut sources: Vec<String> = urls.values().cloned().collect();
     sources.sort();
     sources.dedup();
     let mut allowed = opts.allow_prefixes.clone();
@@ -117,6 +131,16 @@ fn check_sources(refs: ParsedRefs, opts: &UpgradeOptions) -> Result<Checked, Bui
         let src = store.open(url).map_err(src_err)?;
         records.push(src.record().clone());
     }
+    // Whole-file chunks: the byte range of the whole source, now that its size is known.
+    let sizes: BTreeMap<&str, u64> = sources
+        .iter()
+        .zip(&records)
+        .map(|(u, r)| (u.as_str(), r.size))
+        .collect();
+    whole_files.resolve::<BuildError>(&mut ds, &opts.origin, |u: &str| {
+        let url = &urls[u];
+        Ok((url.clone(), sizes[url.as_str()]))
+    })?;
     Ok(Checked {
         dataset: ds,
         records,

@@ -31,8 +31,8 @@ mod stream;
 mod write;
 
 pub use read::{
-    FetchError, MAX_PARQUET_FILE, ParseError, ParseLimits, ParsedRefs, parse_chunk_indices,
-    parse_parquet_refs, parse_refs, split_chunk_key,
+    FetchError, MAX_PARQUET_FILE, ParseError, ParseLimits, ParsedRefs, WholeFiles,
+    parse_chunk_indices, parse_parquet_refs, parse_refs, split_chunk_key,
 };
 pub use write::{WriteError, chunk_key, to_bytes, write_file, write_refs};
 

@@ -17,7 +17,7 @@ type Upgraded = (Option<Py<PyBytes>>, Vec<String>, Option<String>);
 #[pyfunction]
 #[pyo3(signature = (
     refs, *, allow_prefixes, trust_references, small_chunks, chunk_target, inline_max,
-    inline_total, output, format, branch, rescan, concat_dim, leave_out_defective
+    inline_total, output, format, branch, rescan, concat_dim, leave_out_defective, sources
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn upgrade(
@@ -35,6 +35,7 @@ pub(crate) fn upgrade(
     rescan: bool,
     concat_dim: Option<String>,
     leave_out_defective: bool,
+    sources: Vec<String>,
 ) -> PyResult<Upgraded> {
     if rescan && leave_out_defective {
         return Err(pyo3::exceptions::PyValueError::new_err(
@@ -69,18 +70,19 @@ pub(crate) fn upgrade(
     let mut parsed = py
         .detach(|| vzarr_read::load(&refs, vzarr_read::ParseLimits::default()))
         .map_err(|e| crate::open::to_py(&e, &refs))?;
-    let mut opts = UpgradeOptions::new(&refs, allow);
+    let mut opts = UpgradeOptions::new(&refs, allow.clone());
     opts.trust_references = trust_references;
     opts.small_chunks = policy;
     if rescan {
         return rescan_sources(py, parsed, &opts, settings, output.as_ref(), &refs);
     }
     if leave_out_defective {
-        let sources = py
+        let mut checked = py
             .detach(|| vzarr_build::upgrade::sources(parsed.clone(), &opts))
             .map_err(|e| crate::to_py(py, &e))?;
+        checked.extend(allow);
         parsed = py
-            .detach(|| vzarr_verify::without_defective(parsed, &refs, sources))
+            .detach(|| vzarr_verify::without_defective(parsed, &refs, checked, sources))
             .map_err(|e| crate::open::to_py(&e, &refs))?
             .0;
     }

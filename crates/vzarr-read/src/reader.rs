@@ -254,7 +254,7 @@ impl Stacks {
 /// repository opened); `origin` names them in messages. As with [`open`], every URL they name
 /// is checked against the allowed prefixes here, before anything is fetched.
 pub fn open_parsed(
-    refs: ParsedRefs,
+    mut refs: ParsedRefs,
     origin: &str,
     options: ReadOptions,
 ) -> Result<Reader, ReadError> {
@@ -273,6 +273,16 @@ pub fn open_parsed(
     stacks.check_recorded(prov)?;
     let sources = source_stack(&stacks.counted, prov, options.ignore_stale);
     let direct = source_stack(&stacks.uncounted, prov, options.ignore_stale);
+    // Whole-file chunks: each source checked and opened (its size learned) once, through the
+    // same stack the reads use.
+    std::mem::take(&mut refs.whole_files).resolve::<ReadError>(
+        &mut refs.dataset,
+        origin,
+        |url: &str| {
+            let size = sources.open(url)?.size();
+            Ok((url.to_string(), size))
+        },
+    )?;
     Ok(Reader {
         shared: Arc::new(Shared {
             refs,

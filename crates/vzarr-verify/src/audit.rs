@@ -44,6 +44,9 @@ pub enum DefectKind {
     Missing,
     /// Chunks the references leave out read as another fill value than the source's.
     FillValue,
+    /// A file the references were made from that no reference points into, while they point
+    /// into others (a combine dropped it).
+    Dropped,
 }
 
 impl DefectKind {
@@ -59,6 +62,7 @@ impl DefectKind {
             DefectKind::Shifted => "shifted",
             DefectKind::Missing => "missing",
             DefectKind::FillValue => "fill value",
+            DefectKind::Dropped => "dropped",
         }
     }
 }
@@ -250,17 +254,31 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
     let mut scans: BTreeMap<&str, Result<(u64, VirtualDataset, Index), String>> = BTreeMap::new();
     for &i in &chosen {
         let url = refs[i].url;
-        scans.entry(url).or_insert_with(|| {
-            let src = reader
-                .direct_sources()
-                .open(url)
-                .map_err(|e| e.to_string())?;
-            let source = vzarr_scan::inputs::SourceRef::parse(url).map_err(|e| e.to_string())?;
-            let scanned = vzarr_scan::scan_source(&source, &vzarr_scan::ScanOptions::default())
-                .map_err(|e| e.to_string())?;
-            let idx = index_of(&scanned);
-            Ok((src.size(), scanned, idx))
-        });
+        scans.entry(url).or_insert_with(|| scan(reader, url));
+    }
+    // The files the user says the references were made from: each not referenced is scanned
+    // too (a dataset of one file whose references name none), or named as dropped.
+    let referenced: Vec<String> = scans.keys().map(|u| same_file(u)).collect();
+    for given in &opts.sources {
+        if referenced.contains(&same_file(given)) {
+            continue;
+        }
+        if referenced.is_empty() && opts.sources.len() == 1 {
+            scans.insert(given.as_str(), scan(reader, given));
+        } else if !referenced.is_empty() {
+            report.add(
+                Defect {
+                    array: String::new(),
+                    chunk: Vec::new(),
+                    source: given.clone(),
+                    kind: DefectKind::Dropped,
+                    detail:
+                        "no reference points into this file, which the references were made from"
+                            .into(),
+                },
+                max,
+            );
+        }
     }
     report.sources = scans.values().filter(|s| s.is_ok()).count() as u64;
     // Placements: per (source, dimension), element offset -> votes.
@@ -420,7 +438,11 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
         for s in &scanned.skipped {
             // Only types: a variable left out for its size (say) may be right in them.
             if ds.arrays.contains_key(&s.path)
-                && s.reason.starts_with("unsupported data type")
+                && (s.reason.starts_with("unsupported data type")
+                    || s.reason
+                        .starts_with(vzarr_scan::hdf5_refusal::REGION_REFERENCES)
+                    || s.reason
+                        .starts_with(vzarr_scan::hdf5_refusal::ATTRIBUTE_REFERENCES))
                 && (opts.arrays.is_empty() || opts.arrays.contains(&s.path))
             {
                 report.add(
@@ -433,6 +455,28 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
                             "the file's variable has no Zarr v3 counterpart ({}); what the references hold for it is not its values",
                             s.reason
                         ),
+                    },
+                    max,
+                );
+            }
+        }
+        // Object references (vzarr reads them as their targets' paths, marked by the links and
+        // references convention): references that do not say so hold something else.
+        for (path, sa) in &scanned.arrays {
+            if sa.attributes.contains_key("links_references")
+                && ds
+                    .arrays
+                    .get(path)
+                    .is_some_and(|a| !a.attributes.contains_key("links_references"))
+                && (opts.arrays.is_empty() || opts.arrays.contains(path))
+            {
+                report.add(
+                    Defect {
+                        array: path.clone(),
+                        chunk: Vec::new(),
+                        source: url.to_string(),
+                        kind: DefectKind::Metadata,
+                        detail: "the file's variable holds HDF5 object references; what the references hold for it is not their targets".into(),
                     },
                     max,
                 );
@@ -512,7 +556,12 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
                     } else {
                         matches!(here, ChunkRef::Range { source, offset: o, .. } if source == *url && o == offset)
                     };
-                    if !referenced && !matches!(here, ChunkRef::Inline(_)) {
+                    let harmless = match here {
+                        ChunkRef::Inline(_) => true,
+                        ChunkRef::Missing => holds_only_fill(reader, url, sa, array, r),
+                        ChunkRef::Range { .. } => false,
+                    };
+                    if !referenced && !harmless {
                         report.add(
                             Defect {
                                 array: path.clone(),
@@ -543,14 +592,69 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
     report
 }
 
+/// The source at `url` opened under the reader's policy, then scanned: its size, what vzarr's
+/// scanners make of it, and where its chunks are.
+fn scan(reader: &Reader, url: &str) -> Result<(u64, VirtualDataset, Index), String> {
+    let src = reader
+        .direct_sources()
+        .open(url)
+        .map_err(|e| e.to_string())?;
+    let source = vzarr_scan::inputs::SourceRef::parse(url).map_err(|e| e.to_string())?;
+    let scanned = vzarr_scan::scan_source(&source, &vzarr_scan::ScanOptions::default())
+        .map_err(|e| e.to_string())?;
+    let idx = index_of(&scanned);
+    Ok((src.size(), scanned, idx))
+}
+
+/// A source's URL in one spelling (a local path and its `file://` URL are the same file).
+fn same_file(url: &str) -> String {
+    vzarr_source::parse_url(url).map_or_else(|_| url.to_string(), |l| l.url())
+}
+
+/// Whether chunk `stored` that the file stores of `sa` holds nothing but `array`'s fill value
+/// (an uncompressed chunk of at most 1 MiB, e.g. a NetCDF-3 scalar never written): references
+/// that leave it out read the same values, so that is no defect.
+fn holds_only_fill(
+    reader: &Reader,
+    url: &str,
+    sa: &VirtualArray,
+    array: &VirtualArray,
+    stored: ChunkRef<'_>,
+) -> bool {
+    if !sa.codecs.is_empty() || sa.data_type != array.data_type {
+        return false;
+    }
+    let fill = array.fill_value.bytes_in(sa.data_type.clone(), sa.endian);
+    let bytes = match stored {
+        ChunkRef::Inline(b) => b.to_vec(),
+        ChunkRef::Range { offset, length, .. } if length <= 1 << 20 => {
+            match reader
+                .direct_sources()
+                .open(url)
+                .and_then(|s| s.read(offset..offset + length))
+            {
+                Ok(b) => b.to_vec(),
+                Err(_) => return false,
+            }
+        }
+        _ => return false,
+    };
+    !fill.is_empty()
+        && !bytes.is_empty()
+        && bytes.len() % fill.len() == 0
+        && bytes.chunks(fill.len()).all(|c| c == fill.as_slice())
+}
+
 /// Audits every reference of `refs` (their sources read only under `allow_prefixes`; `origin`
-/// names them) and returns them without the arrays that have a defect, each kept in the
+/// names them; `made_from`, the files they were made from when the user names them, as
+/// [`VerifyOptions::sources`]) and returns them without the arrays that have a defect, each kept in the
 /// dataset's skipped list with its first defect, with the audit: what an upgrade that must not
 /// carry defects over starts from.
 pub fn without_defective(
     refs: ParsedRefs,
     origin: &str,
     allow_prefixes: Vec<String>,
+    made_from: Vec<String>,
 ) -> Result<(ParsedRefs, AuditReport), ReadError> {
     let reader = vzarr_read::open_parsed(
         refs,
@@ -560,7 +664,13 @@ pub fn without_defective(
             ..Default::default()
         },
     )?;
-    let report = audit(&reader, &VerifyOptions::default());
+    let report = audit(
+        &reader,
+        &VerifyOptions {
+            sources: made_from,
+            ..Default::default()
+        },
+    );
     let mut refs = reader.refs().clone();
     drop(reader);
     report.leave_out_defective(&mut refs.dataset);

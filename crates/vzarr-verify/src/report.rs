@@ -36,6 +36,11 @@ pub struct VerifyOptions {
     /// worker process instead of in this process (a crash or hang of those libraries is then
     /// one failed chunk). Unused by vzarr's own readers.
     pub worker: Option<crate::WorkerCommand>,
+    /// The files references that record no provenance (kerchunk's) were made from: an array
+    /// whose chunks name no file (all inline, or none stored) is compared with the one given
+    /// when the references name none; the audit scans each, and names one no reference points
+    /// into while the references point into others (a file a combine dropped).
+    pub sources: Vec<String>,
 }
 
 impl Default for VerifyOptions {
@@ -48,6 +53,7 @@ impl Default for VerifyOptions {
             progress: None,
             readers: SourceReaders::default(),
             worker: None,
+            sources: Vec::new(),
         }
     }
 }

@@ -63,6 +63,7 @@ fn has_paths(dt: &vzarr_core::DataType) -> bool {
 fn plan(
     reader: &Reader,
     readers: SourceReaders,
+    given: &[String],
     path: &str,
     array: &VirtualArray,
     origin: &[u64],
@@ -176,14 +177,17 @@ fn plan(
         [] => match prov.sources.first() {
             Some(s) => whole(s.url.clone()),
             // References without provenance (kerchunk's) whose chunks all point into one file:
-            // an array with no chunk stored is compared with that file (one with inline
-            // chunks may come from any file of a combined dataset).
-            None if array.manifest.stored() > 0 => {
-                Plan::Skip("no source is recorded to compare with".into())
-            }
-            None => match one_source(reader) {
-                Some(url) => whole(url),
-                None => Plan::Skip("no source is recorded to compare with".into()),
+            // an array with inline chunks or none stored is compared with that file (the
+            // references of one file; a combined dataset's point into several).
+            None => match (one_source(reader), given) {
+                (Some(url), _) => whole(url),
+                // References that name no file at all: the one the user says they came from.
+                (None, [one]) => whole(one.clone()),
+                (None, _) => Plan::Skip(
+                    "no source is recorded to compare with (name the file the references were \
+                     made from)"
+                        .into(),
+                ),
             },
         },
         many => Plan::Skip(format!(
@@ -571,7 +575,15 @@ fn check_chunk(
         fail(report, opts, m, &mut counted);
         return;
     }
-    let slabs = match plan(reader, opts.readers, c.path, c.array, c.origin, c.count) {
+    let slabs = match plan(
+        reader,
+        opts.readers,
+        &opts.sources,
+        c.path,
+        c.array,
+        c.origin,
+        c.count,
+    ) {
         Plan::Skip(reason) => {
             if skipped_arrays.insert(c.path.to_string()) {
                 report.skipped.push(Skipped {

@@ -12,6 +12,7 @@ use vzarr_core::{Group, Provenance, VirtualArray, VirtualDataset};
 
 use super::metadata::{count_chunks, metadata_document};
 use super::names::{check_node_path, expand_templates, parse_chunk_indices, split_chunk_key};
+use super::whole_files::WholeFiles;
 use super::{ParseError, ParseLimits, ParsedRefs, v2};
 
 /// One chunk entry, whatever form it had.
@@ -27,8 +28,11 @@ pub(super) enum ChunkValue<'a> {
         /// Number of bytes.
         length: u64,
     },
-    /// A whole source (`[url]`), which the model cannot hold without its size.
-    WholeFile,
+    /// A whole source (`[url]`): kept aside until its size is known ([`WholeFiles`]).
+    WholeFile {
+        /// The source (templates expanded).
+        url: &'a str,
+    },
 }
 
 /// The dataset being built from references.
@@ -42,6 +46,7 @@ pub(super) struct Builder<'o> {
     /// Arrays left out (valid Zarr v2 without a counterpart here): their chunk keys are skipped.
     left_out: HashSet<String>,
     references: u64,
+    whole_files: WholeFiles,
 }
 
 impl<'o> Builder<'o> {
@@ -85,6 +90,7 @@ impl<'o> Builder<'o> {
             v2_arrays: HashMap::new(),
             left_out: HashSet::new(),
             references: 0,
+            whole_files: WholeFiles::default(),
         };
         b.ds.groups.clear();
         let mut nodes: Vec<(String, String, Value, Bytes)> = Vec::new();
@@ -339,9 +345,19 @@ impl<'o> Builder<'o> {
                     .set_range(lin, id, offset, length)
                     .map_err(|e| bad(e.to_string()))
             }
-            ChunkValue::WholeFile => Err(bad(
-                "whole-file references ([url] without offset and length) are not supported".into(),
-            )),
+            ChunkValue::WholeFile { url } => {
+                if url.is_empty() {
+                    return Err(bad("empty URL".into()));
+                }
+                if lin >= array.manifest.len() {
+                    return Err(bad(format!(
+                        "outside the {} chunks of array {path}",
+                        array.manifest.len()
+                    )));
+                }
+                self.whole_files.push(path, lin, url);
+                Ok(())
+            }
         }
     }
 
@@ -379,7 +395,7 @@ impl<'o> Builder<'o> {
                 }
                 let url = expand_templates(url, templates).map_err(|e| self.bad_key(key, e))?;
                 match items.len() {
-                    1 => self.set(key, &path, lin, ChunkValue::WholeFile),
+                    1 => self.set(key, &path, lin, ChunkValue::WholeFile { url: &url }),
                     3 => {
                         let offset = self.json_u64(key, &items[1], "offset")?;
                         let length = self.json_u64(key, &items[2], "length")?;
@@ -432,6 +448,7 @@ impl<'o> Builder<'o> {
             origin,
             mut ds,
             documents,
+            whole_files,
             ..
         } = self;
         let malformed = |reason: String| ParseError::Malformed {
@@ -460,6 +477,7 @@ impl<'o> Builder<'o> {
             dataset: ds,
             documents,
             has_provenance,
+            whole_files,
         })
     }
 }

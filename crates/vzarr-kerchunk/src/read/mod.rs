@@ -34,6 +34,7 @@ mod tests;
 mod v2;
 #[cfg(test)]
 mod v2_tests;
+mod whole_files;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -46,6 +47,7 @@ use vzarr_core::{Provenance, VirtualDataset};
 pub use names::{parse_chunk_indices, split_chunk_key};
 pub use parquet_refs::{FetchError, MAX_PARQUET_FILE, parse_parquet_refs};
 pub(crate) use v2::V2_LEAVES;
+pub use whole_files::WholeFiles;
 
 use builder::Builder;
 
@@ -125,6 +127,9 @@ pub struct ParsedRefs {
     pub documents: HashMap<String, Bytes>,
     /// Whether the references carried a `vzarr` provenance block.
     pub has_provenance: bool,
+    /// Chunks that are whole sources, not yet in the manifests: whoever opens the references
+    /// sets them once it knows the sources' sizes ([`WholeFiles::resolve`]).
+    pub whole_files: WholeFiles,
 }
 
 impl ParsedRefs {
@@ -140,6 +145,7 @@ impl ParsedRefs {
             dataset,
             documents,
             has_provenance,
+            whole_files: WholeFiles::default(),
         }
     }
 }

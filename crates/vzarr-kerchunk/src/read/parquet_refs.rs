@@ -216,7 +216,7 @@ fn read_record(
             return Err(b.bad_key_of(&key, format!("negative offset {offset} or size {size}")));
         }
         let value = if offset == 0 && size == 0 {
-            ChunkValue::WholeFile
+            ChunkValue::WholeFile { url: &url }
         } else {
             ChunkValue::Range {
                 url: &url,

@@ -34,6 +34,61 @@ fn err(bytes: &[u8]) -> String {
         .to_string()
 }
 
+/// `[url]` chunks are kept aside, each URL asked once, then set as `0..size` of their source
+/// (a chunk also given as a range keeps it); the caller's error stops the resolution.
+#[test]
+fn whole_file_references_resolved_by_size() {
+    let b = refs_with(json!({
+        "v/c/0/0": ["{{d}}/a.nc"],
+        "v/c/1/0": ["file:///d/a.nc"],
+        "v/c/1/1": ["file:///d/b.nc"],
+        "v/c/0/1": ["file:///d/b.nc", 4, 2],
+    }));
+    let mut doc: Value = serde_json::from_slice(&b).unwrap();
+    doc["templates"] = json!({"d": "file:///d"});
+    let b = serde_json::to_vec(&doc).unwrap();
+    let p = parse_refs(&b, "t.json", ParseLimits::default()).unwrap();
+    assert_eq!(p.whole_files.len(), 3);
+    assert_eq!(p.whole_files.urls(), ["file:///d/a.nc", "file:///d/b.nc"]);
+    assert_eq!(p.dataset.arrays["v"].manifest.stored(), 1);
+    let (mut ds, whole) = (p.dataset.clone(), p.whole_files.clone());
+    let mut asked = Vec::new();
+    whole
+        .resolve(&mut ds, "t.json", |u: &str| -> Result<_, ParseError> {
+            asked.push(u.to_string());
+            Ok((u.replace("file:///d", "file:///e"), u.len() as u64))
+        })
+        .unwrap();
+    assert_eq!(asked, ["file:///d/a.nc", "file:///d/b.nc"]);
+    let m = &ds.arrays["v"].manifest;
+    let range = |source, length| ChunkRef::Range {
+        source,
+        offset: 0,
+        length,
+    };
+    assert_eq!(m.get(0), range("file:///e/a.nc", 14));
+    assert_eq!(m.get(2), range("file:///e/a.nc", 14));
+    assert_eq!(m.get(3), range("file:///e/b.nc", 14));
+    assert_eq!(
+        m.get(1),
+        ChunkRef::Range {
+            source: "file:///d/b.nc",
+            offset: 4,
+            length: 2
+        }
+    );
+    let e = p
+        .whole_files
+        .resolve(&mut p.dataset.clone(), "t.json", |u: &str| {
+            Err(ParseError::Malformed {
+                origin: "t.json".into(),
+                reason: format!("refusing {u}"),
+            })
+        })
+        .unwrap_err();
+    assert!(e.to_string().ends_with("refusing file:///d/a.nc"), "{e}");
+}
+
 #[test]
 fn parses_refs() {
     let b = refs_with(json!({
@@ -159,7 +214,7 @@ fn malformed_refs_are_typed_errors() {
             refs_with(json!({"v/c/0/0": ["file:///a", u64::MAX, 2]})),
             "overflows",
         ),
-        (refs_with(json!({"v/c/0/0": ["file:///a"]})), "whole-file"),
+        (refs_with(json!({"v/c/0/0": [""]})), "empty URL"),
         (refs_with(json!({"v/c/0/0": ["file:///a", 0]})), "2 items"),
         (refs_with(json!({"v/c/0/0": [7, 0, 1]})), "URL string"),
         (refs_with(json!({"v/c/0/0": 5})), "must be"),

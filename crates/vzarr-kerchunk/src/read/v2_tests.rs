@@ -220,7 +220,7 @@ fn parquet_references() {
     ]);
     let r1 = record(&[
         (Some("/d/b.nc"), 30, 2, None),
-        (None, 0, 0, None),
+        (Some("/d/c.nc"), 0, 0, None),
         (None, 0, 0, None),
     ]);
     let mut fetch = |rel: &str| -> Result<Option<Bytes>, FetchError> {
@@ -251,6 +251,9 @@ fn parquet_references() {
         }
     ));
     assert_eq!(m.stored(), 3);
+    // Offset and size 0: the whole file, set once its size is known.
+    assert_eq!(p.whole_files.urls(), ["/d/c.nc"]);
+    assert_eq!(p.whole_files.len(), 1);
     // A record file that is absent: its chunks are not stored.
     let mut only_first = |rel: &str| -> Result<Option<Bytes>, FetchError> {
         Ok((rel == "a/refs.0.parq").then(|| r0.clone()))
@@ -290,11 +293,6 @@ fn hostile_parquet_references_are_typed_errors() {
             zmetadata(3),
             record(&[(Some("/d"), -1, 1, None)]),
             "negative",
-        ),
-        (
-            zmetadata(3),
-            record(&[(Some("/d"), 0, 0, None)]),
-            "whole-file",
         ),
     ];
     for (meta, file, why) in cases {

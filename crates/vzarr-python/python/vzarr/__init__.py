@@ -280,6 +280,7 @@ def upgrade(
     rescan: bool = False,
     concat_dim: str | None = None,
     leave_out_defective: bool = False,
+    sources: str | Sequence[str] | None = None,
 ) -> References | Report:
     """Upgrade existing references, as ``vzarr upgrade`` does: kerchunk's JSON (version 0 or
     1) or a directory of kerchunk's Parquet references, with Zarr v2 (or v3) metadata, to
@@ -292,6 +293,9 @@ def upgrade(
 
     leave_out_defective: audit every reference against its source first (as ``vzarr
         verify`` does) and leave out the variables with a defect, named in the warnings.
+    sources: with ``leave_out_defective``, the files the references were made from (as
+        ``vzarr verify --source``): references that name no file (all inline) are audited
+        against them.
     rescan: build from the sources the references point into instead (as :func:`build` of
         them would, with ``concat_dim`` for several), so no defect of the references carries
         over.
@@ -312,6 +316,7 @@ def upgrade(
         rescan=rescan,
         concat_dim=concat_dim,
         leave_out_defective=leave_out_defective,
+        sources=_prefixes(sources),
     )
     done = None if written is None else _json.loads(written)
     report = Report(

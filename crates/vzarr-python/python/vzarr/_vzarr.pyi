@@ -58,6 +58,7 @@ def upgrade(
     rescan: bool,
     concat_dim: str | None,
     leave_out_defective: bool,
+    sources: list[str],
 ) -> tuple[bytes | None, list[str], str | None]: ...
 
 class Store:
