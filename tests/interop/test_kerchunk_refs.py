@@ -215,6 +215,36 @@ def test_open_dataset_reads_kerchunk_references(tmp_path):
         np.testing.assert_array_equal(got[name].values, want[name].values, err_msg=name)
 
 
+def test_parquet_references_read_lazily(tmp_path):
+    """kerchunk's Parquet references opened with vzarr.open_dataset are read as fsspec's
+    LazyReferenceMapper reads them: a variable's record files only when it is read. With pr's
+    record files made unreadable (garbage), opening and reading tas still work and equal the
+    source; reading pr then fails with an error naming its record file."""
+    import vzarr
+    import xarray as xr
+    src = FIXTURES / "nc4_climate.nc"
+    refs = kerchunk_hdf5(src, tmp_path / "refs.json", inline_threshold=0)
+    parq = to_parquet(refs, tmp_path / "refs.parq")
+    pr_files = sorted((parq / "pr").glob("refs.*.parq"))
+    assert pr_files, sorted(p.name for p in parq.iterdir())
+    for f in pr_files:
+        f.write_bytes(b"PAR1 not a record file PAR1")
+    got = vzarr.open_dataset(parq, allow_prefixes=str(FIXTURES))
+    want = xr.open_dataset(src)
+    np.testing.assert_array_equal(got["tas"].values, want["tas"].values)
+    np.testing.assert_array_equal(got["tas"][3, 2:5].values, want["tas"][3, 2:5].values)
+    with pytest.raises(vzarr.VzarrError, match=r"pr/refs\.0\.parq"):
+        got["pr"].values
+    # The store alone: its metadata served from .zmetadata, tas's chunks from its records.
+    from vzarr.store import VzarrStore
+    store = VzarrStore(parq, allow_prefixes=str(FIXTURES))
+    g = zarr.open_group(store, mode="r", zarr_format=3)
+    assert sorted(g.array_keys()) == sorted(want.variables)
+    np.testing.assert_array_equal(g["tas"][:], h5_arrays(src)["tas"])
+    with pytest.raises(vzarr.VzarrError, match=r"pr/refs\.0\.parq"):
+        g["pr"][:]
+
+
 def defective(tmp_path: Path, change) -> tuple[Path, Path]:
     """kerchunk references of a copy of nc4_climate.nc, changed by `change(refs)`."""
     data = tmp_path / "data"
