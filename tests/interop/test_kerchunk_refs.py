@@ -603,6 +603,11 @@ def test_references_and_sources_on_object_storage(moto_server, tmp_path):
                       "--json", env=env, check=False)
         assert p.returncode == 0, p.stdout[-2000:] + p.stderr
         assert json.loads(p.stdout)["audit"]["by_kind"] == {}
+        # One variable read (the Parquet prefix opened lazily: tas's record files only).
+        p = run_vzarr("cat", remote, "tas[2,3,0:4]", "--json", "--allow-prefix", allowed,
+                      env=env)
+        np.testing.assert_array_equal(np.ravel(json.loads(p.stdout)),
+                                      h5_arrays(src)["tas"][2, 3, 0:4])
         out = tmp_path / f"{remote.rsplit('/', 1)[-1]}.up.json"
         run_vzarr("upgrade", remote, "-o", out, "--allow-prefix", allowed, env=env)
         doc = json.loads(out.read_text())
