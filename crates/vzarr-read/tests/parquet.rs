@@ -90,8 +90,8 @@ fn open_counted(refs: &Path, options: ReadOptions) -> (Reader, Arc<Mutex<Vec<Str
 
 fn values(reader: &Reader, path: &str) -> Result<Vec<i16>, ReadError> {
     let a = reader.array(path)?;
-    let n = a.shape()[0];
-    Ok(a.read::<i16>(&[0..n])?.iter().copied().collect())
+    let whole: Vec<std::ops::Range<u64>> = a.shape().into_iter().map(|n| 0..n).collect();
+    Ok(a.read::<i16>(&whole)?.iter().copied().collect())
 }
 
 #[test]
