@@ -2,8 +2,12 @@
 //! opening reads `.zmetadata` alone; an array's record files are read when one of its chunks
 //! is first needed, every URL they hold checked against the reader's allowed prefixes before
 //! the manifest is given out (so before any byte of a source is fetched), and the manifest is
-//! kept for the reader's life (about 20 bytes a reference, as an eager open holds them all).
-//! Several threads asking for the same array at once load it once.
+//! kept for the reader's life. Kept, not cached with eviction: a manifest costs about 20 bytes
+//! a reference, so what is kept never exceeds what an eager open held (and is bounded by the
+//! same `max_references`), while an evicted array would be read again from its record files
+//! (up to `MAX_PARQUET_FILE` each) by a reader going back and forth between variables.
+//! Several threads asking for the same array at once load it once (a mutex per array, the
+//! manifest in a `OnceLock`); a failed load is not kept, so a later read tries again.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
