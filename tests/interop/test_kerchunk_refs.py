@@ -606,7 +606,7 @@ def test_references_and_sources_on_object_storage(moto_server, tmp_path):
         # One variable read (the Parquet prefix opened lazily: tas's record files only).
         p = run_vzarr("cat", remote, "tas[2,3,0:4]", "--json", "--allow-prefix", allowed,
                       env=env)
-        np.testing.assert_array_equal(np.ravel(json.loads(p.stdout)),
+        np.testing.assert_array_equal(np.ravel(json.loads(p.stdout)).astype("f4"),
                                       h5_arrays(src)["tas"][2, 3, 0:4])
         out = tmp_path / f"{remote.rsplit('/', 1)[-1]}.up.json"
         run_vzarr("upgrade", remote, "-o", out, "--allow-prefix", allowed, env=env)
