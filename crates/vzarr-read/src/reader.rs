@@ -108,28 +108,46 @@ fn load_refs(refs: &str) -> Result<Bytes, ReadError> {
 /// Every URL the manifest names is checked against the allowed prefixes before anything is
 /// fetched: here, or for lazy Parquet references when an array's record files are read.
 pub fn open(refs: &str, options: ReadOptions) -> Result<Reader, ReadError> {
+    match locate(refs)? {
+        Located::File(bytes) => open_bytes(&bytes, refs, options),
+        Located::Parquet { dir, zmetadata } => {
+            open_parquet(&zmetadata, refs, record_fetch(&dir), options)
+        }
+    }
+}
+
+/// What references at a path or URL are.
+enum Located {
+    /// A reference file, its bytes.
+    File(Bytes),
+    /// A directory (object-store prefix) of kerchunk's Parquet references, with the bytes of
+    /// its `.zmetadata`.
+    Parquet { dir: String, zmetadata: Bytes },
+}
+
+/// Reads the reference file `refs` names, or the `.zmetadata` of the Parquet references it
+/// names (a local directory holding one, a path ending in `/.zmetadata`, or an object-store
+/// prefix with no object of its own name but a `.zmetadata` below).
+fn locate(refs: &str) -> Result<Located, ReadError> {
     let dir = match parquet_dir(refs) {
         Some(dir) => dir,
         None => match load_refs(refs) {
-            Ok(bytes) => return open_bytes(&bytes, refs, options),
-            Err(e) => parquet_prefix(refs, e)?,
+            Ok(bytes) => return Ok(Located::File(bytes)),
+            Err(e) => {
+                let dir = refs.trim_end_matches('/');
+                if let ReadError::Load { source, .. } = &e
+                    && source.is_not_found()
+                    && open_source(&format!("{dir}/.zmetadata")).is_ok()
+                {
+                    dir.to_string()
+                } else {
+                    return Err(e);
+                }
+            }
         },
     };
     let zmetadata = load_refs(&format!("{dir}/.zmetadata"))?;
-    open_parquet(&zmetadata, refs, record_fetch(&dir), options)
-}
-
-/// The object-store prefix of Parquet references `refs` names when it has no object of its
-/// own name (`e`, the error of reading it) but a `.zmetadata` below; else `e`.
-fn parquet_prefix(refs: &str, e: ReadError) -> Result<String, ReadError> {
-    let dir = refs.trim_end_matches('/');
-    if let ReadError::Load { source, .. } = &e
-        && source.is_not_found()
-        && open_source(&format!("{dir}/.zmetadata")).is_ok()
-    {
-        return Ok(dir.to_string());
-    }
-    Err(e)
+    Ok(Located::Parquet { dir, zmetadata })
 }
 
 /// The directory of kerchunk Parquet references `refs` names, when it names one: the
@@ -152,21 +170,18 @@ fn parquet_dir(refs: &str) -> Option<String> {
 /// metadata), or kerchunk's Parquet references (a directory or object-store prefix holding
 /// `.zmetadata` and `<array>/refs.<k>.parq` files, read one at a time).
 pub fn load(refs: &str, limits: ParseLimits) -> Result<ParsedRefs, ReadError> {
-    let dir = match parquet_dir(refs) {
-        Some(dir) => dir,
-        None => match load_refs(refs) {
-            Ok(bytes) => return Ok(parse_refs(&bytes, refs, limits)?),
-            Err(e) => parquet_prefix(refs, e)?,
-        },
-    };
-    let zmetadata = load_refs(&format!("{dir}/.zmetadata"))?;
-    let fetch = record_fetch(&dir);
-    Ok(vzarr_kerchunk::parse_parquet_refs(
-        &zmetadata,
-        refs,
-        limits,
-        &mut |rel| fetch(rel),
-    )?)
+    match locate(refs)? {
+        Located::File(bytes) => Ok(parse_refs(&bytes, refs, limits)?),
+        Located::Parquet { dir, zmetadata } => {
+            let fetch = record_fetch(&dir);
+            Ok(vzarr_kerchunk::parse_parquet_refs(
+                &zmetadata,
+                refs,
+                limits,
+                &mut |rel| fetch(rel),
+            )?)
+        }
+    }
 }
 
 /// Reads the record files of the Parquet references under `dir` (which the user named, so
