@@ -29,7 +29,11 @@ pub(crate) fn open_reader(refs: &str, read: &ReadArgs) -> Result<vzarr_read::Rea
 /// Runs `vzarr verify`: success only if every compared value matches.
 pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode> {
     let readers = args.source_readers()?;
-    let reader = open_reader(&args.refs, &args.read)?;
+    let mut reader = open_reader(&args.refs, &args.read)?;
+    // Every chunk is verified: lazily opened Parquet references are read whole.
+    reader
+        .load_all()
+        .with_context(|| format!("reading the references of {}", args.refs))?;
     let bar = if std::io::stderr().is_terminal() && !args.json {
         let b = indicatif::ProgressBar::new(0);
         b.set_style(

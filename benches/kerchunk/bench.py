@@ -5,7 +5,11 @@ KerchunkParquetParser) with its writers (to_kerchunk, to_icechunk), on
 - (m) kerchunk's references of a generated monthly archive: SingleHdf5ToZarr per file,
   MultiZarrToZarr along time (JSON, and Parquet through kerchunk.df.refs_to_dataframe);
 - (p) a 1M-reference Parquet set: one array of 1,000,000 chunks of 4 bytes (references into
-  one small file; written by kerchunk.df.refs_to_dataframe, record size 100,000).
+  one small file; written by kerchunk.df.refs_to_dataframe, record size 100,000);
+- (l) lazy open (`--lazy N,...`): Parquet sets of N references in a big array beside a small
+  one (4 chunks), in fsspec's LazyReferenceMapper layout (record files written here with
+  fastparquet, record size 100,000); open and read the small array: `vzarr cat` and
+  `vzarr.open_dataset`, against xarray over fsspec's LazyReferenceMapper.
 
     python bench.py --vzarr PATH --work DIR [--runs N] [--months M]
 
@@ -153,15 +157,98 @@ def make_million(work: Path) -> tuple[Path, Path]:
     return data, parq
 
 
+def make_lazy_set(work: Path, n: int) -> tuple[Path, Path]:
+    """`big` (n chunks of 4 bytes) and `small` (16 float32 in 4 chunks), Zarr v2 metadata,
+    as fsspec's LazyReferenceMapper lays them out (.zmetadata, <var>/refs.<k>.parq)."""
+    import numpy as np
+    import pandas as pd
+    data, parq = work / "lazy-data", work / f"lazy-{n}.parq"
+    src = data / "values.bin"
+    if not src.exists():
+        data.mkdir(parents=True, exist_ok=True)
+        src.write_bytes(np.arange(1 << 16, dtype="<f4").tobytes())
+    stamp = work / f"lazy-{n}.stamp"
+    if stamp.exists():
+        return data, parq
+    shutil.rmtree(parq, ignore_errors=True)
+    record = 100_000
+    zarray = lambda m, c: {"shape": [m], "chunks": [c], "dtype": "<f4", "fill_value": None,  # noqa: E731
+                           "order": "C", "filters": None, "compressor": None, "zarr_format": 2}
+    meta = {".zgroup": {"zarr_format": 2},
+            "big/.zarray": zarray(n, 1), "big/.zattrs": {"_ARRAY_DIMENSIONS": ["x"]},
+            "small/.zarray": zarray(16, 4), "small/.zattrs": {"_ARRAY_DIMENSIONS": ["y"]}}
+    parq.mkdir(parents=True)
+    (parq / ".zmetadata").write_text(json.dumps({"metadata": meta, "record_size": record}))
+
+    def write(var: str, offsets, sizes):
+        (parq / var).mkdir(exist_ok=True)
+        for k in range(0, len(offsets), record):
+            m = len(offsets[k:k + record])
+            df = pd.DataFrame({"path": pd.Categorical([str(src)] * m),
+                               "offset": offsets[k:k + record], "size": sizes[k:k + record],
+                               "raw": pd.Series([None] * m, dtype=object)})
+            df.to_parquet(parq / var / f"refs.{k // record}.parq", engine="fastparquet",
+                          index=False, object_encoding={"raw": "bytes"}, stats=False)
+    idx = np.arange(n, dtype="i8")
+    write("big", (idx % (1 << 16)) * 4, np.full(n, 4, dtype="i8"))
+    write("small", np.arange(4, dtype="i8") * 16, np.full(4, 16, dtype="i8"))
+    stamp.write_text("ok")
+    return data, parq
+
+
+LAZY_PEER = r'''
+import sys, warnings
+warnings.filterwarnings("ignore")
+import xarray as xr
+ds = xr.open_dataset(sys.argv[1], engine="kerchunk", storage_options={"remote_protocol": "file"})
+v = ds["small"].values
+assert v.tolist() == list(map(float, range(16))), v
+'''
+
+VZARR_OPEN = r'''
+import sys, vzarr
+ds = vzarr.open_dataset(sys.argv[1], allow_prefixes=sys.argv[2])
+v = ds["small"].values
+assert v.tolist() == list(map(float, range(16))), v
+'''
+
+
+def lazy_open(a, work: Path, sizes: list[int]) -> list[dict]:
+    """Open a Parquet set and read its small array: vzarr's CLI and Python package against
+    xarray over fsspec's LazyReferenceMapper (kerchunk's xarray engine)."""
+    ok = lambda r: r["code"] == 0  # noqa: E731
+    rows = []
+    for n in sizes:
+        data, parq = make_lazy_set(work, n)
+        row = {"case": f"(l) open, read a 16-value array beside {n:,} references", "references": n}
+        row["vzarr cat"] = median_of(a.runs, lambda i: [
+            a.vzarr, "cat", str(parq), "small[0:16]", "--allow-prefix", str(data)], ok)
+        row["vzarr.open_dataset"] = median_of(a.runs, lambda i: [
+            sys.executable, "-c", VZARR_OPEN, str(parq), str(data)], ok)
+        row["xarray engine=kerchunk (LazyReferenceMapper)"] = median_of(a.runs, lambda i: [
+            sys.executable, "-c", LAZY_PEER, str(parq)], ok)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--vzarr", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--months", type=int, default=24)
+    ap.add_argument("--lazy", default="1000000",
+                    help="reference counts of the lazy-open sets (comma-separated; empty: none)")
+    ap.add_argument("--only-lazy", action="store_true", help="the lazy-open cases alone")
     a = ap.parse_args()
     work = Path(a.work).resolve()
     work.mkdir(parents=True, exist_ok=True)
+    lazy_sizes = [int(x) for x in a.lazy.split(",") if x]
+    if a.only_lazy:
+        rows = lazy_open(a, work, lazy_sizes)
+        (work / "results-lazy.json").write_text(json.dumps(rows, indent=1))
+        return 0
     arch, mjson, mparq, mrefs = make_archive(work, a.months)
     mdata, pparq = make_million(work)
     out = work / "out"
@@ -199,6 +286,7 @@ def main() -> int:
                 a.vzarr, "verify", str(refs), "--allow-prefix", str(root), "--readers", "native"], ok)
         rows.append(row)
         print(json.dumps(row), flush=True)
+    rows += lazy_open(a, work, lazy_sizes)
     (work / "results.json").write_text(json.dumps(rows, indent=1))
     lines = ["| case | references | tool | wall s | peak RSS MiB |", "|---|---:|---|---:|---:|"]
     for row in rows:

@@ -215,6 +215,36 @@ def test_open_dataset_reads_kerchunk_references(tmp_path):
         np.testing.assert_array_equal(got[name].values, want[name].values, err_msg=name)
 
 
+def test_parquet_references_read_lazily(tmp_path):
+    """kerchunk's Parquet references opened with vzarr.open_dataset are read as fsspec's
+    LazyReferenceMapper reads them: a variable's record files only when it is read. With pr's
+    record files made unreadable (garbage), opening and reading tas still work and equal the
+    source; reading pr then fails with an error naming its record file."""
+    import vzarr
+    import xarray as xr
+    src = FIXTURES / "nc4_climate.nc"
+    refs = kerchunk_hdf5(src, tmp_path / "refs.json", inline_threshold=0)
+    parq = to_parquet(refs, tmp_path / "refs.parq")
+    pr_files = sorted((parq / "pr").glob("refs.*.parq"))
+    assert pr_files, sorted(p.name for p in parq.iterdir())
+    for f in pr_files:
+        f.write_bytes(b"PAR1 not a record file PAR1")
+    got = vzarr.open_dataset(parq, allow_prefixes=str(FIXTURES))
+    want = xr.open_dataset(src)
+    np.testing.assert_array_equal(got["tas"].values, want["tas"].values)
+    np.testing.assert_array_equal(got["tas"][3, 2:5].values, want["tas"][3, 2:5].values)
+    with pytest.raises(vzarr.VzarrError, match=r"pr/refs\.0\.parq"):
+        got["pr"].values
+    # The store alone: its metadata served from .zmetadata, tas's chunks from its records.
+    from vzarr.store import VzarrStore
+    store = VzarrStore(parq, allow_prefixes=str(FIXTURES))
+    g = zarr.open_group(store, mode="r", zarr_format=3)
+    assert sorted(g.array_keys()) == sorted(want.variables)
+    np.testing.assert_array_equal(g["tas"][:], h5_arrays(src)["tas"])
+    with pytest.raises(vzarr.VzarrError, match=r"pr/refs\.0\.parq"):
+        g["pr"][:]
+
+
 def defective(tmp_path: Path, change) -> tuple[Path, Path]:
     """kerchunk references of a copy of nc4_climate.nc, changed by `change(refs)`."""
     data = tmp_path / "data"
@@ -618,6 +648,11 @@ def test_references_and_sources_on_object_storage(moto_server, tmp_path):
                       "--json", env=env, check=False)
         assert p.returncode == 0, p.stdout[-2000:] + p.stderr
         assert json.loads(p.stdout)["audit"]["by_kind"] == {}
+        # One variable read (the Parquet prefix opened lazily: tas's record files only).
+        p = run_vzarr("cat", remote, "tas[2,3,0:4]", "--json", "--allow-prefix", allowed,
+                      env=env)
+        np.testing.assert_array_equal(np.ravel(json.loads(p.stdout)).astype("f4"),
+                                      h5_arrays(src)["tas"][2, 3, 0:4])
         out = tmp_path / f"{remote.rsplit('/', 1)[-1]}.up.json"
         run_vzarr("upgrade", remote, "-o", out, "--allow-prefix", allowed, env=env)
         doc = json.loads(out.read_text())
@@ -661,6 +696,9 @@ def test_whole_file_references(tmp_path):
     parq = to_parquet(path, tmp_path / "refs.parq")
     run_vzarr("upgrade", parq, "-o", tmp_path / "up-parq.json", "--allow-prefix", data)
     assert_values_equal(values, read_json_output(tmp_path / "up-parq.json")["v"], "v (Parquet)")
+    # Read lazily: the files' sizes learned when v's record files are read.
+    np.testing.assert_array_equal(vzarr.open_dataset(parq, allow_prefixes=str(data))["v"].values,
+                                  values)
     p = run_vzarr("upgrade", path, "-o", tmp_path / "refused.json", "--allow-prefix",
                   tmp_path / "elsewhere", check=False)
     assert p.returncode != 0 and "refusing" in p.stderr, p.stderr

@@ -13,7 +13,8 @@
 //! - [`parse_refs`]: references back into the model, with typed errors for malformed input;
 //!   also the older version-0 form, JSON-object metadata, `templates` and `gen`, and kerchunk's
 //!   own references with Zarr v2 metadata; [`parse_parquet_refs`]: kerchunk's Parquet
-//!   references, read through the caller's fetcher.
+//!   references, read through the caller's fetcher; [`ParquetRecords`]: the same read lazily
+//!   (`.zmetadata` first, an array's record files when it is needed).
 //!
 //! ```
 //! use vzarr_core::VirtualDataset;
@@ -31,7 +32,7 @@ mod stream;
 mod write;
 
 pub use read::{
-    FetchError, MAX_PARQUET_FILE, ParseError, ParseLimits, ParsedRefs, WholeFiles,
+    FetchError, MAX_PARQUET_FILE, ParquetRecords, ParseError, ParseLimits, ParsedRefs, WholeFiles,
     parse_chunk_indices, parse_parquet_refs, parse_refs, split_chunk_key,
 };
 pub use write::{WriteError, chunk_key, to_bytes, write_file, write_refs};

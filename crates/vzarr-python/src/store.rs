@@ -3,6 +3,8 @@
 //! reference), keys resolved to documents and chunks, chunk bytes fetched through the
 //! reader's source stack (allowed prefixes checked for every URL at open, before anything is
 //! read), many keys at once, concurrently and with nearby ranges coalesced, the GIL released.
+//! kerchunk's Parquet references are opened lazily: `.zmetadata` at open, an array's record
+//! files (its URLs checked then) when a chunk key of it is first asked for, and kept.
 
 use std::collections::BTreeSet;
 use std::ops::Range;
@@ -35,6 +37,19 @@ pub(crate) fn range_in(r: PyRange, len: u64) -> Result<Range<u64>, String> {
     out.ok_or_else(|| format!("byte range {r:?} starts past the value's {len} bytes"))
 }
 
+/// Why a batch of keys could not be served: reading (typed: a refused URL is
+/// `NotAllowedError`), or a request that does not fit its value.
+enum GetError {
+    Read(ReadError),
+    Other(String),
+}
+
+impl From<String> for GetError {
+    fn from(e: String) -> Self {
+        GetError::Other(e)
+    }
+}
+
 /// What one request resolves to before anything is fetched.
 enum Plan {
     Ready(Option<Bytes>),
@@ -51,7 +66,10 @@ pub(crate) struct ReferenceStore {
 }
 
 impl ReferenceStore {
-    fn get_many_inner(&self, requests: &[(String, PyRange)]) -> Result<Vec<Option<Bytes>>, String> {
+    fn get_many_inner(
+        &self,
+        requests: &[(String, PyRange)],
+    ) -> Result<Vec<Option<Bytes>>, GetError> {
         let refs = self.reader.refs();
         let mut plans = Vec::with_capacity(requests.len());
         let mut fetch: Vec<(&str, Range<u64>)> = Vec::new();
@@ -62,7 +80,9 @@ impl ReferenceStore {
                     Plan::Ready(Some(doc.slice(rr.start as usize..rr.end as usize)))
                 }
                 KeyTarget::Chunk { path, lin } => {
-                    match refs.dataset.arrays[path].manifest.get(lin) {
+                    // Lazy Parquet references: the array's record files read here, once.
+                    let manifest = self.reader.manifest(path).map_err(GetError::Read)?;
+                    match manifest.get(lin) {
                         ChunkRef::Missing => Plan::Ready(None),
                         ChunkRef::Inline(b) => {
                             let rr =
@@ -80,7 +100,9 @@ impl ReferenceStore {
                             let (Some(a), Some(b)) =
                                 (offset.checked_add(rr.start), offset.checked_add(rr.end))
                             else {
-                                return Err(format!("{key}: offset + length overflows"));
+                                return Err(GetError::Other(format!(
+                                    "{key}: offset + length overflows"
+                                )));
                             };
                             fetch.push((source, a..b));
                             Plan::Fetch(fetch.len() - 1)
@@ -99,7 +121,7 @@ impl ReferenceStore {
                 &fetch,
                 self.reader.options().concurrency.max(1),
             )
-            .map_err(|e| vzarr_core::error_chain(&ReadError::from(e)))?
+            .map_err(|e| GetError::Read(ReadError::from(e)))?
         };
         Ok(plans
             .into_iter()
@@ -110,12 +132,14 @@ impl ReferenceStore {
             .collect())
     }
 
-    /// The chunk keys of stored chunks of the array at `path` whose index starts with `head`.
-    fn chunk_indices(&self, path: &str, head: &[u64]) -> Vec<Vec<u64>> {
+    /// The chunk keys of stored chunks of the array at `path` whose index starts with `head`
+    /// (the array loaded first, for lazy Parquet references).
+    fn chunk_indices(&self, path: &str, head: &[u64]) -> Result<Vec<Vec<u64>>, ReadError> {
         let array = &self.reader.refs().dataset.arrays[path];
+        let manifest = self.reader.manifest(path)?;
         let mut idx = Vec::new();
         let mut out = Vec::new();
-        for (i, c) in array.manifest.iter_stored() {
+        for (i, c) in manifest.iter_stored() {
             if c == ChunkRef::Missing {
                 continue;
             }
@@ -124,7 +148,7 @@ impl ReferenceStore {
                 out.push(idx.clone());
             }
         }
-        out
+        Ok(out)
     }
 }
 
@@ -170,8 +194,8 @@ impl ReferenceStore {
             let rec = src.record();
             let stamp = (rec.size, rec.mtime_ns, rec.etag.clone());
             let reader = if parquet {
-                let parsed = vzarr_read::load(&location, opts.limits)?;
-                vzarr_read::open_parsed(parsed, &location, opts)?
+                // Lazily: .zmetadata now, an array's record files when first needed.
+                vzarr_read::open(&location, opts)?
             } else {
                 let bytes = src.read(0..src.size()).map_err(load)?;
                 vzarr_read::open_bytes(&bytes, &location, opts)?
@@ -198,15 +222,18 @@ impl ReferenceStore {
         self.stamp.clone()
     }
 
-    /// Chunk references (stored chunks) the store holds.
+    /// Chunk references (stored chunks) the store holds (of Parquet references, every
+    /// array's record files are read for it).
     #[getter]
-    fn references(&self) -> u64 {
-        self.reader
-            .dataset()
-            .arrays
-            .values()
-            .map(|a| a.manifest.stored() as u64)
-            .sum()
+    fn references(&self, py: Python<'_>) -> PyResult<u64> {
+        py.detach(|| {
+            let mut n = 0u64;
+            for path in self.reader.dataset().arrays.keys() {
+                n += self.reader.manifest(path)?.stored() as u64;
+            }
+            Ok(n)
+        })
+        .map_err(|e: ReadError| to_py(&e, &self.location))
     }
 
     /// The values of `requests` (`(key, range)`; see the module), `None` for a key that names
@@ -219,7 +246,10 @@ impl ReferenceStore {
     ) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
         let got = py
             .detach(|| self.get_many_inner(&requests))
-            .map_err(|e| VzarrError::new_err(format!("{}: {e}", self.location)))?;
+            .map_err(|e| match e {
+                GetError::Read(e) => to_py(&e, &self.location),
+                GetError::Other(e) => VzarrError::new_err(format!("{}: {e}", self.location)),
+            })?;
         Ok(got
             .into_iter()
             .map(|b| b.map(|b| PyBytes::new(py, &b)))
@@ -234,45 +264,46 @@ impl ReferenceStore {
     }
 
     /// Whether `key` holds a value (a document or a stored chunk).
-    fn exists(&self, key: &str) -> bool {
-        match resolve_key(self.reader.refs(), key) {
-            KeyTarget::Document(_) => true,
+    fn exists(&self, py: Python<'_>, key: &str) -> PyResult<bool> {
+        py.detach(|| match resolve_key(self.reader.refs(), key) {
+            KeyTarget::Document(_) => Ok(true),
             KeyTarget::Chunk { path, lin } => {
-                self.reader.dataset().arrays[path].manifest.get(lin) != ChunkRef::Missing
+                Ok(self.reader.manifest(path)?.get(lin) != ChunkRef::Missing)
             }
-            _ => false,
-        }
+            _ => Ok(false),
+        })
+        .map_err(|e: ReadError| to_py(&e, &self.location))
     }
 
     /// Every key starting with `prefix`, documents first, then each array's chunk keys in C
     /// order.
-    fn list_prefix(&self, py: Python<'_>, prefix: &str) -> Vec<String> {
+    fn list_prefix(&self, py: Python<'_>, prefix: &str) -> PyResult<Vec<String>> {
         py.detach(|| {
             let refs = self.reader.refs();
             keys_with_prefix(
                 prefix,
                 refs.documents.keys(),
                 refs.dataset.arrays.keys().map(String::as_str),
-                |path, head| Ok::<_, std::convert::Infallible>(self.chunk_indices(path, head)),
+                |path, head| self.chunk_indices(path, head),
             )
-            .unwrap_or_else(|e| match e {})
         })
+        .map_err(|e| to_py(&e, &self.location))
     }
 
     /// The names directly below `prefix` (a directory: `""` the root, `"tas"`, `"tas/c/0"`),
     /// sorted.
-    fn list_dir(&self, py: Python<'_>, prefix: &str) -> Vec<String> {
+    fn list_dir(&self, py: Python<'_>, prefix: &str) -> PyResult<Vec<String>> {
         py.detach(|| {
             let refs = self.reader.refs();
             names_below(
                 prefix,
                 refs.documents.keys(),
                 refs.dataset.arrays.keys().map(String::as_str),
-                |path| Ok(refs.dataset.arrays[path].manifest.stored() > 0),
-                |path, head| Ok::<_, std::convert::Infallible>(self.chunk_indices(path, head)),
+                |path| Ok(self.reader.manifest(path)?.stored() > 0),
+                |path, head| self.chunk_indices(path, head),
             )
-            .unwrap_or_else(|e| match e {})
         })
+        .map_err(|e| to_py(&e, &self.location))
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use ndarray::ArrayD;
 use unsafe_cell_slice::UnsafeCellSlice;
-use vzarr_core::{DataType, VirtualArray};
+use vzarr_core::{ChunkManifest, DataType, VirtualArray};
 use zarrs::array::{
     Array, ArrayBytes, ArrayBytesDecodeIntoTarget, ArrayBytesFixedDisjointView, ArraySubset,
     ElementOwned,
@@ -50,11 +50,14 @@ impl Reader {
             .arrays
             .get(path)
             .ok_or_else(|| ReadError::NoArray(path.to_string()))?;
+        // Lazy Parquet references: the array's record files are read (its URLs checked) here.
+        let manifest = self.shared.manifest(path)?;
         let zarr = self.zarr_array(path)?;
         Ok(ArrayReader {
             reader: self,
             path: path.to_string(),
             meta,
+            manifest,
             zarr,
         })
     }
@@ -79,6 +82,8 @@ pub struct ArrayReader<'r> {
     pub(crate) reader: &'r Reader,
     pub(crate) path: String,
     pub(crate) meta: &'r VirtualArray,
+    /// The array's manifest (`meta`'s, or loaded from lazy Parquet references).
+    pub(crate) manifest: &'r ChunkManifest,
     pub(crate) zarr: Arc<Array<RefStore>>,
 }
 
@@ -155,8 +160,8 @@ pub fn max_chunk_bytes(array: &VirtualArray) -> u64 {
         })
 }
 
-fn encoded_len(array: &VirtualArray, lin: usize) -> u64 {
-    match array.manifest.get(lin) {
+fn encoded_len(manifest: &ChunkManifest, lin: usize) -> u64 {
+    match manifest.get(lin) {
         vzarr_core::ChunkRef::Range { length, .. } => length,
         vzarr_core::ChunkRef::Inline(b) => b.len() as u64,
         vzarr_core::ChunkRef::Missing => 0,
@@ -169,9 +174,16 @@ impl<'r> ArrayReader<'r> {
         &self.path
     }
 
-    /// The array's model: metadata and manifest.
+    /// The array's model: metadata and manifest (for lazily opened Parquet references, the
+    /// manifest as [`crate::Reader::dataset`] holds it: see [`ArrayReader::manifest`]).
     pub fn meta(&self) -> &'r VirtualArray {
         self.meta
+    }
+
+    /// The array's manifest, loaded (for lazily opened Parquet references, read from the
+    /// array's record files when the array was opened).
+    pub fn manifest(&self) -> &'r ChunkManifest {
+        self.manifest
     }
 
     /// Shape.
@@ -257,7 +269,7 @@ impl<'r> ArrayReader<'r> {
                 // just the selected bytes; prefetch only the chunks read whole.
                 lins.retain(|&l| fully_covered(self.meta, l, &rr));
             }
-            let bytes: u64 = lins.iter().map(|&l| encoded_len(self.meta, l)).sum();
+            let bytes: u64 = lins.iter().map(|&l| encoded_len(self.manifest, l)).sum();
             match &mut cur {
                 Some(b) if cur_bytes < limit && b.lins.len() < 65_536 => {
                     b.ranges[0].end = hi;

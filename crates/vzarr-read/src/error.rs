@@ -45,6 +45,19 @@ pub enum ReadError {
     /// No array at this path.
     #[error("no array {0:?} in the references")]
     NoArray(String),
+    /// What needs every chunk was asked of lazily opened Parquet references whose arrays are
+    /// not all loaded (`Reader::load_all` loads them).
+    #[error(
+        "{origin}: the record files of {} arrays ({}) are not read yet (lazily opened Parquet references; load them all first)",
+        .arrays.len(),
+        .arrays.join(", ")
+    )]
+    NotLoaded {
+        /// Where the references came from.
+        origin: String,
+        /// The arrays not loaded.
+        arrays: Vec<String>,
+    },
     /// An array could not be opened or decoded.
     #[error("array {path}: {reason}")]
     Array {
@@ -81,12 +94,14 @@ impl ReadError {
     }
 
     /// The byte layer's error under this one, if any (to tell refused, stale and missing
-    /// sources apart).
+    /// sources apart), also when it is the cause of a part of the references (a record file of
+    /// Parquet references that could not be read, or that holds a refused URL).
     pub fn source_error(&self) -> Option<&SourceError> {
         match self {
             ReadError::Load { source, .. }
             | ReadError::Prefix(source)
             | ReadError::Source { source, .. } => Some(source),
+            ReadError::Parse(ParseError::Part { source, .. }) => source.downcast_ref(),
             _ => None,
         }
     }

@@ -11,6 +11,9 @@
 //! - Every URL is checked against the allowed prefixes (recorded in the references or given
 //!   by the user, symbolic links resolved) before anything is fetched; sources are checked
 //!   for changes since the build (size, modification time, ETag) before they are read.
+//! - kerchunk's Parquet references are opened lazily ([`open_parquet`], and [`open`] of their
+//!   directory): `.zmetadata` at open, an array's record files when it is first read
+//!   ([`Reader::manifest`]; [`Reader::load_all`] for everything).
 //! - [`ArrayReader`]: read boxes, selections (`tas[0:3,10,:]`) or whole arrays, as raw
 //!   native-endian bytes ([`RawArray`]) or `ndarray`s.
 //!
@@ -25,6 +28,7 @@ mod array;
 mod config;
 mod dtype;
 mod error;
+mod lazy;
 mod reader;
 mod select;
 mod store;
@@ -35,8 +39,9 @@ pub use array::{ArrayReader, FetchedChunks, max_chunk_bytes};
 pub use config::{PREFIXES_ENV, configured_prefixes};
 pub use dtype::NullTerminatedBytesDataType;
 pub use error::ReadError;
+pub use lazy::RecordFetch;
 pub use reader::{
-    ReadOptions, ReadStats, Reader, load, open, open_bytes, open_parsed, open_sources,
+    ReadOptions, ReadStats, Reader, load, open, open_bytes, open_parquet, open_parsed, open_sources,
 };
 pub use select::{AxisSelection, ResolvedSelection, Selection, parse_selection};
 pub use store::{KeyTarget, resolve_key};
@@ -46,5 +51,5 @@ pub use values::{
     swap_elements, to_f64s, unravel,
 };
 pub use vzarr_codec::{Fletcher32Codec, h5_fletcher32, register_zarrs_fixes};
-pub use vzarr_kerchunk::{ParseError, ParseLimits, ParsedRefs, parse_refs};
+pub use vzarr_kerchunk::{FetchError, ParseError, ParseLimits, ParsedRefs, parse_refs};
 pub use vzarr_source::{Location, Prefix, PrefixPolicy, Scheme, SourceError, parse_url};

@@ -2,14 +2,17 @@
 //! check every URL against the allowed prefixes before anything is fetched, stack the byte
 //! layer's policies, and give a [`Reader`]: the dataset, its provenance, its I/O counters and
 //! one `ArrayReader` per array (`Reader::array`, in `array.rs`, with how an array's boxes are
-//! batched, fetched and decoded).
+//! batched, fetched and decoded). kerchunk's Parquet references are opened lazily
+//! ([`open_parquet`], and [`open`] of a directory of them): `.zmetadata` alone at open, an
+//! array's record files when it is first read (`lazy.rs`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use vzarr_core::{Provenance, VirtualDataset};
-use vzarr_kerchunk::{ParseLimits, ParsedRefs, parse_refs};
+use vzarr_core::{ChunkManifest, Provenance, VirtualDataset};
+use vzarr_kerchunk::{ParquetRecords, ParseLimits, ParsedRefs, parse_refs};
 use vzarr_source::{
     AllowPrefixes, ByteSource, CheckRecords, IoStats, Memo, Prefix, PrefixPolicy, ReadTuning,
     SourceError, SourceStore, Stores, open_source,
@@ -17,6 +20,7 @@ use vzarr_source::{
 use zarrs::array::Array;
 
 use crate::ReadError;
+use crate::lazy::{LazyRecords, RecordFetch};
 use crate::store::{RefStore, Shared};
 
 /// How to open references.
@@ -70,6 +74,8 @@ pub struct ReadStats {
     pub requests: u64,
     /// Sources opened (a `stat` or HEAD request each; staleness is checked then).
     pub heads: u64,
+    /// Record files of lazily opened Parquet references read so far.
+    pub record_files: u64,
 }
 
 /// Open references: the dataset, its provenance, and byte access to its sources.
@@ -82,6 +88,8 @@ pub struct Reader {
     origin: String,
     pub(crate) options: ReadOptions,
     pub(crate) arrays: Mutex<HashMap<String, Arc<Array<RefStore>>>>,
+    /// Record files of lazy Parquet references read so far.
+    record_files: Arc<AtomicU64>,
 }
 
 /// Reads the reference file at a local path, `file://` URL or object-store URL (the user
@@ -96,11 +104,50 @@ fn load_refs(refs: &str) -> Result<Bytes, ReadError> {
 }
 
 /// Opens references (a local path, `file://` or object-store URL): a JSON file, or a
-/// directory (prefix) of kerchunk's Parquet references. Every URL the manifest names is
-/// checked against the allowed prefixes here, before anything is fetched.
+/// directory (prefix) of kerchunk's Parquet references, opened lazily ([`open_parquet`]).
+/// Every URL the manifest names is checked against the allowed prefixes before anything is
+/// fetched: here, or for lazy Parquet references when an array's record files are read.
 pub fn open(refs: &str, options: ReadOptions) -> Result<Reader, ReadError> {
-    let parsed = load(refs, options.limits)?;
-    open_parsed(parsed, refs, options)
+    match locate(refs)? {
+        Located::File(bytes) => open_bytes(&bytes, refs, options),
+        Located::Parquet { dir, zmetadata } => {
+            open_parquet(&zmetadata, refs, record_fetch(&dir), options)
+        }
+    }
+}
+
+/// What references at a path or URL are.
+enum Located {
+    /// A reference file, its bytes.
+    File(Bytes),
+    /// A directory (object-store prefix) of kerchunk's Parquet references, with the bytes of
+    /// its `.zmetadata`.
+    Parquet { dir: String, zmetadata: Bytes },
+}
+
+/// Reads the reference file `refs` names, or the `.zmetadata` of the Parquet references it
+/// names (a local directory holding one, a path ending in `/.zmetadata`, or an object-store
+/// prefix with no object of its own name but a `.zmetadata` below).
+fn locate(refs: &str) -> Result<Located, ReadError> {
+    let dir = match parquet_dir(refs) {
+        Some(dir) => dir,
+        None => match load_refs(refs) {
+            Ok(bytes) => return Ok(Located::File(bytes)),
+            Err(e) => {
+                let dir = refs.trim_end_matches('/');
+                if let ReadError::Load { source, .. } = &e
+                    && source.is_not_found()
+                    && open_source(&format!("{dir}/.zmetadata")).is_ok()
+                {
+                    dir.to_string()
+                } else {
+                    return Err(e);
+                }
+            }
+        },
+    };
+    let zmetadata = load_refs(&format!("{dir}/.zmetadata"))?;
+    Ok(Located::Parquet { dir, zmetadata })
 }
 
 /// The directory of kerchunk Parquet references `refs` names, when it names one: the
@@ -123,29 +170,25 @@ fn parquet_dir(refs: &str) -> Option<String> {
 /// metadata), or kerchunk's Parquet references (a directory or object-store prefix holding
 /// `.zmetadata` and `<array>/refs.<k>.parq` files, read one at a time).
 pub fn load(refs: &str, limits: ParseLimits) -> Result<ParsedRefs, ReadError> {
-    if let Some(dir) = parquet_dir(refs) {
-        return load_parquet(&dir, refs, limits);
-    }
-    match load_refs(refs) {
-        Ok(bytes) => Ok(parse_refs(&bytes, refs, limits)?),
-        Err(e) => {
-            // An object-store prefix of Parquet references has no object of its own name.
-            let dir = refs.trim_end_matches('/');
-            if let ReadError::Load { source, .. } = &e
-                && source.is_not_found()
-                && open_source(&format!("{dir}/.zmetadata")).is_ok()
-            {
-                return load_parquet(dir, refs, limits);
-            }
-            Err(e)
+    match locate(refs)? {
+        Located::File(bytes) => Ok(parse_refs(&bytes, refs, limits)?),
+        Located::Parquet { dir, zmetadata } => {
+            let fetch = record_fetch(&dir);
+            Ok(vzarr_kerchunk::parse_parquet_refs(
+                &zmetadata,
+                refs,
+                limits,
+                &mut |rel| fetch(rel),
+            )?)
         }
     }
 }
 
-/// kerchunk's Parquet references under `dir`; `origin` names them.
-fn load_parquet(dir: &str, origin: &str, limits: ParseLimits) -> Result<ParsedRefs, ReadError> {
-    let zmetadata = load_refs(&format!("{dir}/.zmetadata"))?;
-    let mut fetch = |rel: &str| -> Result<Option<Bytes>, Arc<dyn std::error::Error + Send + Sync>> {
+/// Reads the record files of the Parquet references under `dir` (which the user named, so
+/// they are read whatever the allowed prefixes), one whole file at a time.
+fn record_fetch(dir: &str) -> RecordFetch {
+    let dir = dir.to_string();
+    Arc::new(move |rel: &str| {
         let url = format!("{dir}/{rel}");
         let src = match open_source(&url) {
             Ok(s) => s,
@@ -162,10 +205,7 @@ fn load_parquet(dir: &str, origin: &str, limits: ParseLimits) -> Result<ParsedRe
         src.read(0..src.size())
             .map(Some)
             .map_err(|e| Arc::new(e) as _)
-    };
-    Ok(vzarr_kerchunk::parse_parquet_refs(
-        &zmetadata, origin, limits, &mut fetch,
-    )?)
+    })
 }
 
 /// The source stack of a reader: allowed prefixes, then (unless ignored) the recorded
@@ -254,7 +294,34 @@ impl Stacks {
 /// repository opened); `origin` names them in messages. As with [`open`], every URL they name
 /// is checked against the allowed prefixes here, before anything is fetched.
 pub fn open_parsed(
+    refs: ParsedRefs,
+    origin: &str,
+    options: ReadOptions,
+) -> Result<Reader, ReadError> {
+    open_with(refs, None, origin, options)
+}
+
+/// Opens kerchunk's Parquet references lazily, as fsspec's `LazyReferenceMapper` reads them:
+/// `zmetadata` (the bytes of their `.zmetadata`) is parsed here, and nothing else is read; an
+/// array's record files are read through `fetch` when a chunk of it is first needed
+/// ([`Reader::array`], [`Reader::manifest`]), every URL they hold checked against the allowed
+/// prefixes then, before any byte of a source is fetched, and the array's manifest is kept.
+/// An error while loading (a record file unreadable or corrupt, a URL refused) is that read's
+/// error, naming the record file; other arrays stay readable. `origin` names the references.
+pub fn open_parquet(
+    zmetadata: &[u8],
+    origin: &str,
+    fetch: RecordFetch,
+    options: ReadOptions,
+) -> Result<Reader, ReadError> {
+    let (refs, records) = ParquetRecords::open(zmetadata, origin, options.limits)?;
+    open_with(refs, Some((records, fetch)), origin, options)
+}
+
+/// [`open_parsed`], with the record files of lazy Parquet references when given.
+fn open_with(
     mut refs: ParsedRefs,
+    lazy: Option<(ParquetRecords, RecordFetch)>,
     origin: &str,
     options: ReadOptions,
 ) -> Result<Reader, ReadError> {
@@ -283,9 +350,14 @@ pub fn open_parsed(
             Ok((url.to_string(), size))
         },
     )?;
+    let record_files = Arc::new(AtomicU64::new(0));
+    let lazy = lazy.map(|(records, fetch)| {
+        LazyRecords::new(records, fetch, stacks.counted.clone(), record_files.clone())
+    });
     Ok(Reader {
         shared: Arc::new(Shared {
             refs,
+            lazy,
             sources,
             concurrency: options.concurrency.max(1),
         }),
@@ -294,6 +366,7 @@ pub fn open_parsed(
         origin: origin.to_string(),
         options,
         arrays: Mutex::new(HashMap::new()),
+        record_files,
     })
 }
 
@@ -313,9 +386,83 @@ pub fn open_sources(
 }
 
 impl Reader {
-    /// The dataset as parsed from the references.
+    /// The dataset as parsed from the references. For lazily opened Parquet references
+    /// ([`open_parquet`]), the manifests of the arrays not loaded yet
+    /// ([`Reader::pending_arrays`]) are empty here until [`Reader::load_all`]; a read loads
+    /// what it needs ([`Reader::manifest`]).
     pub fn dataset(&self) -> &VirtualDataset {
         &self.shared.refs.dataset
+    }
+
+    /// The manifest of the array at `path`; for lazily opened Parquet references, its record
+    /// files are read (and its URLs checked) on first use and it is kept.
+    pub fn manifest(&self, path: &str) -> Result<&ChunkManifest, ReadError> {
+        self.shared.manifest(path.trim_start_matches('/'))
+    }
+
+    /// The arrays of lazily opened Parquet references whose record files were not read yet
+    /// (none for other references), sorted.
+    pub fn pending_arrays(&self) -> Vec<String> {
+        self.shared
+            .lazy
+            .as_ref()
+            .map(LazyRecords::pending)
+            .unwrap_or_default()
+    }
+
+    /// `Ok` when [`Reader::dataset`] holds every reference; else [`ReadError::NotLoaded`],
+    /// naming the arrays of lazily opened Parquet references not loaded yet. For what needs
+    /// every chunk and takes the reader as it is (verify).
+    pub fn require_loaded(&self) -> Result<(), ReadError> {
+        let arrays = self.pending_arrays();
+        if arrays.is_empty() {
+            return Ok(());
+        }
+        Err(ReadError::NotLoaded {
+            origin: self.origin.clone(),
+            arrays,
+        })
+    }
+
+    /// Loads every array's manifest not loaded yet (reading the record files of lazily opened
+    /// Parquet references) and puts them in [`Reader::dataset`], which then holds every
+    /// reference, as for eagerly parsed references. For what needs every chunk (verify,
+    /// listing, summaries).
+    pub fn load_all(&mut self) -> Result<(), ReadError> {
+        let Some(lazy) = &self.shared.lazy else {
+            return Ok(());
+        };
+        lazy.load_all()?;
+        // The zarrs arrays share `shared`; they are reopened on demand.
+        self.arrays
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        if Arc::get_mut(&mut self.shared).is_none() {
+            // Shared elsewhere still (nothing else holds it once the arrays are gone; kept
+            // correct regardless): a copy of the references, with the manifests copied.
+            let old = &*self.shared;
+            let mut refs = old.refs.clone();
+            for (path, a) in refs.dataset.arrays.iter_mut() {
+                a.manifest = old.manifest(path)?.clone();
+            }
+            self.shared = Arc::new(Shared {
+                refs,
+                lazy: None,
+                sources: old.sources.clone(),
+                concurrency: old.concurrency,
+            });
+            return Ok(());
+        }
+        let shared = Arc::get_mut(&mut self.shared).expect("checked just above");
+        if let Some(lazy) = shared.lazy.take() {
+            for (path, m) in lazy.into_manifests() {
+                if let Some(a) = shared.refs.dataset.arrays.get_mut(&path) {
+                    a.manifest = m;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The references as parsed.
@@ -345,6 +492,7 @@ impl Reader {
             bytes: c.bytes,
             requests: c.requests,
             heads: c.opens,
+            record_files: self.record_files.load(Ordering::Relaxed),
         }
     }
 
@@ -355,13 +503,16 @@ impl Reader {
     }
 
     /// Every source URL the references name (manifests, recorded sources, concatenation
-    /// pieces), sorted and deduplicated.
+    /// pieces), sorted and deduplicated; of lazily opened Parquet references, those of the
+    /// arrays loaded so far ([`Reader::load_all`] first for all).
     pub fn source_urls(&self) -> Vec<String> {
         let ds = self.dataset();
+        let lazy = self.shared.lazy.as_ref();
         let mut v: Vec<String> = ds
             .arrays
-            .values()
-            .flat_map(|a| a.manifest.sources().iter().map(|s| s.to_string()))
+            .iter()
+            .map(|(p, a)| lazy.and_then(|l| l.loaded(p)).unwrap_or(&a.manifest))
+            .flat_map(|m| m.sources().iter().map(|s| s.to_string()))
             .chain(ds.provenance.sources.iter().map(|s| s.url.clone()))
             .collect();
         v.sort();

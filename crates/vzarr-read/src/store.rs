@@ -8,18 +8,22 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use vzarr_core::ChunkRef;
+use vzarr_core::{ChunkManifest, ChunkRef};
 use vzarr_kerchunk::{ParsedRefs, parse_chunk_indices, split_chunk_key};
 use vzarr_source::{SourceStore, read_across};
 use zarrs::storage::byte_range::{ByteRange, ByteRangeIterator};
 use zarrs::storage::{MaybeBytesIterator, ReadableStorageTraits, StorageError, StoreKey};
 
 use crate::ReadError;
+use crate::lazy::LazyRecords;
 
 /// What a reader shares between its stores.
 pub(crate) struct Shared {
-    /// The parsed references.
+    /// The parsed references (for lazily opened Parquet references, the manifests of the
+    /// arrays `lazy` holds are empty: theirs are there).
     pub(crate) refs: ParsedRefs,
+    /// The record files of lazily opened Parquet references.
+    pub(crate) lazy: Option<LazyRecords>,
     /// The sources, behind the reader's policies.
     pub(crate) sources: Arc<dyn SourceStore>,
     /// Sources read at once at most.
@@ -74,6 +78,20 @@ impl Shared {
         resolve_key(&self.refs, key)
     }
 
+    /// The manifest of the array at `path`, its record files read first when the references
+    /// are lazy Parquet references and it was not loaded yet.
+    pub(crate) fn manifest(&self, path: &str) -> Result<&ChunkManifest, ReadError> {
+        if let Some(m) = self.lazy.as_ref().and_then(|l| l.manifest(path)) {
+            return m;
+        }
+        self.refs
+            .dataset
+            .arrays
+            .get(path)
+            .map(|a| &a.manifest)
+            .ok_or_else(|| ReadError::NoArray(path.to_string()))
+    }
+
     /// Fetches the stored-by-reference chunks among `lins` of array `path`: linear index ->
     /// encoded bytes.
     pub(crate) fn fetch(
@@ -81,9 +99,10 @@ impl Shared {
         path: &str,
         lins: &[usize],
     ) -> Result<HashMap<usize, Bytes>, ReadError> {
-        let Some(array) = self.refs.dataset.arrays.get(path) else {
+        if !self.refs.dataset.arrays.contains_key(path) {
             return Ok(HashMap::new());
-        };
+        }
+        let manifest = self.manifest(path)?;
         let mut ids = Vec::new();
         let mut reqs: Vec<(&str, Range<u64>)> = Vec::new();
         for &lin in lins {
@@ -91,7 +110,7 @@ impl Shared {
                 source,
                 offset,
                 length,
-            } = array.manifest.get(lin)
+            } = manifest.get(lin)
             {
                 let end = offset.checked_add(length).ok_or_else(|| {
                     ReadError::array(path, format!("chunk {lin}: offset + length overflows"))
@@ -135,7 +154,8 @@ impl RefStore {
         lin: usize,
     ) -> Result<Option<Bytes>, StorageError> {
         let array = &self.shared.refs.dataset.arrays[path];
-        let b = match array.manifest.get(lin) {
+        let manifest = self.shared.manifest(path).map_err(storage_err)?;
+        let b = match manifest.get(lin) {
             ChunkRef::Missing => return Ok(None),
             ChunkRef::Inline(b) => Bytes::copy_from_slice(b),
             ChunkRef::Range {
@@ -215,7 +235,7 @@ impl ReadableStorageTraits for RefStore {
                     let out = slices(k, &b, byte_ranges)?;
                     return Ok(Some(Box::new(out.into_iter().map(Ok))));
                 }
-                match array.manifest.get(lin) {
+                match self.shared.manifest(path).map_err(storage_err)?.get(lin) {
                     ChunkRef::Missing => return Ok(None),
                     ChunkRef::Inline(b) => slices(k, &Bytes::copy_from_slice(b), byte_ranges)?,
                     ChunkRef::Range {
@@ -248,7 +268,7 @@ impl ReadableStorageTraits for RefStore {
             KeyTarget::Nothing => None,
             KeyTarget::Document(d) => Some(d.len() as u64),
             KeyTarget::Chunk { path, lin } => {
-                match self.shared.refs.dataset.arrays[path].manifest.get(lin) {
+                match self.shared.manifest(path).map_err(storage_err)?.get(lin) {
                     ChunkRef::Missing => None,
                     ChunkRef::Inline(b) => Some(b.len() as u64),
                     ChunkRef::Range { length, .. } => Some(length),

@@ -1,8 +1,10 @@
 //! Test support shared by vzarr's crates (never a dependency of a library, only of tests and
-//! benches): an S3-compatible server on loopback ([`moto`]) and a seeded generator
-//! ([`SplitMix64`]) for reproducible mutations and samples.
+//! benches): an S3-compatible server on loopback ([`moto`]), a seeded generator
+//! ([`SplitMix64`]) for reproducible mutations and samples, and record files of kerchunk's
+//! Parquet references ([`parquet_refs`]).
 
 pub mod moto;
+pub mod parquet_refs;
 
 /// SplitMix64: a small, fixed pseudo-random generator, so that seeded tests pick the same
 /// values on every platform and version.

@@ -204,7 +204,9 @@ struct Ref<'a> {
 
 /// Audits the references `reader` holds (see the module documentation); `opts` gives the
 /// arrays, the sample and how many defects to describe. Sources are opened under the reader's
-/// policy (allowed prefixes) before they are scanned.
+/// policy (allowed prefixes) before they are scanned. It audits the manifests
+/// `reader.dataset()` holds: of lazily opened Parquet references, load them first
+/// (`Reader::load_all`; [`crate::verify`] refuses a reader not loaded).
 pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
     let ds = reader.dataset();
     let mut refs: Vec<Ref<'_>> = Vec::new();

@@ -246,6 +246,8 @@ impl Candidates {
 /// compares every value with the source read directly. Stale sources are an error (unless the
 /// reader ignores staleness); differences are in the report.
 pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, VerifyError> {
+    // Every chunk is compared: lazily opened Parquet references must be loaded whole.
+    reader.require_loaded()?;
     if !opts.readers.available() {
         return Err(VerifyError::NotBuilt {
             readers: opts.readers,

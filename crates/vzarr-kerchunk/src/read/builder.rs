@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use base64::Engine as _;
 use bytes::Bytes;
 use serde_json::{Map, Value};
-use vzarr_core::{Group, Provenance, VirtualArray, VirtualDataset};
+use vzarr_core::{ChunkManifest, Group, Provenance, VirtualArray, VirtualDataset};
 
 use super::metadata::{count_chunks, metadata_document};
 use super::names::{check_node_path, expand_templates, parse_chunk_indices, split_chunk_key};
@@ -56,16 +56,6 @@ impl<'o> Builder<'o> {
             key: key.to_string(),
             reason,
         }
-    }
-
-    /// Where the references came from.
-    pub(super) fn origin(&self) -> &str {
-        self.origin
-    }
-
-    /// An error about `key` (a key, a file, a row) of these references.
-    pub(super) fn bad_key_of(&self, key: &str, reason: String) -> ParseError {
-        self.bad_key(key, reason)
     }
 
     fn malformed(&self, reason: String) -> ParseError {
@@ -323,42 +313,14 @@ impl<'o> Builder<'o> {
             .arrays
             .get_mut(path)
             .ok_or_else(|| bad(format!("no array {path}")))?;
-        match value {
-            ChunkValue::Inline(bytes) => array
-                .manifest
-                .set_inline(lin, bytes)
-                .map_err(|e| bad(e.to_string())),
-            ChunkValue::Range {
-                url,
-                offset,
-                length,
-            } => {
-                if url.is_empty() {
-                    return Err(bad("empty URL".into()));
-                }
-                if offset.checked_add(length).is_none() {
-                    return Err(bad(format!("offset {offset} + length {length} overflows")));
-                }
-                let id = array.manifest.intern(url).map_err(|e| bad(e.to_string()))?;
-                array
-                    .manifest
-                    .set_range(lin, id, offset, length)
-                    .map_err(|e| bad(e.to_string()))
-            }
-            ChunkValue::WholeFile { url } => {
-                if url.is_empty() {
-                    return Err(bad("empty URL".into()));
-                }
-                if lin >= array.manifest.len() {
-                    return Err(bad(format!(
-                        "outside the {} chunks of array {path}",
-                        array.manifest.len()
-                    )));
-                }
-                self.whole_files.push(path, lin, url);
-                Ok(())
-            }
-        }
+        set_chunk(
+            &mut array.manifest,
+            &mut self.whole_files,
+            path,
+            lin,
+            value,
+            bad,
+        )
     }
 
     /// One chunk entry of JSON references: `[url, offset, length]`, `[url]`, `"base64:..."`
@@ -479,6 +441,52 @@ impl<'o> Builder<'o> {
             has_provenance,
             whole_files,
         })
+    }
+}
+
+/// Sets chunk `lin` of `manifest` (array `path`'s) to `value`, a whole-file chunk into
+/// `whole` until its size is known; `bad` makes an error about the entry.
+pub(super) fn set_chunk(
+    manifest: &mut ChunkManifest,
+    whole: &mut WholeFiles,
+    path: &str,
+    lin: usize,
+    value: ChunkValue<'_>,
+    bad: impl Fn(String) -> ParseError,
+) -> Result<(), ParseError> {
+    match value {
+        ChunkValue::Inline(bytes) => manifest
+            .set_inline(lin, bytes)
+            .map_err(|e| bad(e.to_string())),
+        ChunkValue::Range {
+            url,
+            offset,
+            length,
+        } => {
+            if url.is_empty() {
+                return Err(bad("empty URL".into()));
+            }
+            if offset.checked_add(length).is_none() {
+                return Err(bad(format!("offset {offset} + length {length} overflows")));
+            }
+            let id = manifest.intern(url).map_err(|e| bad(e.to_string()))?;
+            manifest
+                .set_range(lin, id, offset, length)
+                .map_err(|e| bad(e.to_string()))
+        }
+        ChunkValue::WholeFile { url } => {
+            if url.is_empty() {
+                return Err(bad("empty URL".into()));
+            }
+            if lin >= manifest.len() {
+                return Err(bad(format!(
+                    "outside the {} chunks of array {path}",
+                    manifest.len()
+                )));
+            }
+            whole.push(path, lin, url);
+            Ok(())
+        }
     }
 }
 

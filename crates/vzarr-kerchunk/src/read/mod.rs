@@ -17,7 +17,8 @@
 //! - [`builder`]: the one place references become the model (metadata documents, then chunk
 //!   entries), whatever holds them;
 //! - [`v2`]: Zarr v2 metadata translated once into Zarr v3 documents;
-//! - [`parquet_refs`]: kerchunk's Parquet references, record file by record file;
+//! - [`parquet_refs`]: kerchunk's Parquet references, `.zmetadata` first, then an array's
+//!   record files when it is loaded;
 //! - [`gen_keys`]: generated keys;
 //! - [`metadata`]: metadata values as Zarr v3 documents, and the chunk count an array
 //!   document implies (bounded before the model allocates a manifest);
@@ -45,7 +46,7 @@ use serde_json::Value;
 use vzarr_core::{Provenance, VirtualDataset};
 
 pub use names::{parse_chunk_indices, split_chunk_key};
-pub use parquet_refs::{FetchError, MAX_PARQUET_FILE, parse_parquet_refs};
+pub use parquet_refs::{FetchError, MAX_PARQUET_FILE, ParquetRecords, parse_parquet_refs};
 pub(crate) use v2::V2_LEAVES;
 pub use whole_files::WholeFiles;
 

@@ -7,19 +7,26 @@
 //! precedence). Row `i` of file `k` is the chunk numbered `k * record_size + i` in C order over
 //! the chunk grid; `offset` and `size` both 0 mean the whole file.
 //!
-//! The files are read one at a time through the caller's fetcher (so a reader of local files
-//! and object storage alike, under its own policy) and their rows go straight into the
-//! manifests through the same builder as JSON references; no file is held after its rows.
+//! Read lazily, as fsspec reads them: [`ParquetRecords::open`] parses `.zmetadata` alone into
+//! the dataset (every manifest empty) and what is needed to read an array's record files
+//! later; [`ParquetRecords::load_array`] reads one array's record files, one at a time
+//! through the caller's fetcher (so a reader of local files and object storage alike, under
+//! its own policy), their rows straight into a manifest through the same builder logic as
+//! JSON references; no file is held after its rows. [`parse_parquet_refs`] is the same, every
+//! array loaded.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use serde_json::Value;
-use vzarr_core::Provenance;
+use vzarr_core::{ChunkManifest, Provenance};
 
-use super::builder::{Builder, ChunkValue};
+use super::builder::{Builder, ChunkValue, set_chunk};
+use super::whole_files::WholeFiles;
 use super::{ParseError, ParseLimits, ParsedRefs};
 
 /// Why a part of Parquet references could not be fetched.
@@ -31,58 +38,183 @@ pub(super) const MAX_PARQUET_DECODED: u64 = 1 << 30;
 /// Largest record file read (bytes): far above what `record_size` rows of references take.
 pub const MAX_PARQUET_FILE: u64 = 256 << 20;
 
-/// Parses kerchunk's Parquet references: `zmetadata` is the bytes of the directory's
+/// Parses kerchunk's Parquet references whole: `zmetadata` is the bytes of the directory's
 /// `.zmetadata`; `fetch` returns the bytes of a file of the directory by its relative path
 /// (`tas/refs.0.parq`), or `None` when it does not exist (its chunks are then not stored, as
-/// fsspec reads them). `origin` names the directory in errors.
+/// fsspec reads them). `origin` names the directory in errors. The same as
+/// [`ParquetRecords::open`] followed by [`ParquetRecords::load_all`].
 pub fn parse_parquet_refs(
     zmetadata: &[u8],
     origin: &str,
     limits: ParseLimits,
     fetch: &mut dyn FnMut(&str) -> Result<Option<Bytes>, FetchError>,
 ) -> Result<ParsedRefs, ParseError> {
-    let key_err = |key: &str, reason: String| ParseError::BadKey {
-        origin: origin.to_string(),
-        key: key.to_string(),
-        reason,
-    };
-    // Written by Python's json module: non-finite floats may be bare NaN, Infinity.
-    let doc: Value = serde_json::from_slice(zmetadata).or_else(|e| {
-        std::str::from_utf8(zmetadata)
-            .ok()
-            .and_then(|t| serde_json::from_str(&super::metadata::quote_non_finite(t)).ok())
-            .ok_or_else(|| key_err(".zmetadata", format!("not JSON: {e}")))
-    })?;
-    let record_size = doc
-        .get("record_size")
-        .and_then(Value::as_u64)
-        .filter(|&n| n > 0 && n <= limits.max_references.max(1))
-        .ok_or_else(|| {
-            key_err(
-                ".zmetadata",
-                format!(
-                    "\"record_size\" is missing or not an integer in 1..={} (Parquet references need it)",
-                    limits.max_references
-                ),
-            )
+    let (refs, records) = ParquetRecords::open(zmetadata, origin, limits)?;
+    records.load_all(refs, fetch, &mut |_| Ok(()))
+}
+
+/// What reading the record files of Parquet references needs once `.zmetadata` is parsed:
+/// the arrays whose chunks they hold (with their chunk counts), the record size, the limits,
+/// and the references loaded so far (counted against `max_references` over every load).
+/// Shared by threads: loads of different arrays may run at once.
+#[derive(Debug)]
+pub struct ParquetRecords {
+    origin: String,
+    limits: ParseLimits,
+    record_size: u64,
+    /// Array path -> its number of chunks.
+    arrays: BTreeMap<String, usize>,
+    references: AtomicU64,
+}
+
+impl ParquetRecords {
+    /// Parses `.zmetadata` (its bytes `zmetadata`) alone: the references with every array's
+    /// manifest empty (no record file read), and what reads the record files later. `origin`
+    /// names the directory in errors.
+    pub fn open(
+        zmetadata: &[u8],
+        origin: &str,
+        limits: ParseLimits,
+    ) -> Result<(ParsedRefs, ParquetRecords), ParseError> {
+        let key_err = |key: &str, reason: String| ParseError::BadKey {
+            origin: origin.to_string(),
+            key: key.to_string(),
+            reason,
+        };
+        // Written by Python's json module: non-finite floats may be bare NaN, Infinity.
+        let doc: Value = serde_json::from_slice(zmetadata).or_else(|e| {
+            std::str::from_utf8(zmetadata)
+                .ok()
+                .and_then(|t| serde_json::from_str(&super::metadata::quote_non_finite(t)).ok())
+                .ok_or_else(|| key_err(".zmetadata", format!("not JSON: {e}")))
         })?;
-    let Some(Value::Object(metadata)) = doc.get("metadata") else {
-        return Err(key_err(".zmetadata", "no \"metadata\" object".into()));
-    };
-    let meta: Vec<(String, Value)> = metadata
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    drop(doc);
-    let mut b = Builder::new(origin, limits, &meta)?;
-    drop(meta);
-    for (path, n_chunks) in b.v2_array_chunks() {
-        let records = (n_chunks as u64).div_ceil(record_size);
-        for k in 0..records {
-            let file = if path.is_empty() {
-                format!("refs.{k}.parq")
-            } else {
-                format!("{path}/refs.{k}.parq")
+        let record_size = doc
+            .get("record_size")
+            .and_then(Value::as_u64)
+            .filter(|&n| n > 0 && n <= limits.max_references.max(1))
+            .ok_or_else(|| {
+                key_err(
+                    ".zmetadata",
+                    format!(
+                        "\"record_size\" is missing or not an integer in 1..={} (Parquet references need it)",
+                        limits.max_references
+                    ),
+                )
+            })?;
+        let Some(Value::Object(metadata)) = doc.get("metadata") else {
+            return Err(key_err(".zmetadata", "no \"metadata\" object".into()));
+        };
+        let meta: Vec<(String, Value)> = metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        drop(doc);
+        let b = Builder::new(origin, limits, &meta)?;
+        drop(meta);
+        let arrays = b.v2_array_chunks().into_iter().collect();
+        let refs = b.finish(Provenance::default(), false)?;
+        Ok((
+            refs,
+            ParquetRecords {
+                origin: origin.to_string(),
+                limits,
+                record_size,
+                arrays,
+                references: AtomicU64::new(0),
+            },
+        ))
+    }
+
+    /// Whether the chunks of the array at `path` are in record files (read by
+    /// [`ParquetRecords::load_array`]); other arrays' manifests are whole as opened.
+    pub fn holds(&self, path: &str) -> bool {
+        self.arrays.contains_key(path)
+    }
+
+    /// The arrays whose chunks are in record files, sorted.
+    pub fn arrays(&self) -> impl Iterator<Item = &str> {
+        self.arrays.keys().map(String::as_str)
+    }
+
+    /// The record files of the array at `path` (relative to the directory, in order), none for
+    /// an array not held.
+    pub fn record_files(&self, path: &str) -> Vec<String> {
+        let Some(&n_chunks) = self.arrays.get(path) else {
+            return Vec::new();
+        };
+        (0..(n_chunks as u64).div_ceil(self.record_size))
+            .map(|k| {
+                if path.is_empty() {
+                    format!("refs.{k}.parq")
+                } else {
+                    format!("{path}/refs.{k}.parq")
+                }
+            })
+            .collect()
+    }
+
+    /// Where the references came from, as errors name them.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// Chunk entries loaded so far, over every array.
+    pub fn references(&self) -> u64 {
+        self.references.load(Ordering::Relaxed)
+    }
+
+    /// Reads the record files of the array at `path` through `fetch` (as for
+    /// [`parse_parquet_refs`]) into its manifest. `check` is asked about every distinct URL
+    /// as the rows first name it (a reader's allowed-prefix policy, say); its error is the
+    /// record file's ([`ParseError::Part`], the cause kept). Errors name the record file; the
+    /// chunk entries count against `max_references` with every array loaded before (a failed
+    /// load counts nothing). Whole-file chunks (offset and size 0) come apart, to be set once
+    /// their files' sizes are known ([`WholeFiles::resolve_manifest`]).
+    pub fn load_array(
+        &self,
+        path: &str,
+        fetch: &mut dyn FnMut(&str) -> Result<Option<Bytes>, FetchError>,
+        check: &mut dyn FnMut(&str) -> Result<(), FetchError>,
+    ) -> Result<(ChunkManifest, WholeFiles), ParseError> {
+        let origin = self.origin.as_str();
+        let key_err = |key: &str, reason: String| ParseError::BadKey {
+            origin: origin.to_string(),
+            key: key.to_string(),
+            reason,
+        };
+        let Some(&n_chunks) = self.arrays.get(path) else {
+            return Err(ParseError::Malformed {
+                origin: origin.to_string(),
+                reason: format!("no array {path:?} with record files"),
+            });
+        };
+        let mut manifest = ChunkManifest::new_missing(n_chunks);
+        let mut whole = WholeFiles::default();
+        let before = self.references();
+        let mut loaded: u64 = 0;
+        let max = self.limits.max_references;
+        for (k, file) in self.record_files(path).into_iter().enumerate() {
+            let mut set = |key: &str, lin: usize, value: ChunkValue<'_>| {
+                let bad = |reason: String| key_err(key, reason);
+                loaded += 1;
+                if before.saturating_add(loaded) > max {
+                    return Err(bad(format!(
+                        "the references hold more than {max} chunks in all"
+                    )));
+                }
+                let (known, known_whole) = (manifest.sources().len(), whole.urls().len());
+                set_chunk(&mut manifest, &mut whole, path, lin, value, bad)?;
+                // A URL first seen: asked about before the manifest is given out.
+                let new = manifest.sources().get(known..).and_then(|s| s.first());
+                let new_whole = whole.urls().get(known_whole..).and_then(|s| s.first());
+                if let Some(url) = new.map(|u| &**u).or(new_whole.map(String::as_str)) {
+                    check(url).map_err(|source| ParseError::Part {
+                        origin: origin.to_string(),
+                        part: file.clone(),
+                        source,
+                    })?;
+                }
+                Ok(())
             };
             let Some(bytes) = fetch(&file).map_err(|e| ParseError::Part {
                 origin: origin.to_string(),
@@ -101,18 +233,18 @@ pub fn parse_parquet_refs(
                     ),
                 ));
             }
-            let first = k * record_size;
+            let first = k as u64 * self.record_size;
             // The parquet crate panics on some corrupt files (a dictionary page missing, say)
             // rather than returning an error: such a panic is this file's error, not ours.
             let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 read_record(
-                    &mut b,
+                    origin,
                     &file,
                     bytes,
-                    &path,
                     first,
                     n_chunks as u64,
-                    record_size,
+                    self.record_size,
+                    &mut set,
                 )
             }));
             match read {
@@ -130,23 +262,51 @@ pub fn parse_parquet_refs(
                 }
             }
         }
+        // Counted once the array is whole; loads running at once are bounded together here.
+        let total = self.references.fetch_add(loaded, Ordering::Relaxed) + loaded;
+        if total > max {
+            self.references.fetch_sub(loaded, Ordering::Relaxed);
+            return Err(key_err(
+                path,
+                format!("the references hold more than {max} chunks in all"),
+            ));
+        }
+        Ok((manifest, whole))
     }
-    b.finish(Provenance::default(), false)
+
+    /// `refs` (as [`ParquetRecords::open`] gave them) with every array's record files read
+    /// into its manifest ([`ParquetRecords::load_array`]), in path order; the first error
+    /// stops.
+    pub fn load_all(
+        self,
+        mut refs: ParsedRefs,
+        fetch: &mut dyn FnMut(&str) -> Result<Option<Bytes>, FetchError>,
+        check: &mut dyn FnMut(&str) -> Result<(), FetchError>,
+    ) -> Result<ParsedRefs, ParseError> {
+        for path in self.arrays.keys() {
+            let (manifest, whole) = self.load_array(path, fetch, check)?;
+            if let Some(array) = refs.dataset.arrays.get_mut(path) {
+                array.manifest = manifest;
+            }
+            refs.whole_files.append(whole);
+        }
+        Ok(refs)
+    }
 }
 
-/// The rows of one record file into array `path`'s manifest, starting at chunk `first`.
+/// The rows of one record file, starting at chunk `first`, each given to `set` (key naming
+/// the row, linear index, value).
 fn read_record(
-    b: &mut Builder<'_>,
+    origin: &str,
     file: &str,
     bytes: Bytes,
-    path: &str,
     first: u64,
     n_chunks: u64,
     record_size: u64,
+    set: &mut dyn FnMut(&str, usize, ChunkValue<'_>) -> Result<(), ParseError>,
 ) -> Result<(), ParseError> {
-    let origin = b.origin().to_string();
     let bad = |reason: String| ParseError::BadKey {
-        origin: origin.clone(),
+        origin: origin.to_string(),
         key: file.to_string(),
         reason,
     };
@@ -208,12 +368,16 @@ fn read_record(
         let key = format!("{file} row {i}");
         let lin = lin as usize;
         if let Some(raw) = raw {
-            b.set(&key, path, lin, ChunkValue::Inline(raw))?;
+            set(&key, lin, ChunkValue::Inline(raw))?;
             continue;
         }
         let url = url.expect("checked above");
         if offset < 0 || size < 0 {
-            return Err(b.bad_key_of(&key, format!("negative offset {offset} or size {size}")));
+            return Err(ParseError::BadKey {
+                origin: origin.to_string(),
+                key,
+                reason: format!("negative offset {offset} or size {size}"),
+            });
         }
         let value = if offset == 0 && size == 0 {
             ChunkValue::WholeFile { url: &url }
@@ -224,7 +388,7 @@ fn read_record(
                 length: size as u64,
             }
         };
-        b.set(&key, path, lin, value)?;
+        set(&key, lin, value)?;
     }
     Ok(())
 }

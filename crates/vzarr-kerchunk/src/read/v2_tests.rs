@@ -2,11 +2,13 @@
 //! separators, consolidated metadata, arrays left out, and Parquet references (files written
 //! here with the parquet crate's writer, in fsspec's layout) with hostile inputs.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::{Value, json};
 use vzarr_core::ChunkRef;
+use vzarr_test_support::parquet_refs::{Row, record_file};
 
 use super::*;
 
@@ -143,62 +145,8 @@ fn malformed_zarr_v2_is_a_typed_error_naming_the_key() {
 }
 
 /// A Parquet record file in fsspec's layout (`path`, `offset`, `size`, `raw`).
-/// A row of a Parquet record file: path, offset, size, raw.
-type Row<'a> = (Option<&'a str>, i64, i64, Option<&'a [u8]>);
-
 fn record(rows: &[Row<'_>]) -> Bytes {
-    use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
-    use parquet::file::properties::WriterProperties;
-    use parquet::file::writer::SerializedFileWriter;
-    use parquet::schema::parser::parse_message_type;
-    let schema = Arc::new(
-        parse_message_type(
-            "message schema { optional binary path (UTF8); required int64 offset; \
-             required int64 size; optional binary raw; }",
-        )
-        .unwrap(),
-    );
-    let mut out = Vec::new();
-    let mut w =
-        SerializedFileWriter::new(&mut out, schema, Arc::new(WriterProperties::default())).unwrap();
-    let mut rg = w.next_row_group().unwrap();
-    let defs = |f: &dyn Fn(usize) -> bool| -> Vec<i16> {
-        (0..rows.len()).map(|i| i16::from(f(i))).collect()
-    };
-    let mut col = rg.next_column().unwrap().unwrap();
-    let paths: Vec<ByteArray> = rows
-        .iter()
-        .filter_map(|r| r.0)
-        .map(ByteArray::from)
-        .collect();
-    col.typed::<ByteArrayType>()
-        .write_batch(&paths, Some(&defs(&|i| rows[i].0.is_some())), None)
-        .unwrap();
-    col.close().unwrap();
-    for k in [1, 2] {
-        let mut col = rg.next_column().unwrap().unwrap();
-        let v: Vec<i64> = rows
-            .iter()
-            .map(|r| if k == 1 { r.1 } else { r.2 })
-            .collect();
-        col.typed::<Int64Type>()
-            .write_batch(&v, None, None)
-            .unwrap();
-        col.close().unwrap();
-    }
-    let mut col = rg.next_column().unwrap().unwrap();
-    let raws: Vec<ByteArray> = rows
-        .iter()
-        .filter_map(|r| r.3)
-        .map(|b| ByteArray::from(b.to_vec()))
-        .collect();
-    col.typed::<ByteArrayType>()
-        .write_batch(&raws, Some(&defs(&|i| rows[i].3.is_some())), None)
-        .unwrap();
-    col.close().unwrap();
-    rg.close().unwrap();
-    w.close().unwrap();
-    Bytes::from(out)
+    Bytes::from(record_file(rows))
 }
 
 fn zmetadata(record_size: u64) -> Vec<u8> {
@@ -318,6 +266,170 @@ fn hostile_parquet_references_are_typed_errors() {
         "{e}"
     );
     assert!(std::error::Error::source(&e).is_some());
+}
+
+/// `.zmetadata` of two arrays: `a` (3 chunks) and `g/b` (2 chunks), 2 rows a record file.
+fn two_arrays() -> Vec<u8> {
+    let z = |n: u64| serde_json::from_str::<Value>(&zarray(&[n], &[1], json!({}))).unwrap();
+    serde_json::to_vec(&json!({"record_size": 2, "metadata": {
+        ".zgroup": {"zarr_format": 2},
+        "a/.zarray": z(3), "a/.zattrs": {"_ARRAY_DIMENSIONS": ["x"]},
+        "g/.zgroup": {"zarr_format": 2},
+        "g/b/.zarray": z(2), "g/b/.zattrs": {"_ARRAY_DIMENSIONS": ["y"]},
+    }}))
+    .unwrap()
+}
+
+/// The record files of [`two_arrays`], by relative path.
+fn two_array_files() -> BTreeMap<&'static str, Bytes> {
+    BTreeMap::from([
+        (
+            "a/refs.0.parq",
+            record(&[
+                (Some("/d/a.nc"), 10, 2, None),
+                (Some("/d/a.nc"), 12, 2, None),
+            ]),
+        ),
+        ("a/refs.1.parq", record(&[(Some("/d/a.nc"), 14, 2, None)])),
+        (
+            "g/b/refs.0.parq",
+            record(&[
+                (Some("/d/b.nc"), 0, 2, None),
+                (None, 0, 0, Some(b"\x07\x00")),
+            ]),
+        ),
+    ])
+}
+
+#[test]
+fn parquet_references_read_lazily() {
+    let files = two_array_files();
+    let asked = std::cell::RefCell::new(Vec::<String>::new());
+    let mut fetch = |rel: &str| -> Result<Option<Bytes>, FetchError> {
+        asked.borrow_mut().push(rel.to_string());
+        Ok(files.get(rel).cloned())
+    };
+    let (refs, records) = ParquetRecords::open(&two_arrays(), "d", ParseLimits::default()).unwrap();
+    // Opened from .zmetadata alone: metadata whole, every manifest empty.
+    assert_eq!(refs.dataset.arrays["a"].shape(), vec![3]);
+    assert!(
+        refs.dataset
+            .arrays
+            .values()
+            .all(|a| a.manifest.stored() == 0)
+    );
+    assert!(refs.documents.contains_key("g/b/zarr.json"));
+    assert_eq!(records.arrays().collect::<Vec<_>>(), ["a", "g/b"]);
+    assert_eq!(
+        records.record_files("a"),
+        ["a/refs.0.parq", "a/refs.1.parq"]
+    );
+    assert!(records.holds("g/b") && !records.holds("g"));
+    // One array: its record files only.
+    let a = records
+        .load_array("a", &mut fetch, &mut |_| Ok(()))
+        .unwrap()
+        .0;
+    assert_eq!(*asked.borrow(), ["a/refs.0.parq", "a/refs.1.parq"]);
+    assert_eq!(records.references(), 3);
+    // The same entries as the eager parse, which is the lazy open with every array loaded.
+    let eager = parse_parquet_refs(
+        &two_arrays(),
+        "d",
+        ParseLimits::default(),
+        &mut |rel: &str| Ok(files.get(rel).cloned()),
+    )
+    .unwrap();
+    assert_eq!(a, eager.dataset.arrays["a"].manifest);
+    assert_eq!(a.stored(), 3);
+    assert_eq!(eager.dataset.arrays["g/b"].manifest.stored(), 2);
+    assert_eq!(
+        eager.dataset.arrays["g/b"].manifest.get(1),
+        ChunkRef::Inline(b"\x07\x00")
+    );
+    let all = records
+        .load_all(
+            refs,
+            &mut |rel: &str| Ok(files.get(rel).cloned()),
+            &mut |_| Ok(()),
+        )
+        .unwrap();
+    assert_eq!(all.dataset, eager.dataset);
+}
+
+#[test]
+fn a_bad_record_file_is_its_arrays_error_only() {
+    let mut files = two_array_files();
+    files.insert(
+        "g/b/refs.0.parq",
+        Bytes::from_static(b"PAR1 not Parquet PAR1"),
+    );
+    let mut fetch =
+        |rel: &str| -> Result<Option<Bytes>, FetchError> { Ok(files.get(rel).cloned()) };
+    let (_, records) = ParquetRecords::open(&two_arrays(), "d", ParseLimits::default()).unwrap();
+    assert_eq!(
+        records
+            .load_array("a", &mut fetch, &mut |_| Ok(()))
+            .unwrap()
+            .0
+            .stored(),
+        3
+    );
+    let e = records
+        .load_array("g/b", &mut fetch, &mut |_| Ok(()))
+        .unwrap_err();
+    assert!(
+        matches!(&e, ParseError::BadKey { key, .. } if key == "g/b/refs.0.parq"),
+        "{e}"
+    );
+    // A URL the caller refuses: the record file's error, the refusal kept as its cause,
+    // asked before the manifest is given out.
+    let files = two_array_files();
+    let mut fetch =
+        |rel: &str| -> Result<Option<Bytes>, FetchError> { Ok(files.get(rel).cloned()) };
+    let mut asked = Vec::new();
+    let mut refuse_b = |url: &str| -> Result<(), FetchError> {
+        asked.push(url.to_string());
+        if url == "/d/b.nc" {
+            Err(Arc::new(std::io::Error::other("not allowed")))
+        } else {
+            Ok(())
+        }
+    };
+    assert!(records.load_array("a", &mut fetch, &mut refuse_b).is_ok());
+    let e = records
+        .load_array("g/b", &mut fetch, &mut refuse_b)
+        .unwrap_err();
+    assert!(
+        matches!(&e, ParseError::Part { part, .. } if part == "g/b/refs.0.parq"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("not allowed"), "{e}");
+    // Each distinct URL asked about once per load.
+    assert_eq!(asked, ["/d/a.nc", "/d/b.nc"]);
+}
+
+#[test]
+fn references_are_counted_over_every_load() {
+    let files = two_array_files();
+    let mut fetch =
+        |rel: &str| -> Result<Option<Bytes>, FetchError> { Ok(files.get(rel).cloned()) };
+    let limits = ParseLimits {
+        max_references: 4,
+        ..ParseLimits::default()
+    };
+    let (_, records) = ParquetRecords::open(&two_arrays(), "d", limits).unwrap();
+    records
+        .load_array("a", &mut fetch, &mut |_| Ok(()))
+        .unwrap();
+    let e = records
+        .load_array("g/b", &mut fetch, &mut |_| Ok(()))
+        .unwrap_err();
+    assert!(e.to_string().contains("more than 4"), "{e}");
+    // A failed load counts nothing.
+    assert_eq!(records.references(), 3);
+    let e = parse_parquet_refs(&two_arrays(), "d", limits, &mut fetch).unwrap_err();
+    assert!(e.to_string().contains("more than 4"), "{e}");
 }
 
 /// Seeded mutations of Zarr v2 references (bytes flipped, cut, values swapped for other JSON)

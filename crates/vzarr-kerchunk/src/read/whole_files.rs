@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use vzarr_core::VirtualDataset;
+use vzarr_core::{ChunkManifest, VirtualDataset};
 
 use super::ParseError;
 
@@ -54,6 +54,13 @@ impl WholeFiles {
         self.chunks.push((path.to_string(), lin, id));
     }
 
+    /// Adds `other`'s chunks (another array's, say) to these.
+    pub fn append(&mut self, other: WholeFiles) {
+        for (path, lin, id) in other.chunks {
+            self.push(&path, lin, &other.urls[id as usize]);
+        }
+    }
+
     /// Sets every whole-file chunk into `ds`'s manifests as the byte range `0..size` of its
     /// source: `source(url)` gives, for each URL of [`WholeFiles::urls`] (asked once each),
     /// the URL to record (e.g. made absolute) and the source's size, or the error to return
@@ -63,39 +70,76 @@ impl WholeFiles {
         self,
         ds: &mut VirtualDataset,
         origin: &str,
-        mut source: impl FnMut(&str) -> Result<(String, u64), E>,
+        source: impl FnMut(&str) -> Result<(String, u64), E>,
     ) -> Result<(), E> {
-        let mut resolved = Vec::with_capacity(self.urls.len());
-        for url in &self.urls {
-            resolved.push(source(url)?);
-        }
-        for (path, lin, id) in self.chunks {
-            let (url, size) = &resolved[id as usize];
-            let bad = |reason: String| {
-                E::from(ParseError::BadKey {
-                    origin: origin.to_string(),
-                    key: format!("{path} chunk {lin}"),
-                    reason,
-                })
-            };
-            let array = ds
-                .arrays
-                .get_mut(&path)
-                .ok_or_else(|| bad(format!("no array {path}")))?;
-            let m = &mut array.manifest;
-            if lin >= m.len() {
-                return Err(bad(format!(
-                    "outside the {} chunks of array {path}",
-                    m.len()
-                )));
-            }
-            if !matches!(m.get(lin), vzarr_core::ChunkRef::Missing) {
-                continue;
-            }
-            let id = m.intern(url).map_err(|e| bad(e.to_string()))?;
-            m.set_range(lin, id, 0, *size)
-                .map_err(|e| bad(e.to_string()))?;
+        let resolved = self.sizes(source)?;
+        for (path, lin, id) in &self.chunks {
+            let array = ds.arrays.get_mut(path).ok_or_else(|| {
+                E::from(bad_chunk(origin, path, *lin, format!("no array {path}")))
+            })?;
+            set_whole(
+                &mut array.manifest,
+                origin,
+                path,
+                *lin,
+                &resolved[*id as usize],
+            )?;
         }
         Ok(())
     }
+
+    /// As [`WholeFiles::resolve`], for the chunks of one array whose manifest is `manifest`
+    /// (those [`crate::ParquetRecords::load_array`] gives with it).
+    pub fn resolve_manifest<E: From<ParseError>>(
+        self,
+        manifest: &mut ChunkManifest,
+        origin: &str,
+        source: impl FnMut(&str) -> Result<(String, u64), E>,
+    ) -> Result<(), E> {
+        let resolved = self.sizes(source)?;
+        for (path, lin, id) in &self.chunks {
+            set_whole(manifest, origin, path, *lin, &resolved[*id as usize])?;
+        }
+        Ok(())
+    }
+
+    /// Each URL's (URL to record, size), asked once each.
+    fn sizes<E>(
+        &self,
+        mut source: impl FnMut(&str) -> Result<(String, u64), E>,
+    ) -> Result<Vec<(String, u64)>, E> {
+        self.urls.iter().map(|u| source(u)).collect()
+    }
+}
+
+fn bad_chunk(origin: &str, path: &str, lin: usize, reason: String) -> ParseError {
+    ParseError::BadKey {
+        origin: origin.to_string(),
+        key: format!("{path} chunk {lin}"),
+        reason,
+    }
+}
+
+/// Chunk `lin` of `m` (array `path`'s) as the whole of a source (URL to record, size), unless
+/// it holds something already.
+fn set_whole(
+    m: &mut ChunkManifest,
+    origin: &str,
+    path: &str,
+    lin: usize,
+    (url, size): &(String, u64),
+) -> Result<(), ParseError> {
+    let bad = |reason: String| bad_chunk(origin, path, lin, reason);
+    if lin >= m.len() {
+        return Err(bad(format!(
+            "outside the {} chunks of array {path}",
+            m.len()
+        )));
+    }
+    if !matches!(m.get(lin), vzarr_core::ChunkRef::Missing) {
+        return Ok(());
+    }
+    let id = m.intern(url).map_err(|e| bad(e.to_string()))?;
+    m.set_range(lin, id, 0, *size)
+        .map_err(|e| bad(e.to_string()))
 }

@@ -21,6 +21,12 @@ the commit records are checked when the store opens, and every source a referenc
 before any of its bytes is read, whatever virtual chunk containers the repository declares
 (``NotAllowedError`` from the read otherwise).
 
+A directory of kerchunk's Parquet references is read as fsspec's ``LazyReferenceMapper``
+reads it: opening reads its ``.zmetadata``; a variable's record files are read (and the URLs
+they hold checked) when a chunk of it is first asked for, then kept. A record file that
+cannot be read, is corrupt or holds a refused URL fails the reads of its variable only, naming
+the file. Listing every chunk key and ``references`` read every record file.
+
 The store pickles by location and options (it reopens the references when unpickled) and
 gives dask a token from the location, options and the reference file's size and modification
 time, so ``chunks={}`` does not hash a million references.
