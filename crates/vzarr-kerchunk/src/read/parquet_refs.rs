@@ -15,6 +15,7 @@
 //! JSON references; no file is held after its rows. [`parse_parquet_refs`] is the same, every
 //! array loaded.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -236,7 +237,7 @@ impl ParquetRecords {
             let first = k as u64 * self.record_size;
             // The parquet crate panics on some corrupt files (a dictionary page missing, say)
             // rather than returning an error: such a panic is this file's error, not ours.
-            let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let read = catch_quietly(|| {
                 read_record(
                     origin,
                     &file,
@@ -246,7 +247,7 @@ impl ParquetRecords {
                     self.record_size,
                     &mut set,
                 )
-            }));
+            });
             match read {
                 Ok(r) => r?,
                 Err(panic) => {
@@ -292,6 +293,28 @@ impl ParquetRecords {
         }
         Ok(refs)
     }
+}
+
+/// Runs `f`, a panic in it caught and returned, without the process's panic hook printing it:
+/// the parquet crate panics on some corrupt files rather than returning an error, and such a
+/// panic is reported as that file's error, not also as a crash on stderr. The process's hook is
+/// wrapped once, on first use, and still sees every other panic (elsewhere on this thread, and
+/// on every other thread).
+fn catch_quietly<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
+    static WRAPPED: std::sync::Once = std::sync::Once::new();
+    thread_local!(static QUIET: Cell<bool> = const { Cell::new(false) });
+    WRAPPED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    let was = QUIET.with(|q| q.replace(true));
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(was));
+    caught
 }
 
 /// The rows of one record file, starting at chunk `first`, each given to `set` (key naming

@@ -432,6 +432,44 @@ fn references_are_counted_over_every_load() {
     assert!(e.to_string().contains("more than 4"), "{e}");
 }
 
+/// Record files on which the parquet crate panics are each that file's typed error, and the
+/// panic does not reach the process's panic hook (no crash message on stderr for an error
+/// already reported).
+#[test]
+fn parquet_crate_panics_are_quiet_typed_errors() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use vzarr_test_support::SplitMix64;
+    static HOOK_CALLS: AtomicUsize = AtomicUsize::new(0);
+    std::panic::set_hook(Box::new(|_| {
+        HOOK_CALLS.fetch_add(1, Ordering::SeqCst);
+    }));
+    let good = record(&[
+        (Some("/d/a.nc"), 10, 2, None),
+        (None, 0, 0, Some(b"\x01\x00")),
+    ]);
+    let mut rng = SplitMix64(45);
+    let mut panicked = 0;
+    for _ in 0..2000 {
+        let mut file = good.to_vec();
+        for _ in 0..1 + rng.below(3) {
+            let i = rng.below(file.len() as u64) as usize;
+            file[i] = rng.below(256) as u8;
+        }
+        let file = Bytes::from(file);
+        let mut fetch = |_: &str| -> Result<Option<Bytes>, FetchError> { Ok(Some(file.clone())) };
+        if let Err(e) =
+            parse_parquet_refs(&zmetadata(3), "d.parq", ParseLimits::default(), &mut fetch)
+            && e.to_string().contains("the Parquet reader failed")
+        {
+            assert!(e.to_string().contains("a/refs.0.parq"), "{e}");
+            panicked += 1;
+        }
+    }
+    let _ = std::panic::take_hook();
+    assert!(panicked > 0, "no mutant made the parquet crate panic");
+    assert_eq!(HOOK_CALLS.load(Ordering::SeqCst), 0);
+}
+
 /// Seeded mutations of Zarr v2 references (bytes flipped, cut, values swapped for other JSON)
 /// and of a Parquet record file: every outcome is references or a typed error, never a panic.
 #[test]
