@@ -24,8 +24,9 @@ import pytest
 import zarr
 
 from conftest import assert_values_equal, open_store, run_vzarr
+from kerchunk_corpus import sha256
 from test_kerchunk_refs import left_out
-from test_real_files import REAL_DIR, REAL_FILES, source_arrays
+from test_real_files import FULL, REAL_DIR, REAL_FILES, source_arrays
 
 GENERATOR = Path(__file__).with_name("kerchunk_corpus.py")
 # Seconds kerchunk may take for one file (it takes under 2 s for all it finishes).
@@ -36,14 +37,6 @@ def cache_dir() -> Path:
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     made_by = hashlib.sha256(GENERATOR.read_bytes()).hexdigest()[:12]
     return base / "vzarr" / "kerchunk-refs" / f"kerchunk-{kerchunk.__version__}-{made_by}"
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 # The kinds of kerchunk's own defects in its references of corpus files (38 of 234 files):
@@ -112,16 +105,21 @@ def verify_json(job: tuple[Path, Path]) -> tuple[int, dict]:
         return p.returncode, {"error": p.stderr[-1000:]}
 
 
-def test_verify_names_kerchunks_defects_and_nothing_else(corpus_refs):
+@pytest.fixture(scope="module")
+def verified(corpus_refs) -> dict:
+    """{corpus file: (exit status, vzarr verify's JSON report)} of every reference set."""
+    refs = made(corpus_refs)
+    with ThreadPoolExecutor(2) as pool:
+        return dict(zip(refs, pool.map(verify_json, refs.items())))
+
+
+def test_verify_names_kerchunks_defects_and_nothing_else(verified):
     """vzarr verify of each reference set, told the file it was made from: the audit names
     an array defective only where values read through the references differ from vzarr's
     reader of the source (no false alarm), every array whose values differ is named (no
     defect unnamed), the kinds are kerchunk's known ones, and the exit status says so."""
-    refs = made(corpus_refs)
-    with ThreadPoolExecutor(2) as pool:
-        reports = dict(zip(refs, pool.map(verify_json, refs.items())))
     problems, clean, named = [], 0, {}
-    for src, (rc, r) in reports.items():
+    for src, (rc, r) in verified.items():
         name = str(src.relative_to(REAL_DIR))
         if "error" in r:
             problems.append(f"{name}: vzarr verify failed: {r['error']}")
@@ -146,7 +144,7 @@ def test_verify_names_kerchunks_defects_and_nothing_else(corpus_refs):
             named[name] = audit["by_kind"]
         else:
             clean += 1
-    print(f"verified kerchunk's references of {len(reports)} corpus files: {clean} clean, "
+    print(f"verified kerchunk's references of {len(verified)} corpus files: {clean} clean, "
           f"{len(named)} with kerchunk's own defects named:\n"
           + "\n".join(f"  {k}: {v}" for k, v in named.items()))
     assert not problems, "\n".join(problems)
@@ -154,9 +152,15 @@ def test_verify_names_kerchunks_defects_and_nothing_else(corpus_refs):
     assert len(named) >= 30, named
 
 
-def upgrade(src: Path, refs: Path, out: Path, *extra):
-    return run_vzarr("upgrade", refs, "-o", out, "--allow-prefix", REAL_DIR,
-                     "--leave-out-defective", "--source", src, *extra, check=False)
+def upgrade(src: Path, refs: Path, out: Path, defective: bool, *extra):
+    leave = ["--leave-out-defective", "--source", src] if defective else []
+    return run_vzarr("upgrade", refs, "-o", out, "--allow-prefix", REAL_DIR, *leave, *extra,
+                     check=False)
+
+
+def has_defects(report: tuple[int, dict]) -> bool:
+    rc, r = report
+    return rc != 0 or bool(r.get("audit", {}).get("by_kind"))
 
 
 def compare_with_source(src: Path, kept_by_kerchunk: set, group, stderr: str) -> list[str]:
@@ -205,18 +209,23 @@ def arrays_in(refs: Path) -> set:
 
 
 @pytest.mark.parametrize("fmt", ["json", "icechunk"])
-def test_upgraded_references_read_equal_to_the_sources(corpus_refs, tmp_path, fmt):
-    """`vzarr upgrade --leave-out-defective` of each reference set (audited against the file it
-    was made from) to Zarr v3 JSON or to an Icechunk repository: read by zarr-python (through
-    icechunk-python for Icechunk), every array kerchunk's references hold equals h5py's or
-    netCDF4-python's reading of the source, or is reported left out with the reason."""
+def test_upgraded_references_read_equal_to_the_sources(corpus_refs, verified, tmp_path, fmt):
+    """`vzarr upgrade` of each reference set (with --leave-out-defective, audited against the
+    file it was made from, where verify found defects) to Zarr v3 JSON or to an Icechunk
+    repository: read by zarr-python (through icechunk-python for Icechunk), every array
+    kerchunk's references hold equals h5py's or netCDF4-python's reading of the source, or is
+    reported left out with the reason. Icechunk takes every set with defects and a fixed
+    quarter of the others (the same writer as `vzarr build`, which test_real_files_icechunk.py
+    takes through every corpus file); `scripts/test --full` takes them all."""
     refs = made(corpus_refs)
     ext = ".json" if fmt == "json" else ".repo"
-    jobs = [(src, r, tmp_path / f"{i:03}{ext}") for i, (src, r) in enumerate(refs.items())]
+    jobs = [(src, r, tmp_path / f"{i:03}{ext}") for i, (src, r) in enumerate(refs.items())
+            if fmt == "json" or FULL or i % 4 == 0 or has_defects(verified[src])]
 
     def run(job):
         src, r, out = job
-        return upgrade(src, r, out, *(["--format", "icechunk"] if fmt == "icechunk" else []))
+        return upgrade(src, r, out, has_defects(verified[src]),
+                       *(["--format", "icechunk"] if fmt == "icechunk" else []))
 
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(run, jobs))
