@@ -38,17 +38,22 @@ pub(crate) struct LazyRecords {
     records: ParquetRecords,
     fetch: RecordFetch,
     policy: Arc<AllowPrefixes<Stores>>,
+    /// The reader's sources (the same policy, each opened once), which whole-file chunks are
+    /// opened through for their sizes.
+    sources: Arc<dyn SourceStore>,
     slots: BTreeMap<String, Slot>,
     files_read: Arc<AtomicU64>,
 }
 
 impl LazyRecords {
-    /// The arrays `records` holds, none loaded; URLs are checked against `policy`; record
-    /// files read are counted in `files_read`.
+    /// The arrays `records` holds, none loaded; URLs are checked against `policy`, whole files
+    /// opened through `sources` (so a read opens them no more); record files read are counted
+    /// in `files_read`.
     pub(crate) fn new(
         records: ParquetRecords,
         fetch: RecordFetch,
         policy: Arc<AllowPrefixes<Stores>>,
+        sources: Arc<dyn SourceStore>,
         files_read: Arc<AtomicU64>,
     ) -> Self {
         let slots = records
@@ -59,6 +64,7 @@ impl LazyRecords {
             records,
             fetch,
             policy,
+            sources,
             slots,
             files_read,
         }
@@ -110,7 +116,8 @@ impl LazyRecords {
     }
 
     /// The array at `path` read from its record files, its whole-file chunks set once each
-    /// file (checked against the policy) is opened and its size known.
+    /// file is opened through the reader's sources (the policy checked first) and its size
+    /// known.
     fn load(
         &self,
         path: &str,
@@ -120,7 +127,7 @@ impl LazyRecords {
         let (mut manifest, whole) = self.records.load_array(path, fetch, check)?;
         if !whole.is_empty() {
             whole.resolve_manifest::<ReadError>(&mut manifest, self.records.origin(), |url| {
-                let size = self.policy.open(url)?.size();
+                let size = self.sources.open(url)?.size();
                 Ok((url.to_string(), size))
             })?;
         }

@@ -352,7 +352,13 @@ fn open_with(
     )?;
     let record_files = Arc::new(AtomicU64::new(0));
     let lazy = lazy.map(|(records, fetch)| {
-        LazyRecords::new(records, fetch, stacks.counted.clone(), record_files.clone())
+        LazyRecords::new(
+            records,
+            fetch,
+            stacks.counted.clone(),
+            sources.clone(),
+            record_files.clone(),
+        )
     });
     Ok(Reader {
         shared: Arc::new(Shared {

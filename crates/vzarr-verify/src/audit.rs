@@ -150,9 +150,13 @@ impl AuditReport {
     }
 
     fn add(&mut self, d: Defect, max: usize) {
-        self.defective_arrays
-            .entry(d.array.clone())
-            .or_insert_with(|| format!("chunk {:?}: {}: {}", d.chunk, d.kind.name(), d.detail));
+        // A dropped file is no array's defect (its `array` is empty, which is also the path of
+        // a root array): nothing to leave out for it.
+        if d.kind != DefectKind::Dropped {
+            self.defective_arrays
+                .entry(d.array.clone())
+                .or_insert_with(|| format!("chunk {:?}: {}: {}", d.chunk, d.kind.name(), d.detail));
+        }
         *self.by_kind.entry(d.kind.name()).or_default() += 1;
         if self.defects.len() < max {
             self.defects.push(d);
@@ -211,7 +215,7 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
     let ds = reader.dataset();
     let mut refs: Vec<Ref<'_>> = Vec::new();
     for (path, array) in &ds.arrays {
-        if !opts.arrays.is_empty() && !opts.arrays.iter().any(|a| a == path) {
+        if !opts.covers(path) {
             continue;
         }
         for (lin, r) in array.manifest.iter_stored() {
@@ -445,7 +449,7 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
                         .starts_with(vzarr_scan::hdf5_refusal::REGION_REFERENCES)
                     || s.reason
                         .starts_with(vzarr_scan::hdf5_refusal::ATTRIBUTE_REFERENCES))
-                && (opts.arrays.is_empty() || opts.arrays.contains(&s.path))
+                && opts.covers(&s.path)
             {
                 report.add(
                     Defect {
@@ -470,7 +474,7 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
                     .arrays
                     .get(path)
                     .is_some_and(|a| !a.attributes.contains_key("links_references"))
-                && (opts.arrays.is_empty() || opts.arrays.contains(path))
+                && opts.covers(path)
             {
                 report.add(
                     Defect {
@@ -493,7 +497,7 @@ pub fn audit(reader: &Reader, opts: &VerifyOptions) -> AuditReport {
                 let Some(array) = ds.arrays.get(path) else {
                     continue;
                 };
-                if !opts.arrays.is_empty() && !opts.arrays.iter().any(|a| a == path) {
+                if !opts.covers(path) {
                     continue;
                 }
                 // A file of a combined dataset is placed by its references; the one file of a

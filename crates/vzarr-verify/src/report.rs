@@ -58,6 +58,13 @@ impl Default for VerifyOptions {
     }
 }
 
+impl VerifyOptions {
+    /// Whether the array at `path` is to be checked ([`VerifyOptions::arrays`]).
+    pub(crate) fn covers(&self, path: &str) -> bool {
+        self.arrays.is_empty() || self.arrays.iter().any(|a| a == path)
+    }
+}
+
 impl fmt::Debug for VerifyOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("VerifyOptions")

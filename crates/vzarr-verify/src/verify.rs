@@ -63,7 +63,7 @@ fn has_paths(dt: &vzarr_core::DataType) -> bool {
 fn plan(
     reader: &Reader,
     readers: SourceReaders,
-    given: &[String],
+    unnamed: Option<&str>,
     path: &str,
     array: &VirtualArray,
     origin: &[u64],
@@ -179,11 +179,9 @@ fn plan(
             // References without provenance (kerchunk's) whose chunks all point into one file:
             // an array with inline chunks or none stored is compared with that file (the
             // references of one file; a combined dataset's point into several).
-            None => match (one_source(reader), given) {
-                (Some(url), _) => whole(url),
-                // References that name no file at all: the one the user says they came from.
-                (None, [one]) => whole(one.clone()),
-                (None, _) => Plan::Skip(
+            None => match unnamed {
+                Some(url) => whole(url.to_string()),
+                None => Plan::Skip(
                     "no source is recorded to compare with (name the file the references were \
                      made from)"
                         .into(),
@@ -196,6 +194,16 @@ fn plan(
             many.len()
         )),
     }
+}
+
+/// The file chunks that name none are compared with, for references without provenance: the
+/// one source every array's chunks point into, else the one file the user named
+/// ([`VerifyOptions::sources`]). Found once per run.
+fn unnamed_source(reader: &Reader, opts: &VerifyOptions) -> Option<String> {
+    one_source(reader).or_else(|| match opts.sources.as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
+    })
 }
 
 /// The one source every array's chunks point into, when there is exactly one.
@@ -281,6 +289,7 @@ pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, Ver
         v
     };
     let arrays: Vec<&VirtualArray> = paths.iter().map(|p| &ds.arrays[p]).collect();
+    let unnamed = unnamed_source(reader, opts);
     // Every chunk of grids up to DENSE_CHUNKS (missing ones must read as the fill value);
     // of larger grids, the stored chunks only.
     let mut report = VerifyReport::default();
@@ -400,6 +409,7 @@ pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, Ver
                         idx: &idx,
                         origin: &origin,
                         count: &count,
+                        unnamed: unnamed.as_deref(),
                     },
                     || {
                         if array.data_type.is_string() {
@@ -438,6 +448,8 @@ struct ChunkCtx<'a> {
     idx: &'a [u64],
     origin: &'a [u64],
     count: &'a [u64],
+    /// The file chunks that name none are compared with ([`unnamed_source`]).
+    unnamed: Option<&'a str>,
 }
 
 impl ChunkCtx<'_> {
@@ -580,7 +592,7 @@ fn check_chunk(
     let slabs = match plan(
         reader,
         opts.readers,
-        &opts.sources,
+        c.unnamed,
         c.path,
         c.array,
         c.origin,
