@@ -5,8 +5,11 @@ parser, grouped by reason, and whether each is a known failure (known-failures.t
     compare.py - OURS.jsonl --known known-failures.txt   # no baseline run: every failure
 
 Each input has one JSON object a line: {"test", "outcome", "reason"} (vzarr_substitute.py).
-known-failures.txt lists test ids under ``## <reason>`` headings. Exit status 1 when a test
-fails with vzarr's parser that the list does not name.
+known-failures.txt lists test ids under ``## <reason>`` headings; a line ``ID @a,b`` lists the
+test for the readers ``a`` and ``b`` only (``--reader``). Exit status 1 when a test fails with
+vzarr's parser that the list does not name; with ``--strict`` also when a listed test passes
+(the list is out of date) or the run recorded no test. The same serves xarray's suite
+(tests/xarray/run).
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ def outcomes(path: str) -> dict[str, tuple[str, str]]:
     return got
 
 
-def known_failures(path: str) -> dict[str, str]:
-    """Test id -> the reason it is listed under."""
+def known_failures(path: str, reader: str | None = None) -> dict[str, str]:
+    """Test id -> the reason it is listed under (for ``reader``, when a line names readers)."""
     known, reason = {}, "unlabelled"
     with open(path) as f:
         for line in f:
@@ -41,7 +44,9 @@ def known_failures(path: str) -> dict[str, str]:
             if line.startswith("## "):
                 reason = line[3:].strip()
             elif line.strip() and not line.startswith("#"):
-                known[line.strip()] = reason
+                test, _, readers = line.strip().partition(" @")
+                if not readers or reader is None or reader in readers.split(","):
+                    known[test.strip()] = reason
     return known
 
 
@@ -57,21 +62,26 @@ def main() -> int:
     ap.add_argument("theirs", help="outcomes with VirtualiZarr's parsers, or - for none")
     ap.add_argument("ours", help="outcomes with vzarr's parser")
     ap.add_argument("--known", required=True, help="known-failures.txt")
+    ap.add_argument("--reader", help="the reader substituted (selects lines ID @readers)")
+    ap.add_argument("--theirs-name", default="VirtualiZarr's parsers")
+    ap.add_argument("--ours-name", default="vzarr's parser")
+    ap.add_argument("--strict", action="store_true",
+                    help="also fail when a listed test passes or no test was recorded")
     a = ap.parse_args()
     ours = outcomes(a.ours)
-    known = known_failures(a.known)
+    known = known_failures(a.known, a.reader)
     failed = {t: r for t, (o, r) in ours.items() if o == "failed"}
     if a.theirs != "-":
         theirs = outcomes(a.theirs)
         passing = {t for t, (o, _) in theirs.items() if o == "passed"}
-        print(f"{len(passing)} tests pass with VirtualiZarr's parsers; "
-              f"{len(passing & failed.keys())} of them fail with vzarr's "
-              f"({len(ours)} run with vzarr's: {sum(o == 'passed' for o, _ in ours.values())} "
-              f"pass, {len(failed)} fail)")
+        print(f"{len(passing)} tests pass with {a.theirs_name}; "
+              f"{len(passing & failed.keys())} of them fail with {a.ours_name} "
+              f"({len(ours)} run with {a.ours_name}: "
+              f"{sum(o == 'passed' for o, _ in ours.values())} pass, {len(failed)} fail)")
         regressions = {t: failed[t] for t in sorted(passing & failed.keys())}
         elsewhere = {t: failed[t] for t in sorted(failed.keys() - passing)}
     else:
-        print(f"{len(ours)} tests run with vzarr's parser: "
+        print(f"{len(ours)} tests run with {a.ours_name}: "
               f"{sum(o == 'passed' for o, _ in ours.values())} pass, {len(failed)} fail")
         regressions, elsewhere = dict(sorted(failed.items())), {}
     groups: dict[str, list[str]] = defaultdict(list)
@@ -84,8 +94,8 @@ def main() -> int:
             print(f"       {t}" + (f"\n         {regressions[t]}" if label.startswith("NEW")
                                    else ""))
     if elsewhere:
-        print(f"\n{len(elsewhere)} fail with vzarr's parser and did not pass with "
-              "VirtualiZarr's (not counted):")
+        print(f"\n{len(elsewhere)} fail with {a.ours_name} and did not pass with "
+              f"{a.theirs_name} (not counted):")
         for t in elsewhere:
             print(f"       {t}  [{known.get(t, short(elsewhere[t]))}]")
     unknown = [t for t in regressions if t not in known]
@@ -96,6 +106,12 @@ def main() -> int:
             print(f"       {t}")
     if unknown:
         print(f"\n{len(unknown)} failures not in {a.known}", file=sys.stderr)
+        return 1
+    if a.strict and fixed:
+        print(f"\n{len(fixed)} listed in {a.known} pass now", file=sys.stderr)
+        return 1
+    if a.strict and not ours:
+        print(f"\n{a.ours}: no test recorded", file=sys.stderr)
         return 1
     return 0
 

@@ -106,8 +106,13 @@ impl VirtualArray {
             self.fill_value.to_zarr_json(self.data_type.clone()),
         );
         m.insert("codecs".into(), Value::Array(self.codecs_json()));
-        m.insert("attributes".into(), Value::Object(self.attributes.clone()));
+        let hide_fill = matches!(self.data_type, DataType::FixedBytes(_));
+        let (attributes, netcdf) = crate::netcdf::split(&self.attributes, hide_fill);
+        m.insert("attributes".into(), attributes);
         m.insert("dimension_names".into(), json!(self.dimension_names));
+        if let Some(view) = netcdf {
+            m.insert(crate::netcdf::NETCDF_KEY.into(), view);
+        }
         Value::Object(m)
     }
 
@@ -174,11 +179,7 @@ impl VirtualArray {
             .iter()
             .map(Codec::from_zarr_json)
             .collect::<Result<_, _>>()?;
-        let attributes = doc
-            .get("attributes")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
+        let attributes = crate::netcdf::attributes_of(doc).unwrap_or_default();
         let dimension_names = match doc.get("dimension_names") {
             Some(Value::Array(names)) => names
                 .iter()
@@ -431,6 +432,47 @@ impl VirtualDataset {
         }
     }
 
+    /// The `zarr.json` document of the group at `path` (`""` the root; an empty group when
+    /// there is none): its attributes, and for the root the dataset's unlimited dimensions in
+    /// the netCDF view ([`crate::netcdf`]), as a netCDF reader reports them. With
+    /// `with_order`, the view also lists the group's arrays in the source's order
+    /// (`"variables"`), for stores that list their keys sorted (Icechunk), so that readers
+    /// show the variables in the file's order.
+    pub fn group_document(&self, path: &str, with_order: bool) -> Value {
+        let mut attributes = self
+            .groups
+            .get(path)
+            .map(|g| g.attributes.clone())
+            .unwrap_or_default();
+        if path.is_empty() && !self.unlimited_dims.is_empty() {
+            crate::netcdf::set_field(
+                &mut attributes,
+                "unlimited_dims",
+                json!(self.unlimited_dims),
+            );
+        }
+        if let Some(Value::Object(view)) = attributes.get_mut(crate::netcdf::NETCDF_KEY) {
+            view.shift_remove("variables");
+        }
+        if with_order {
+            let prefix = if path.is_empty() {
+                String::new()
+            } else {
+                format!("{path}/")
+            };
+            let names: Vec<&str> = self
+                .arrays
+                .keys()
+                .filter_map(|p| p.strip_prefix(&prefix))
+                .filter(|rest| !rest.contains('/'))
+                .collect();
+            if names.len() > 1 {
+                crate::netcdf::set_field(&mut attributes, "variables", json!(names));
+            }
+        }
+        group_metadata(&attributes)
+    }
+
     /// Checks every array and that every array's and group's parent group exists.
     pub fn validate(&self) -> Result<(), CoreError> {
         for (path, array) in &self.arrays {
@@ -458,9 +500,15 @@ impl VirtualDataset {
     }
 }
 
-/// The `zarr.json` document of a group with `attributes`.
+/// The `zarr.json` document of a group with `attributes` (their netCDF view, if any, beside
+/// them: [`crate::netcdf`]).
 pub fn group_metadata(attributes: &Attributes) -> Value {
-    json!({"zarr_format": 3, "node_type": "group", "attributes": attributes})
+    let (attributes, netcdf) = crate::netcdf::split(attributes, false);
+    let mut doc = json!({"zarr_format": 3, "node_type": "group", "attributes": attributes});
+    if let Some(view) = netcdf {
+        doc[crate::netcdf::NETCDF_KEY] = view;
+    }
+    doc
 }
 
 #[cfg(test)]

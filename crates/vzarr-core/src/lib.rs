@@ -16,6 +16,7 @@ mod hdf5_zfp;
 pub mod limits;
 mod manifest;
 pub mod names;
+pub mod netcdf;
 pub mod record;
 pub mod small;
 pub mod summary;

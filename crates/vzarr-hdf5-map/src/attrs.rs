@@ -288,9 +288,24 @@ pub fn convert_attributes(
             }
             continue;
         }
+        if let Some(t) = a.numeric.as_ref().and_then(|n| numpy_type(&n.info)) {
+            vzarr_core::netcdf::set_attribute_type(&mut out, &a.name, t);
+        }
         out.insert(a.name, value);
     }
     out
+}
+
+/// numpy's name of a numeric attribute's stored type (an enum's: its base integer's, as
+/// netCDF4-python hands enum attributes out).
+fn numpy_type(info: &TypeInfo) -> Option<&'static str> {
+    match info {
+        TypeInfo::Int(t) | TypeInfo::Enum(t) => {
+            vzarr_core::netcdf::numpy_type_name(false, t.signed, t.size)
+        }
+        TypeInfo::Float { size, .. } => vzarr_core::netcdf::numpy_type_name(true, true, *size),
+        _ => None,
+    }
 }
 
 /// The `_FillValue` attribute converted to the array's type, in xarray's encoding. For a

@@ -211,10 +211,12 @@ impl Chunks {
         ty: (DataType, Endian),
         fill_value: FillValue,
         codecs: Vec<Codec>,
-        attributes: Attributes,
+        mut attributes: Attributes,
         dimension_names: Vec<String>,
+        chunking: Option<&[u64]>,
     ) -> VirtualArray {
         let (data_type, endian) = ty;
+        storage_view(&mut attributes, &codecs, chunking);
         VirtualArray {
             data_type,
             endian,
@@ -226,6 +228,64 @@ impl Chunks {
             manifest: self.manifest,
         }
     }
+}
+
+/// Records in the netCDF view ([`vzarr_core::netcdf`]) how the source stores a dataset, as
+/// netCDF4-python's `Variable.filters()` and `chunking()` describe it (and xarray's netCDF4
+/// backend hands out as `encoding`): its filters from `codecs`, and `chunking`, the chunk
+/// shape of a chunked dataset (`None`: contiguous or compact).
+pub fn storage_view(attributes: &mut Attributes, codecs: &[Codec], chunking: Option<&[u64]>) {
+    use serde_json::json;
+    let mut filters = json!({
+        "zlib": false, "szip": false, "zstd": false, "bzip2": false, "blosc": false,
+        "shuffle": false, "complevel": 0, "fletcher32": false,
+    });
+    for c in codecs {
+        match c {
+            Codec::Zlib { level } => {
+                filters["zlib"] = json!(true);
+                filters["complevel"] = json!(level);
+            }
+            Codec::Shuffle { .. } => filters["shuffle"] = json!(true),
+            Codec::Fletcher32 => filters["fletcher32"] = json!(true),
+            Codec::Zstd { level } => {
+                filters["zstd"] = json!(true);
+                filters["complevel"] = json!(level);
+            }
+            Codec::Bz2 { level } => {
+                filters["bzip2"] = json!(true);
+                filters["complevel"] = json!(level);
+            }
+            Codec::Blosc { cname, shuffle, .. } => {
+                let compressor = match cname.as_str() {
+                    "blosclz" => "blosc_lz".to_string(),
+                    other => format!("blosc_{other}"),
+                };
+                let shuffle = match shuffle {
+                    vzarr_core::BloscShuffle::NoShuffle => 0,
+                    vzarr_core::BloscShuffle::Shuffle => 1,
+                    vzarr_core::BloscShuffle::BitShuffle => 2,
+                };
+                filters["blosc"] = json!({"compressor": compressor, "shuffle": shuffle});
+            }
+            Codec::Szip {
+                options_mask,
+                pixels_per_block,
+                ..
+            } => {
+                // netCDF-C's names of the two codings (H5_SZIP_NN_OPTION_MASK 32, EC 4).
+                let coding = if options_mask & 32 != 0 { "nn" } else { "ec" };
+                filters["szip"] = json!({"coding": coding, "pixels_per_block": pixels_per_block});
+            }
+            _ => {}
+        }
+    }
+    vzarr_core::netcdf::set_field(attributes, "filters", filters);
+    let chunking = match chunking {
+        Some(shape) => json!(shape),
+        None => json!("contiguous"),
+    };
+    vzarr_core::netcdf::set_field(attributes, "chunking", chunking);
 }
 
 #[cfg(test)]

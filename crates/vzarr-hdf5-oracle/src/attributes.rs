@@ -59,6 +59,16 @@ pub(crate) fn read_attributes(obj: hid_t) -> Result<Vec<RawAttr>, String> {
 }
 
 /// Reads an attribute holding a short fixed or variable-length string.
+/// The values of the integer attribute `name` of `obj` (one or a list), if there is one.
+pub(crate) fn int_attr(obj: hid_t, name: &str) -> Option<Vec<u64>> {
+    let c = CString::new(name).ok()?;
+    if !ffi::attr::exists(obj, &c) {
+        return None;
+    }
+    let attr = Attribute::open(obj, &c, "H5Aopen").ok()?;
+    vzarr_hdf5_map::dims::int_list(read_one(&attr).ok()?.value.as_ref().ok()?)
+}
+
 pub(crate) fn string_attr(obj: hid_t, name: &str) -> Option<String> {
     let c = CString::new(name).ok()?;
     if !ffi::attr::exists(obj, &c) {

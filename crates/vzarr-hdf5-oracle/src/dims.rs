@@ -69,6 +69,17 @@ pub(crate) fn dimension_names(
     is_scale: bool,
 ) -> Vec<String> {
     let own = path.rsplit('/').next().unwrap_or(path).to_string();
+    // A scale of more than one axis (a character coordinate variable) has no scales attached:
+    // netCDF-C lists its dimensions' ids.
+    if is_scale
+        && shape.len() > 1
+        && let Some(ids) = crate::attributes::int_attr(id, "_Netcdf4Coordinates")
+        && ids.len() == shape.len()
+    {
+        return ctx
+            .phony
+            .coordinate_names(own, path, &ids, group_path, shape);
+    }
     // A 1-D scale names its own dimension: its list is not read.
     let list = if is_scale && shape.len() == 1 {
         None

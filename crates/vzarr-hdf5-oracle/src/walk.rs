@@ -12,7 +12,7 @@ use vzarr_hdf5_map::dims::{PhonyDims, is_dimension_only, is_scale};
 use vzarr_hdf5_map::{Scanned, refusal};
 use vzarr_hdf5_map::{join, or_root};
 
-use crate::attributes::{read_attributes, string_attr};
+use crate::attributes::{int_attr, read_attributes, string_attr};
 use crate::ctx::Ctx;
 use crate::dims::dimension_names;
 use crate::ffi;
@@ -58,6 +58,7 @@ pub fn scan_file(path: &Path, opts: &ScanOptions) -> Result<VirtualDataset, Hdf5
             .as_group()
             .map_err(|e| ctx.object_error("/", e.to_string()))?;
         walk_group(&mut ctx, &root, "")?;
+        ctx.phony.finish(&mut ctx.out.arrays);
         ctx.out
             .validate()
             .map_err(|e| ctx.object_error("/", e.to_string()))?;
@@ -173,6 +174,10 @@ fn scan_dataset(
         let name = path.rsplit('/').next().unwrap_or(path);
         ctx.out.unlimited_dims.insert(name.to_string());
     }
+    if is_scale && let Some([dimid]) = int_attr(id, "_Netcdf4Dimid").as_deref() {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        ctx.phony.note_dimid(*dimid, name);
+    }
     if is_scale && is_dimension_only(string_attr(id, "NAME").as_deref()) {
         return Ok(Scanned::DimensionOnly);
     }
@@ -229,7 +234,18 @@ fn scan_dataset(
     let attributes = convert_attributes(raw_attrs, path, is_scale, Some(&data_type), skipped);
     let dimension_names = dimension_names(ctx, id, group_path, path, &shape, is_scale);
     let ty = (data_type, endian);
-    let array = chunks.into_array(ty, fill_value, codecs, attributes, dimension_names);
+    let chunking = match layout {
+        H5D_layout_t::H5D_CHUNKED => ffi::plist::chunk(dcpl.id(), shape.len()),
+        _ => None,
+    };
+    let array = chunks.into_array(
+        ty,
+        fill_value,
+        codecs,
+        attributes,
+        dimension_names,
+        chunking.as_deref(),
+    );
     Ok(Scanned::Array(Box::new(array)))
 }
 

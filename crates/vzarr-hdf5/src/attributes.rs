@@ -66,6 +66,12 @@ pub(crate) fn read_one(file: &File, attr: &Attribute) -> RawAttr {
 }
 
 /// The value of the attribute `name` of `attrs` when it is a string (`CLASS`, `NAME`).
+/// The values of the integer attribute `name` among `attrs` (one or a list), if there is one.
+pub(crate) fn int_attr(file: &File, attrs: &[Attribute], name: &str) -> Option<Vec<u64>> {
+    let a = attrs.iter().find(|a| a.name == name)?;
+    vzarr_hdf5_map::dims::int_list(read_one(file, a).value.as_ref().ok()?)
+}
+
 pub(crate) fn string_attr(file: &File, attrs: &[Attribute], name: &str) -> Option<String> {
     let a = attrs.iter().find(|a| a.name == name)?;
     match read_one(file, a).value {

@@ -56,8 +56,8 @@ fn dimension_list(
     Ok(Some(out))
 }
 
-/// The dimension names of a dataset at source path `path` in the group at Zarr path
-/// `group_path`: its own name for a 1-D dimension scale, else the names of the scales
+/// The dimension names of a dataset at source path `path` (Zarr path `array`) in the group at
+/// Zarr path `group_path`: its own name for a 1-D dimension scale, else the names of the scales
 /// attached to its axes, and phony dimensions for axes without one (shared within a group by
 /// length, as netCDF-C does, never twice in one array). Names are mapped as Zarr node names
 /// are (`vzarr_core::names::zarr_name`), so that a renamed coordinate still names its
@@ -66,12 +66,24 @@ pub(crate) fn dimension_names(
     ctx: &mut Ctx,
     attrs: &[Attribute],
     group_path: &str,
+    array: &str,
     path: &str,
     shape: &[u64],
     is_scale: bool,
 ) -> Vec<String> {
     // Dimension names are the names of the scales' arrays, mapped as Zarr needs them.
     let own = zarr_name(path.rsplit('/').next().unwrap_or(path)).into_owned();
+    // A scale of more than one axis (a character coordinate variable) has no scales attached:
+    // netCDF-C lists its dimensions' ids.
+    if is_scale
+        && shape.len() > 1
+        && let Some(ids) = crate::attributes::int_attr(ctx.file, attrs, "_Netcdf4Coordinates")
+        && ids.len() == shape.len()
+    {
+        return ctx
+            .phony
+            .coordinate_names(own, array, &ids, group_path, shape);
+    }
     // A 1-D scale names its own dimension: its list is not read.
     let list = if is_scale && shape.len() == 1 {
         None

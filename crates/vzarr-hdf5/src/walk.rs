@@ -22,7 +22,7 @@ pub(crate) use vzarr_hdf5_map::join;
 use vzarr_hdf5_map::{Scanned, refusal};
 use vzarr_source::ByteSource;
 
-use crate::attributes::{convert_attributes, string_attr};
+use crate::attributes::{convert_attributes, int_attr, string_attr};
 use crate::ctx::Ctx;
 use crate::dims::dimension_names;
 use crate::fill::dataset_fill;
@@ -110,6 +110,7 @@ pub fn scan_noting(
         hard: true,
     };
     walk_group(&mut ctx, file.root_address(), root, &mut ancestors)?;
+    ctx.phony.finish(&mut ctx.out.arrays);
     ctx.out.validate().map_err(|source| Hdf5Error::Model {
         url: ctx.url.clone(),
         object: "/".into(),
@@ -389,6 +390,10 @@ fn scan_dataset(
         let name = path.rsplit('/').next().unwrap_or(path);
         ctx.out.unlimited_dims.insert(zarr_name(name).into_owned());
     }
+    if is_scale && let Some([id]) = int_attr(file, &attrs, "_Netcdf4Dimid").as_deref() {
+        let name = zarr_name(path.rsplit('/').next().unwrap_or(path));
+        ctx.phony.note_dimid(*id, &name);
+    }
     if is_scale && is_dimension_only(string_attr(file, &attrs, "NAME").as_deref()) {
         return Ok(Scanned::DimensionOnly);
     }
@@ -547,11 +552,24 @@ fn scan_dataset(
     }
     if let Some(members) = &mapped.enum_members {
         enum_attributes(&mut attributes, members);
+        // What netCDF4-python gives as the variable's `datatype.enum_dict`.
+        let dict: serde_json::Map<String, serde_json::Value> = members
+            .iter()
+            .map(|(n, v)| {
+                let v = match i64::try_from(*v) {
+                    Ok(i) => serde_json::Value::from(i),
+                    Err(_) => serde_json::Value::from(u64::try_from(*v).unwrap_or(u64::MAX)),
+                };
+                (n.clone(), v)
+            })
+            .collect();
+        vzarr_core::netcdf::set_field(&mut attributes, "enum", dict.into());
     }
     let mut dimension_names = dimension_names(
         ctx,
         &attrs,
         group.path,
+        at.path,
         path,
         &shape[..dataset_rank],
         is_scale,
@@ -559,7 +577,18 @@ fn scan_dataset(
     let own = path.rsplit('/').next().unwrap_or(path);
     dimension_names.extend((0..mapped.extra_dims.len()).map(|k| format!("{own}_dim_{k}")));
     let ty = (data_type, endian);
-    let array = chunks.into_array(ty, fill_value, codecs, attributes, dimension_names);
+    let chunking = match &ds.layout.layout {
+        Layout::Chunked(ch) => Some(&ch.chunk_dims[..dataset_rank.min(ch.chunk_dims.len())]),
+        _ => None,
+    };
+    let array = chunks.into_array(
+        ty,
+        fill_value,
+        codecs,
+        attributes,
+        dimension_names,
+        chunking,
+    );
     Ok(Scanned::Array(Box::new(array)))
 }
 

@@ -181,11 +181,7 @@ async fn open_async(
         documents.insert(key.clone(), node.user_data.clone());
         match &node.node_data {
             NodeData::Group => {
-                let attributes = doc
-                    .get("attributes")
-                    .and_then(Value::as_object)
-                    .cloned()
-                    .unwrap_or_default();
+                let attributes = vzarr_core::netcdf::attributes_of(&doc).unwrap_or_default();
                 ds.groups.insert(path, Group { attributes });
             }
             NodeData::Array { .. } => {

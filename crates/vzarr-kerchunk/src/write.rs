@@ -7,7 +7,7 @@ use std::path::Path;
 
 use base64::Engine as _;
 use rayon::prelude::*;
-use vzarr_core::{ChunkRef, VirtualArray, VirtualDataset, group_metadata};
+use vzarr_core::{ChunkRef, VirtualArray, VirtualDataset};
 
 use crate::consolidated;
 
@@ -164,12 +164,11 @@ pub fn write_refs<W: Write>(ds: &VirtualDataset, mut out: W) -> Result<W, WriteE
         out.write_all(br#"{"version":1,"vzarr":"#)?;
         serde_json::to_writer(&mut out, &ds.provenance)?;
         out.write_all(br#","refs":{"zarr.json":"#)?;
-        let root = ds.groups.get("").cloned().unwrap_or_default();
         let nodes: Vec<(&str, serde_json::Value)> = ds
             .groups
-            .iter()
-            .filter(|(p, _)| !p.is_empty())
-            .map(|(p, g)| (p.as_str(), group_metadata(&g.attributes)))
+            .keys()
+            .filter(|p| !p.is_empty())
+            .map(|p| (p.as_str(), ds.group_document(p, false)))
             .chain(
                 ds.arrays
                     .iter()
@@ -177,19 +176,15 @@ pub fn write_refs<W: Write>(ds: &VirtualDataset, mut out: W) -> Result<W, WriteE
             )
             .collect();
         let root = consolidated::consolidate(
-            &group_metadata(&root.attributes),
+            &ds.group_document("", false),
             nodes.iter().map(|(p, d)| (*p, d)),
             "",
         );
         let text = serde_json::to_string(&root)?;
         serde_json::to_writer(&mut out, &text)?;
         let mut buf = Vec::new();
-        for (path, group) in ds.groups.iter().filter(|(p, _)| !p.is_empty()) {
-            document(
-                &mut buf,
-                &meta_key(path),
-                &group_metadata(&group.attributes),
-            );
+        for path in ds.groups.keys().filter(|p| !p.is_empty()) {
+            document(&mut buf, &meta_key(path), &ds.group_document(path, false));
         }
         out.write_all(&buf)?;
         let window = 2 * rayon::current_num_threads().max(1);

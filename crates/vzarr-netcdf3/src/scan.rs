@@ -289,9 +289,32 @@ fn attributes_json(
             Some((dtype, f)) if a.name == "_FillValue" => attrs::cf_fill_value(dtype.clone(), f),
             _ => attr_json(&a.value),
         };
+        if a.name != "_FillValue"
+            && let Some(t) = attr_numpy_type(a.value.nc_type())
+        {
+            vzarr_core::netcdf::set_attribute_type(&mut out, &a.name, t);
+        }
         out.insert(a.name.clone(), v);
     }
     out
+}
+
+/// numpy's name of a numeric attribute type (`None` for text).
+fn attr_numpy_type(t: NcType) -> Option<&'static str> {
+    let (float, signed, size) = match t {
+        NcType::Char => return None,
+        NcType::Byte => (false, true, 1),
+        NcType::Short => (false, true, 2),
+        NcType::Int => (false, true, 4),
+        NcType::Int64 => (false, true, 8),
+        NcType::UByte => (false, false, 1),
+        NcType::UShort => (false, false, 2),
+        NcType::UInt => (false, false, 4),
+        NcType::UInt64 => (false, false, 8),
+        NcType::Float => (true, true, 4),
+        NcType::Double => (true, true, 8),
+    };
+    vzarr_core::netcdf::numpy_type_name(float, signed, size)
 }
 
 /// One attribute's values as JSON: text as a string (trailing NULs stripped), one number as a

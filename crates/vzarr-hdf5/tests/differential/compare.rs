@@ -191,6 +191,17 @@ pub(crate) fn take_beyond(a: &mut VirtualDataset, b: &mut VirtualDataset) -> Bey
             y.attributes.remove("flag_meanings");
             out.enum_attributes.push(k.clone());
         }
+        // The enum's members in the netCDF view, which only the native scanner records.
+        let oracle_has = x
+            .attributes
+            .get(vzarr_core::netcdf::NETCDF_KEY)
+            .is_some_and(|v| v.get("enum").is_some());
+        if !oracle_has
+            && let Some(serde_json::Value::Object(view)) =
+                y.attributes.get_mut(vzarr_core::netcdf::NETCDF_KEY)
+        {
+            view.remove("enum");
+        }
     }
     reference_attributes(a, b, &mut out);
     out

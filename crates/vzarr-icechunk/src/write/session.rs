@@ -14,7 +14,7 @@ use icechunk::store::SetVirtualRefsResult;
 use icechunk::{Repository, Store};
 use serde_json::{Value, json};
 use tokio::sync::RwLock;
-use vzarr_core::{ChunkRef, DimGrid, VirtualArray, VirtualDataset, group_metadata};
+use vzarr_core::{ChunkRef, DimGrid, VirtualArray, VirtualDataset};
 
 use super::containers::Locations;
 use super::manifests::Segment;
@@ -103,20 +103,19 @@ impl Writer<'_> {
                 .await
                 .map_err(ice(at, "clearing the branch"))?;
         }
-        let root = self.ds.groups.get("").cloned().unwrap_or_default();
         store
             .set(
                 "zarr.json",
-                Bytes::from(group_metadata(&root.attributes).to_string()),
+                Bytes::from(self.ds.group_document("", true).to_string()),
             )
             .await
             .map_err(ice(at, "writing zarr.json"))?;
-        for (path, group) in self.ds.groups.iter().filter(|(p, _)| !p.is_empty()) {
+        for path in self.ds.groups.keys().filter(|p| !p.is_empty()) {
             let key = meta_key(path);
             store
                 .set(
                     &key,
-                    Bytes::from(group_metadata(&group.attributes).to_string()),
+                    Bytes::from(self.ds.group_document(path, true).to_string()),
                 )
                 .await
                 .map_err(ice(at, &format!("writing {key}")))?;

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use base64::Engine as _;
 use bytes::Bytes;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use vzarr_core::{ChunkManifest, Group, Provenance, VirtualArray, VirtualDataset};
 
 use super::metadata::{count_chunks, metadata_document};
@@ -147,14 +147,8 @@ impl<'o> Builder<'o> {
         for (key, path, doc, raw) in nodes {
             match doc.get("node_type").and_then(Value::as_str) {
                 Some("group") => {
-                    let attributes = match doc.get("attributes") {
-                        None | Some(Value::Null) => Map::new(),
-                        Some(Value::Object(m)) => m.clone(),
-                        Some(_) => {
-                            return Err(
-                                b.bad_key(&key, "group attributes are not an object".into())
-                            );
-                        }
+                    let Some(attributes) = vzarr_core::netcdf::attributes_of(&doc) else {
+                        return Err(b.bad_key(&key, "group attributes are not an object".into()));
                     };
                     b.ds.groups.insert(path.clone(), Group { attributes });
                 }

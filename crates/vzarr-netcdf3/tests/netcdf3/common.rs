@@ -618,6 +618,47 @@ pub(crate) fn netcdf_attr_json(a: &netcdf::Attribute) -> Value {
     }
 }
 
+/// numpy's name of the netCDF library's type of a numeric attribute (`None` for text), as the
+/// netCDF view records it (`vzarr_core::netcdf`).
+pub(crate) fn netcdf_attr_type(a: &netcdf::Attribute) -> Option<&'static str> {
+    use netcdf::AttributeValue as A;
+    Some(match a.value().unwrap() {
+        A::Uchar(_) | A::Uchars(_) => "uint8",
+        A::Schar(_) | A::Schars(_) => "int8",
+        A::Ushort(_) | A::Ushorts(_) => "uint16",
+        A::Short(_) | A::Shorts(_) => "int16",
+        A::Uint(_) | A::Uints(_) => "uint32",
+        A::Int(_) | A::Ints(_) => "int32",
+        A::Ulonglong(_) | A::Ulonglongs(_) => "uint64",
+        A::Longlong(_) | A::Longlongs(_) => "int64",
+        A::Float(_) | A::Floats(_) => "float32",
+        A::Double(_) | A::Doubles(_) => "float64",
+        A::Str(_) | A::Strs(_) => return None,
+    })
+}
+
+/// The attribute names of `attrs` (the netCDF view left out) and the recorded type of each.
+pub(crate) fn user_attributes(
+    attrs: &vzarr_core::Attributes,
+) -> (Vec<String>, std::collections::BTreeMap<String, String>) {
+    let names = attrs
+        .keys()
+        .filter(|k| *k != vzarr_core::netcdf::NETCDF_KEY)
+        .cloned()
+        .collect();
+    let types = attrs
+        .get(vzarr_core::netcdf::NETCDF_KEY)
+        .and_then(|v| v.get("attribute_types"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    (names, types)
+}
+
 /// A NetCDF3 header written by hand, for files the netCDF library would never write.
 pub(crate) struct Hb {
     pub(crate) version: u8,

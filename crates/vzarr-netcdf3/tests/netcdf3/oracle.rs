@@ -36,8 +36,15 @@ fn check_against_netcdf(path: &Path, opts: &ScanOptions) -> (Header, VirtualData
     // Global attributes, in file order.
     let root = ds.root_attributes().unwrap();
     let names: Vec<String> = nc.attributes().map(|a| a.name().to_string()).collect();
-    assert_eq!(root.keys().cloned().collect::<Vec<_>>(), names);
+    let (ours, types) = user_attributes(root);
+    assert_eq!(ours, names);
     for a in nc.attributes() {
+        assert_eq!(
+            types.get(a.name()).map(String::as_str),
+            netcdf_attr_type(&a),
+            "type of global attribute {}",
+            a.name()
+        );
         assert_eq!(
             root[a.name()],
             netcdf_attr_json(&a),
@@ -85,11 +92,16 @@ fn check_against_netcdf(path: &Path, opts: &ScanOptions) -> (Header, VirtualData
             "fill value of {name}"
         );
         let attr_names: Vec<String> = v.attributes().map(|x| x.name().to_string()).collect();
-        assert_eq!(
-            a.attributes.keys().cloned().collect::<Vec<_>>(),
-            attr_names,
-            "{name}"
-        );
+        let (ours, types) = user_attributes(&a.attributes);
+        assert_eq!(ours, attr_names, "{name}");
+        for att in v.attributes().filter(|x| x.name() != "_FillValue") {
+            assert_eq!(
+                types.get(att.name()).map(String::as_str),
+                netcdf_attr_type(&att),
+                "type of {name}@{}",
+                att.name()
+            );
+        }
         for att in v.attributes() {
             let ours = &a.attributes[att.name()];
             if att.name() == "_FillValue" {

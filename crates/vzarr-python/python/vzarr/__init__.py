@@ -346,7 +346,8 @@ def scan(url: PathLike, **options: Any) -> References:
     return refs
 
 
-def _open_references(refs: dict, remote_protocol, remote_options, xarray_options):
+def _open_references(refs: dict, remote_protocol, remote_options, xarray_options,
+                     source: str = "<references>"):
     """A lazy xarray.Dataset over kerchunk references, through fsspec's reference filesystem
     (rectilinear chunk grids turned on when the references hold one)."""
     import fsspec
@@ -372,9 +373,16 @@ def _open_references(refs: dict, remote_protocol, remote_options, xarray_options
     store = zarr.storage.FsspecStore(fs, path="/", read_only=True)
     root = refs.get("refs", refs).get("zarr.json", "")
     consolidated = "consolidated_metadata" in (root if isinstance(root, (str, dict)) else "")
-    kwargs = {"engine": "zarr", "consolidated": consolidated, "zarr_format": 3, "chunks": None,
-              **(xarray_options or {})}
-    return xr.open_dataset(store, **kwargs)
+    return xr.open_dataset(store, **_view_options(consolidated, source, xarray_options))
+
+
+def _view_options(consolidated: bool, source: str, xarray_options) -> dict[str, Any]:
+    """``xarray.open_dataset``'s arguments that open a store of vzarr's output as the
+    netCDF reader shows the source (:mod:`vzarr.netcdf_view`)."""
+    from .netcdf_view import NetCDFViewBackend
+
+    return {"engine": NetCDFViewBackend, "consolidated": consolidated, "source": source,
+            "chunks": None, **(xarray_options or {})}
 
 
 def _open_store(location: str, allow_prefixes, trust_references, xarray_options,
@@ -397,8 +405,7 @@ def _open_store(location: str, allow_prefixes, trust_references, xarray_options,
         # zarr-python 3.4 reads rectilinear chunk grids (uneven files along the
         # concatenation axis) only when asked; this turns them on for the process.
         zarr.config.set({"array.rectilinear_chunks": True})
-    kwargs = {"engine": "zarr", "consolidated": consolidated, "zarr_format": 3, "chunks": None,
-              **(xarray_options or {})}
+    kwargs = _view_options(consolidated, location, xarray_options)
     if zarr.config.get("codec_pipeline.path") != _DEFAULT_PIPELINE:
         return xr.open_dataset(store, **kwargs)  # the caller chose a pipeline
     # vzarr.pipeline: zarr-python's fused pipeline (one thread hop per batch instead of a
@@ -413,6 +420,15 @@ def _open_store(location: str, allow_prefixes, trust_references, xarray_options,
 
 
 _DEFAULT_PIPELINE = "zarr.core.codec_pipeline.BatchedCodecPipeline"
+
+# Keyword arguments of :func:`open_dataset` that are ``xarray.open_dataset``'s (the rest are
+# build options).
+_XARRAY_OPTIONS = frozenset({
+    "group", "chunks", "cache", "decode_cf", "mask_and_scale", "decode_times",
+    "decode_timedelta", "use_cftime", "concat_characters", "decode_coords", "drop_variables",
+    "create_default_indexes", "inline_array", "chunked_array_type", "from_array_kwargs",
+    "backend_kwargs",
+})
 
 
 def _prefixes(allow_prefixes) -> list[str]:
@@ -462,11 +478,24 @@ def open_dataset(
     vzarr's reader; opened with its consolidated metadata), or through fsspec's reference
     filesystem when ``remote_protocol`` or ``remote_options`` are given and for references
     given as a dict (``remote_protocol`` defaults to the sources' scheme; ``remote_options``
-    go to its filesystem, e.g. credentials). ``xarray_options`` go to
-    ``xarray.open_dataset`` (e.g. ``{"mask_and_scale": False}``). zarr-python's
+    go to its filesystem, e.g. credentials). ``xarray_options``, and the keyword arguments
+    that are ``xarray.open_dataset``'s (``group``, ``chunks``, ``decode_cf``,
+    ``mask_and_scale``, ``drop_variables``, ...), go to ``xarray.open_dataset``; ``group`` is
+    the group's path in the source (names Zarr reserves included).
+
+    The dataset is the one xarray's netCDF4 backend shows of the source
+    (:mod:`vzarr.netcdf_view`): attributes with their stored numpy types (so packed float32
+    data unpacks to float32), the source's names, variable-length strings as ``str``
+    objects, and ``encoding`` with ``source``, ``original_shape``, ``dtype``, the
+    compression filters, ``chunksizes`` / ``contiguous`` and ``unlimited_dims``. zarr-python's
     ``array.rectilinear_chunks`` option is turned on for the process when the data may hold a
     rectilinear chunk grid. Needs xarray, zarr >= 3 and fsspec. The same is available as
     ``xarray.open_dataset(path, engine="vzarr")``."""
+    xarray_options = {**{k: options.pop(k) for k in list(options) if k in _XARRAY_OPTIONS},
+                      **(xarray_options or {})}
+    # netCDF4's option to read (real, imaginary) compounds as complex numbers: vzarr always
+    # reads them so.
+    options.pop("auto_complex", None)
     if isinstance(inputs, dict):
         return _open_references(inputs, remote_protocol, remote_options, xarray_options)
     if isinstance(inputs, (str, _os.PathLike)) and not (
@@ -483,10 +512,12 @@ def open_dataset(
                 text = _vzarr.checked_references(location, allow_prefixes=_prefixes(allow_prefixes),
                                                  trust_references=trust_references)
                 return _open_references(_json.loads(text), remote_protocol, remote_options,
-                                        xarray_options)
+                                        xarray_options, source=location)
             return _open_store(location, _prefixes(allow_prefixes), trust_references, xarray_options)
         if kind == "icechunk":
             return _open_store(location, _prefixes(allow_prefixes), trust_references, xarray_options,
                                branch=branch)
     refs = build(inputs, **options)
-    return _open_references(refs, remote_protocol, remote_options, xarray_options)
+    source = _os.fspath(inputs) if isinstance(inputs, (str, _os.PathLike)) else "<built>"
+    return _open_references(refs, remote_protocol, remote_options, xarray_options,
+                            source=source)

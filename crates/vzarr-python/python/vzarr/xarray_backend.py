@@ -6,6 +6,10 @@ memory), as :func:`vzarr.open_dataset` does, with its keyword arguments:
     ds = xr.open_dataset("tas.json", engine="vzarr", allow_prefixes="/data/archive/")
     ds = xr.open_dataset("s3://bucket/repos/tas", engine="vzarr", trust_references=True)
 
+The dataset is the one xarray's netCDF4 backend shows of the source (attributes with their
+numpy types, the source's names, netCDF4's ``encoding``; see :mod:`vzarr.netcdf_view`);
+``group=`` names a group by its path in the source.
+
 Registered by the package under the entry point group ``xarray.backends``.
 """
 
@@ -27,7 +31,8 @@ class VzarrBackendEntrypoint(BackendEntrypoint):
     url = "https://example.invalid/vzarr"
     open_dataset_parameters = (
         "filename_or_obj", "drop_variables", "mask_and_scale", "decode_times",
-        "concat_characters", "decode_coords", "use_cftime", "decode_timedelta",
+        "concat_characters", "decode_coords", "use_cftime", "decode_timedelta", "group",
+        "auto_complex",
         "allow_prefixes", "trust_references", "branch", "remote_protocol", "remote_options",
     )
 
@@ -47,8 +52,14 @@ class VzarrBackendEntrypoint(BackendEntrypoint):
         decode_coords: bool = True,
         use_cftime: bool | None = None,
         decode_timedelta: bool | None = None,
+        group: str | None = None,
+        auto_complex: bool | None = None,
     ):
         from . import open_dataset
+
+        # auto_complex: netCDF4's option to read (real, imaginary) compounds as complex
+        # numbers; vzarr always reads them so (docs/python.md), whatever is asked.
+        del auto_complex
 
         xarray_options = {
             "drop_variables": drop_variables,
@@ -58,6 +69,7 @@ class VzarrBackendEntrypoint(BackendEntrypoint):
             "decode_coords": decode_coords,
             "use_cftime": use_cftime,
             "decode_timedelta": decode_timedelta,
+            "group": group,
         }
         return open_dataset(
             filename_or_obj if isinstance(filename_or_obj, dict) else os.fspath(filename_or_obj),

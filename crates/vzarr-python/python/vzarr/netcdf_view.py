@@ -1,0 +1,303 @@
+"""The dataset a netCDF reader shows, opened from vzarr's Zarr v3 output.
+
+xarray reads a Zarr v3 group through its zarr backend, which shows what Zarr can say: JSON
+attributes (a float32 ``scale_factor`` comes back as a Python float, so packed data unpacks
+to float64), escaped names, Zarr's own encoding. vzarr records what a netCDF reader would
+show beside the attributes (the ``vzarr:netcdf`` field of each ``zarr.json``, see
+``manifests/FORMAT.md``); :func:`open_netcdf_view` reads it back so that
+``xr.open_dataset(refs, engine="vzarr")`` gives what ``xr.open_dataset(file)`` (netCDF4)
+gives: attributes with their numpy types, the source's names, variable-length strings as
+``str`` objects, and ``encoding`` as xarray's netCDF4 backend fills it (``source``,
+``original_shape``, ``dtype``, the filters, ``chunksizes``/``contiguous``, ``unlimited_dims``).
+
+It is an xarray ``AbstractDataStore`` over xarray's own ``ZarrStore`` (chunks are read by
+zarr-python as before); CF decoding is xarray's ``StoreBackendEntrypoint``, as for every
+backend.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from typing import Any
+
+import numpy as np
+from xarray.backends.common import AbstractDataStore, BackendEntrypoint
+from xarray.backends.store import StoreBackendEntrypoint
+from xarray.backends.zarr import ZarrArrayWrapper, ZarrStore
+from xarray.coding.strings import create_vlen_dtype
+from xarray.core import indexing
+from xarray.core.utils import FrozenDict
+from xarray.core.variable import Variable
+
+NETCDF_KEY = "vzarr:netcdf"
+ORIGINAL_NAME = "vzarr:original_name"
+# Attributes that are vzarr's bookkeeping, never shown.
+_HIDDEN = (NETCDF_KEY, ORIGINAL_NAME)
+_SPECIAL_FLOATS = {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}
+
+__all__ = ["NetCDFViewBackend", "open_netcdf_view", "zarr_group_path"]
+
+
+def _view(node: Any) -> dict[str, Any]:
+    """The netCDF view recorded for a zarr-python array or group (empty when none)."""
+    extra = getattr(node.metadata, "extra_fields", None) or {}
+    view = extra.get(NETCDF_KEY)
+    return dict(view) if isinstance(view, dict) else {}
+
+
+def _typed(value: Any, type_name: str) -> Any:
+    """A JSON attribute value as the numpy type it was stored with: a scalar for one value,
+    an array for several (as netCDF4-python hands them out)."""
+    dtype = np.dtype(type_name)
+
+    def one(v: Any) -> Any:
+        return _SPECIAL_FLOATS.get(v, v) if isinstance(v, str) else v
+
+    try:
+        if isinstance(value, list):
+            return np.array([one(v) for v in value], dtype=dtype)
+        return dtype.type(one(value))
+    except (TypeError, ValueError, OverflowError):
+        return value
+
+
+def _attributes(raw: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
+    """User attributes with the recorded numpy types, vzarr's bookkeeping left out."""
+    types = view.get("attribute_types") or {}
+    out = {}
+    for k, v in raw.items():
+        if k in _HIDDEN:
+            continue
+        t = types.get(k)
+        out[k] = _typed(v, t) if isinstance(t, str) else v
+    return out
+
+
+def _fill_value(value: Any, dtype: np.dtype) -> Any:
+    """The ``_FillValue`` attribute as the variable's type (as netCDF gives it), from the form
+    vzarr writes for xarray's Zarr backend (base64 of a float64 for floats, base64 bytes for
+    byte strings, numbers, text)."""
+    try:
+        if dtype.kind == "f" and isinstance(value, str) and value not in _SPECIAL_FLOATS:
+            return dtype.type(struct.unpack("<d", base64.standard_b64decode(value))[0])
+        if dtype.kind == "S" and isinstance(value, str):
+            return np.array(base64.standard_b64decode(value), dtype=dtype)[()]
+        if dtype.kind in "iufb":
+            return np.array(_SPECIAL_FLOATS.get(value, value)).astype(dtype)[()]
+        if dtype.kind == "c" and isinstance(value, list) and len(value) == 2:
+            parts = [struct.unpack("<d", base64.standard_b64decode(p))[0]
+                     if isinstance(p, str) and p not in _SPECIAL_FLOATS else
+                     _SPECIAL_FLOATS.get(p, p) for p in value]
+            return dtype.type(complex(*parts))
+    except (TypeError, ValueError, OverflowError, struct.error):
+        pass
+    return value
+
+
+def _drop_enum_flags(attrs: dict[str, Any], enum: dict[str, Any]) -> None:
+    """Takes out the CF ``flag_values`` / ``flag_meanings`` vzarr adds to an enum variable
+    for Zarr readers (netCDF readers give the enum type instead), when they are those."""
+    meanings = " ".join("_".join(str(n).split()) for n in enum)
+    values = attrs.get("flag_values")
+    if (attrs.get("flag_meanings") == meanings and values is not None
+            and list(np.atleast_1d(values)) == list(enum.values())):
+        del attrs["flag_values"], attrs["flag_meanings"]
+
+
+class _StringArray(ZarrArrayWrapper):
+    """A Zarr ``string`` array as netCDF gives variable-length strings: numpy objects of
+    ``str`` (xarray's vlen dtype), not ``StringDType``."""
+
+    __slots__ = ()
+
+    def __init__(self, zarr_array):
+        super().__init__(zarr_array)
+        self.dtype = create_vlen_dtype(str)
+
+    def __getitem__(self, key):
+        value = super().__getitem__(key)
+        return np.asarray(value, dtype=object)
+
+
+class NetCDFView(AbstractDataStore):
+    """An xarray data store over a group of vzarr's output that shows what a netCDF reader
+    shows (see the module doc). ``source`` is what ``encoding["source"]`` says."""
+
+    def __init__(self, store: ZarrStore, source: str, names: dict[str, str]):
+        self._store = store
+        self._source = source
+        self._names = names  # Zarr name -> source name, of renamed nodes and dimensions
+
+    def _name(self, name: str) -> str:
+        return self._names.get(name, name)
+
+    def open_store_variable(self, name: str) -> tuple[str, Variable]:
+        array = self._store.members[name]
+        raw = dict(array.attrs)
+        view = _view(array)
+        own = self._name(name)
+        dims = tuple(self._name(d) for d in (array.metadata.dimension_names or ()))
+        if len(dims) != len(array.shape):
+            raise KeyError(f"{name}: no dimension names for its {len(array.shape)} axes")
+        wrapper = _StringArray(array) if array.dtype.kind == "T" else ZarrArrayWrapper(array)
+        data = indexing.LazilyIndexedArray(wrapper)
+        if "_FillValue" in view and "_FillValue" not in raw:
+            # A byte-string array's _FillValue, kept beside the attributes (see FORMAT.md).
+            raw["_FillValue"] = view["_FillValue"]
+        attrs = _attributes(raw, view)
+        if "_FillValue" in attrs:
+            attrs["_FillValue"] = _fill_value(attrs["_FillValue"], array.dtype)
+        # netCDF4-python's type of a variable-length string variable is `str` itself.
+        encoding: dict[str, Any] = {"dtype": str if array.dtype.kind == "T" else wrapper.dtype}
+        enum = view.get("enum")
+        if isinstance(enum, dict) and array.dtype.kind in "iu":
+            # An enum type: its members as netCDF4's backend gives them (the type's name is
+            # not recorded: `to_netcdf` then writes the variable's base integers).
+            encoding["dtype"] = np.dtype(array.dtype, metadata={"enum": dict(enum)})
+            _drop_enum_flags(attrs, enum)
+        filters = view.get("filters")
+        if isinstance(filters, dict):
+            encoding.update(filters)
+        chunking = view.get("chunking")
+        if chunking == "contiguous":
+            encoding["contiguous"] = True
+            encoding["chunksizes"] = None
+        elif isinstance(chunking, list) and len(chunking) == len(dims):
+            encoding["contiguous"] = False
+            encoding["chunksizes"] = tuple(chunking)
+            encoding["preferred_chunks"] = dict(zip(dims, chunking, strict=True))
+        if "least_significant_digit" in attrs:
+            encoding["least_significant_digit"] = attrs.pop("least_significant_digit")
+        encoding["source"] = self._source
+        encoding["original_shape"] = tuple(array.shape)
+        return own, Variable(dims, data, attrs, encoding)
+
+    def get_variables(self):
+        keys = list(self._store.array_keys())
+        # Stores that list keys sorted (Icechunk): the source's order, as recorded.
+        order = _view(self._store.zarr_group).get("variables")
+        if isinstance(order, list):
+            rank = {name: i for i, name in enumerate(order)}
+            keys.sort(key=lambda k: rank.get(k, len(rank)))
+        return FrozenDict(self.open_store_variable(k) for k in keys)
+
+    def get_attrs(self):
+        group = self._store.zarr_group
+        return FrozenDict(_attributes(dict(group.attrs), _view(group)))
+
+    def get_dimensions(self):
+        return FrozenDict((self._name(k), v) for k, v in self._store.get_dimensions().items())
+
+    def get_encoding(self):
+        root = self._root_view()
+        dims = set(self.get_dimensions())
+        unlimited = {self._name(d) for d in root.get("unlimited_dims") or ()}
+        return {"unlimited_dims": unlimited & dims}
+
+    def _root_view(self) -> dict[str, Any]:
+        import zarr
+
+        group = self._store.zarr_group
+        if group.path in ("", "/"):
+            return _view(group)
+        try:
+            return _view(zarr.open_group(group.store, path="", mode="r", zarr_format=3))
+        except Exception:  # noqa: BLE001 - no root document: nothing recorded
+            return {}
+
+    def close(self):
+        self._store.close()
+
+
+# netCDF-4 stores a variable that has a dimension's name without being its coordinate
+# variable under this prefix (netCDF-C's NON_COORD_PREPEND); netCDF readers show the name.
+NON_COORD = "_nc4_non_coord_"
+
+
+def _renamed(group: Any) -> dict[str, str]:
+    """Zarr name -> source name of the group's members that vzarr renamed (names Zarr v3
+    forbids or reserves, see manifests/FORMAT.md), for variables and the dimensions that
+    bear their names; and netCDF-4's hidden names (``_nc4_non_coord_x`` -> ``x``)."""
+    out = {}
+    names = set()
+    members = list(group.members())
+    for name, member in members:
+        original = member.attrs.get(ORIGINAL_NAME)
+        if isinstance(original, str):
+            out[name] = original
+        names.add(out.get(name, name))
+    for name, _ in members:
+        shown = out.get(name, name)
+        if shown.startswith(NON_COORD) and shown[len(NON_COORD):] not in names:
+            out[name] = shown[len(NON_COORD):]
+    return out
+
+
+def zarr_group_path(store: Any, group: str | None, consolidated: bool | None) -> str | None:
+    """The Zarr path of the group a user names by its source path (``"/"``, ``"g/h"``, names
+    Zarr reserves such as ``"__categories"`` included), following each level's recorded
+    source names; ``None`` for the root. Raises ``OSError`` naming a group that is not
+    there, as netCDF4's backend does."""
+    import zarr
+
+    if group is None:
+        return None
+    parts = [p for p in str(group).split("/") if p]
+    if not parts:
+        return None
+    node = zarr.open_group(store, mode="r", zarr_format=3, use_consolidated=consolidated)
+    path = []
+    for part in parts:
+        found = None
+        for name, member in node.groups():
+            if name == part or member.attrs.get(ORIGINAL_NAME) == part:
+                found = (name, member)
+                if name == part:
+                    break
+        if found is None:
+            raise OSError(f"group not found: {group}")
+        path.append(found[0])
+        node = found[1]
+    return "/".join(path)
+
+
+def open_netcdf_view(store: Any, *, source: str, group: str | None = None,
+                     consolidated: bool | None = None, **decoding: Any):
+    """An ``xarray.Dataset`` of the group ``group`` (its source path) of vzarr's output in
+    the zarr-python store ``store``, as a netCDF reader shows it; ``decoding`` are
+    ``xarray.open_dataset``'s CF options (``mask_and_scale``, ``decode_times``,
+    ``drop_variables``, ...)."""
+    path = zarr_group_path(store, group, consolidated)
+    zs = ZarrStore.open_group(store, group=path, mode="r", consolidated=consolidated,
+                              zarr_format=3)
+    try:
+        view = NetCDFView(zs, source, _renamed(zs.zarr_group))
+        return StoreBackendEntrypoint().open_dataset(view, **decoding)
+    except BaseException:
+        zs.close()
+        raise
+
+
+class NetCDFViewBackend(BackendEntrypoint):
+    """The engine vzarr opens its zarr-python stores with (``xr.open_dataset(store,
+    engine=NetCDFViewBackend, source=...)``): :func:`open_netcdf_view`, with xarray's
+    chunking and indexes around it."""
+
+    description = "vzarr's Zarr v3 output as the netCDF reader shows the source"
+    open_dataset_parameters = (
+        "filename_or_obj", "drop_variables", "mask_and_scale", "decode_times",
+        "concat_characters", "decode_coords", "use_cftime", "decode_timedelta", "group",
+        "consolidated", "source",
+    )
+
+    def open_dataset(self, filename_or_obj, *, drop_variables=None, mask_and_scale=True,
+                     decode_times=True, concat_characters=True, decode_coords=True,
+                     use_cftime=None, decode_timedelta=None, group=None, consolidated=None,
+                     source="<vzarr>"):
+        return open_netcdf_view(
+            filename_or_obj, source=source, group=group, consolidated=consolidated,
+            drop_variables=drop_variables, mask_and_scale=mask_and_scale,
+            decode_times=decode_times, concat_characters=concat_characters,
+            decode_coords=decode_coords, use_cftime=use_cftime,
+            decode_timedelta=decode_timedelta)
