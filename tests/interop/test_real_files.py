@@ -189,8 +189,10 @@ def verify_readers(p: Path):
 
 def test_vzarr_verify_and_zarrs_accept_every_real_file(json_builds):
     """Every manifest of the corpus has node names Zarr v3 allows, and `vzarr verify` (zarrs
-    through the manifest; on the source vzarr's own readers, then libhdf5 or netCDF-C) accepts
-    it: every value matches."""
+    through the manifest; on the source libhdf5 or netCDF-C, the independent readers, and
+    vzarr's own readers where those cannot read the file) accepts it: every value matches.
+    (vzarr's own readers are the ones compared with h5py and netCDF4-python through every
+    manifest above; `scripts/test --full` verifies with both here.)"""
     failed = []
     for p in REAL_FILES:
         name = str(p.relative_to(REAL_DIR))
@@ -203,7 +205,10 @@ def test_vzarr_verify_and_zarrs_accept_every_real_file(json_builds):
             bad = [c for c in parts if c == "" or set(c) == {"."} or c.startswith(ZARR_RESERVED)]
             if bad:
                 failed.append(f"{name}: key {key!r} has node names Zarr v3 forbids: {bad}")
-        for readers in verify_readers(p):
+        readers = verify_readers(p)
+        if not FULL:
+            readers = readers[-1:]
+        for readers in readers:
             v = run_vzarr("verify", out, "--trust-references", "--readers", readers, check=False)
             if v.returncode != 0:
                 failed.append(f"{name}: vzarr verify --readers {readers} failed:\n{v.stdout[-1500:]}{v.stderr[-500:]}")

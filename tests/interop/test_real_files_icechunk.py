@@ -11,9 +11,9 @@ from test_real_files import FULL, REAL_DIR, REAL_FILES, Tally, verify_readers
 def test_every_array_of_an_icechunk_repository_matches_an_independent_reader(tmp_path):
     """Every array of each corpus file, read through the Icechunk repository vzarr builds
     from it by icechunk-python (authorising the containers it lists) and zarr-python, equals
-    what h5py or netCDF4-python reads, or is reported skipped; `vzarr verify` accepts each
-    (vzarr's own reader of repositories against vzarr's readers of the sources; with
-    `scripts/test --full` then against libhdf5/netCDF-C too)."""
+    what h5py or netCDF4-python reads, or is reported skipped; `vzarr verify` accepts every
+    other one (vzarr's own reader of repositories against vzarr's readers of the sources; with
+    `scripts/test --full` every one, then against libhdf5/netCDF-C too)."""
     from test_icechunk import build_repo, open_local, zarr_group
 
     t = Tally()
@@ -25,7 +25,10 @@ def test_every_array_of_an_icechunk_repository_matches_an_independent_reader(tmp
             continue
         repo, _ = open_local(repo_path)
         t.check(p, zarr_group(repo))
-        for readers in verify_readers(p) if FULL else ["native"]:
+        # vzarr's reader of repositories on every other file (every file with --full): the
+        # values of every file are compared with h5py/netCDF4 through icechunk-python above.
+        readers = verify_readers(p) if FULL else ["native"] if i % 2 == 0 else []
+        for readers in readers:
             v = run_vzarr("verify", repo_path, "--trust-references", "--readers", readers, check=False)
             if v.returncode != 0:
                 t.problems.append(f"{p.relative_to(REAL_DIR)}: vzarr verify --readers {readers} failed:\n"

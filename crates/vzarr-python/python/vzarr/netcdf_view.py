@@ -32,8 +32,10 @@ from xarray.core.variable import Variable
 
 NETCDF_KEY = "vzarr:netcdf"
 ORIGINAL_NAME = "vzarr:original_name"
-# Attributes that are vzarr's bookkeeping, never shown.
-_HIDDEN = (NETCDF_KEY, ORIGINAL_NAME)
+# Attributes that are vzarr's bookkeeping, and those netCDF-C reserves and hides (HDF5's
+# dimension-scale and PyTables' CLASS, NAME, REFERENCE_LIST; NC_RESERVED_ATT_LIST), never
+# shown.
+_HIDDEN = (NETCDF_KEY, ORIGINAL_NAME, "CLASS", "NAME", "REFERENCE_LIST")
 _SPECIAL_FLOATS = {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}
 
 __all__ = ["NetCDFViewBackend", "open_netcdf_view", "zarr_group_path"]
@@ -120,6 +122,56 @@ class _StringArray(ZarrArrayWrapper):
         return np.asarray(value, dtype=object)
 
 
+class _FixedStringArray(ZarrArrayWrapper):
+    """An HDF5 fixed-length string array (`null_terminated_bytes` of more than one byte) as
+    netCDF gives it: text (netCDF-C reads such strings as ``NC_STRING``), each up to its
+    first NUL. One-byte strings stay bytes: they are netCDF's character arrays."""
+
+    __slots__ = ()
+
+    def __init__(self, zarr_array):
+        super().__init__(zarr_array)
+        self.dtype = create_vlen_dtype(str)
+
+    def __getitem__(self, key):
+        value = np.asarray(super().__getitem__(key))
+        out = np.empty(value.shape, dtype=object)
+        for i, b in np.ndenumerate(value):
+            out[i] = bytes(b).split(b"\0", 1)[0].decode("utf-8", "replace")
+        return out
+
+
+class _BoolEnumArray(ZarrArrayWrapper):
+    """An HDF5 boolean (h5py's enum FALSE=0, TRUE=1 over int8) as netCDF gives it: the enum's
+    int8 values."""
+
+    __slots__ = ()
+
+    def __init__(self, zarr_array):
+        super().__init__(zarr_array)
+        self.dtype = np.dtype("int8")
+
+    def __getitem__(self, key):
+        return np.asarray(super().__getitem__(key)).astype("int8")
+
+
+# h5py's boolean: an HDF5 enum netCDF-C reads as such.
+_BOOL_ENUM = {"FALSE": 0, "TRUE": 1}
+
+
+def _wrapper(array: Any, view: dict[str, Any]) -> ZarrArrayWrapper:
+    """The array wrapper that gives a Zarr array's values as netCDF gives them."""
+    kind = array.dtype.kind
+    if kind == "T":
+        return _StringArray(array)
+    if kind == "S" and array.dtype.itemsize > 1:
+        return _FixedStringArray(array)
+    # Of an HDF5 file (its storage recorded): a bool array is h5py's enum.
+    if kind == "b" and "chunking" in view:
+        return _BoolEnumArray(array)
+    return ZarrArrayWrapper(array)
+
+
 class NetCDFView(AbstractDataStore):
     """An xarray data store over a group of vzarr's output that shows what a netCDF reader
     shows (see the module doc). ``source`` is what ``encoding["source"]`` says."""
@@ -140,7 +192,7 @@ class NetCDFView(AbstractDataStore):
         dims = tuple(self._name(d) for d in (array.metadata.dimension_names or ()))
         if len(dims) != len(array.shape):
             raise KeyError(f"{name}: no dimension names for its {len(array.shape)} axes")
-        wrapper = _StringArray(array) if array.dtype.kind == "T" else ZarrArrayWrapper(array)
+        wrapper = _wrapper(array, view)
         data = indexing.LazilyIndexedArray(wrapper)
         if "_FillValue" in view and "_FillValue" not in raw:
             # A byte-string array's _FillValue, kept beside the attributes (see FORMAT.md).
@@ -148,13 +200,21 @@ class NetCDFView(AbstractDataStore):
         attrs = _attributes(raw, view)
         if "_FillValue" in attrs:
             attrs["_FillValue"] = _fill_value(attrs["_FillValue"], array.dtype)
+            if isinstance(wrapper, _FixedStringArray) and isinstance(attrs["_FillValue"], bytes):
+                attrs["_FillValue"] = attrs["_FillValue"].split(b"\0", 1)[0].decode("utf-8",
+                                                                                  "replace")
         # netCDF4-python's type of a variable-length string variable is `str` itself.
-        encoding: dict[str, Any] = {"dtype": str if array.dtype.kind == "T" else wrapper.dtype}
+        text = isinstance(wrapper, (_StringArray, _FixedStringArray))
+        encoding: dict[str, Any] = {"dtype": str if text else wrapper.dtype}
+        if isinstance(wrapper, _BoolEnumArray):
+            view = {**view, "enum": _BOOL_ENUM}
+            if isinstance(attrs.get("_FillValue"), (bool, np.bool_)):
+                attrs["_FillValue"] = np.int8(attrs["_FillValue"])
         enum = view.get("enum")
-        if isinstance(enum, dict) and array.dtype.kind in "iu":
+        if isinstance(enum, dict) and wrapper.dtype.kind in "iu":
             # An enum type: its members as netCDF4's backend gives them (the type's name is
             # not recorded: `to_netcdf` then writes the variable's base integers).
-            encoding["dtype"] = np.dtype(array.dtype, metadata={"enum": dict(enum)})
+            encoding["dtype"] = np.dtype(wrapper.dtype, metadata={"enum": dict(enum)})
             _drop_enum_flags(attrs, enum)
         filters = view.get("filters")
         if isinstance(filters, dict):

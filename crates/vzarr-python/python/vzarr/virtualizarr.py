@@ -209,7 +209,10 @@ class Parser:
                     self._metadata.clear()
                 self._metadata[meta] = metadata
             marrs[path] = ManifestArray(metadata=metadata, chunkmanifest=manifest)
-        groups = json.loads(groups_json)
+        # A group's netCDF view (vzarr:netcdf) is written beside its attributes, never among
+        # them (the arrays' views are in their metadata's extension field).
+        groups = {p: {k: v for k, v in (a or {}).items() if k != "vzarr:netcdf"}
+                  for p, a in json.loads(groups_json).items()}
         root = _group_path(self.group)
         if root and root not in groups:
             raise ValueError(_not_a_group(url, registry, self.group))
