@@ -38,7 +38,7 @@ ORIGINAL_NAME = "vzarr:original_name"
 _HIDDEN = (NETCDF_KEY, ORIGINAL_NAME, "CLASS", "NAME", "REFERENCE_LIST")
 _SPECIAL_FLOATS = {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}
 
-__all__ = ["NetCDFViewBackend", "open_netcdf_view", "zarr_group_path"]
+__all__ = ["NetCDFViewBackend", "find_group", "open_netcdf_view"]
 
 
 def _view(node: Any) -> dict[str, Any]:
@@ -176,10 +176,12 @@ class NetCDFView(AbstractDataStore):
     """An xarray data store over a group of vzarr's output that shows what a netCDF reader
     shows (see the module doc). ``source`` is what ``encoding["source"]`` says."""
 
-    def __init__(self, store: ZarrStore, source: str, names: dict[str, str]):
+    def __init__(self, store: ZarrStore, source: str, names: dict[str, str],
+                 root_view: dict[str, Any]):
         self._store = store
         self._source = source
         self._names = names  # Zarr name -> source name, of renamed nodes and dimensions
+        self._root_view = root_view  # the root group's view (its unlimited dimensions)
 
     def _name(self, name: str) -> str:
         return self._names.get(name, name)
@@ -250,21 +252,9 @@ class NetCDFView(AbstractDataStore):
         return FrozenDict((self._name(k), v) for k, v in self._store.get_dimensions().items())
 
     def get_encoding(self):
-        root = self._root_view()
         dims = set(self.get_dimensions())
-        unlimited = {self._name(d) for d in root.get("unlimited_dims") or ()}
+        unlimited = {self._name(d) for d in self._root_view.get("unlimited_dims") or ()}
         return {"unlimited_dims": unlimited & dims}
-
-    def _root_view(self) -> dict[str, Any]:
-        import zarr
-
-        group = self._store.zarr_group
-        if group.path in ("", "/"):
-            return _view(group)
-        try:
-            return _view(zarr.open_group(group.store, path="", mode="r", zarr_format=3))
-        except Exception:  # noqa: BLE001 - no root document: nothing recorded
-            return {}
 
     def close(self):
         self._store.close()
@@ -294,20 +284,13 @@ def _renamed(group: Any) -> dict[str, str]:
     return out
 
 
-def zarr_group_path(store: Any, group: str | None, consolidated: bool | None) -> str | None:
-    """The Zarr path of the group a user names by its source path (``"/"``, ``"g/h"``, names
-    Zarr reserves such as ``"__categories"`` included), following each level's recorded
-    source names; ``None`` for the root. Raises ``OSError`` naming a group that is not
-    there, as netCDF4's backend does."""
-    import zarr
-
-    if group is None:
-        return None
-    parts = [p for p in str(group).split("/") if p]
-    if not parts:
-        return None
-    node = zarr.open_group(store, mode="r", zarr_format=3, use_consolidated=consolidated)
-    path = []
+def find_group(root: Any, group: str | None) -> Any:
+    """The zarr-python group a user names by its source path (``"/"``, ``"g/h"``, names Zarr
+    reserves such as ``"__categories"`` included) below ``root``, following each level's
+    recorded source names; ``root`` for ``None`` or ``"/"``. Raises ``OSError`` naming a group
+    that is not there, as netCDF4's backend does."""
+    parts = [p for p in str(group or "").split("/") if p]
+    node = root
     for part in parts:
         found = None
         for name, member in node.groups():
@@ -317,9 +300,8 @@ def zarr_group_path(store: Any, group: str | None, consolidated: bool | None) ->
                     break
         if found is None:
             raise OSError(f"group not found: {group}")
-        path.append(found[0])
         node = found[1]
-    return "/".join(path)
+    return node
 
 
 def open_netcdf_view(store: Any, *, source: str, group: str | None = None,
@@ -328,11 +310,13 @@ def open_netcdf_view(store: Any, *, source: str, group: str | None = None,
     the zarr-python store ``store``, as a netCDF reader shows it; ``decoding`` are
     ``xarray.open_dataset``'s CF options (``mask_and_scale``, ``decode_times``,
     ``drop_variables``, ...)."""
-    path = zarr_group_path(store, group, consolidated)
-    zs = ZarrStore.open_group(store, group=path, mode="r", consolidated=consolidated,
-                              zarr_format=3)
+    import zarr
+
+    # The root once (its consolidated metadata parsed once), the group below it.
+    root = zarr.open_group(store, mode="r", zarr_format=3, use_consolidated=consolidated)
+    zs = ZarrStore(find_group(root, group), mode="r")
     try:
-        view = NetCDFView(zs, source, _renamed(zs.zarr_group))
+        view = NetCDFView(zs, source, _renamed(zs.zarr_group), _view(root))
         return StoreBackendEntrypoint().open_dataset(view, **decoding)
     except BaseException:
         zs.close()
