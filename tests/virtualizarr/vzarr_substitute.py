@@ -17,12 +17,13 @@ Also:
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
 import pytest
+
+import outcomes
 
 _PARSER = os.environ.get("VZARR_YARDSTICK_PARSER", "vzarr")
 # VirtualiZarr's classes, kept referenced so that their ids stay theirs.
@@ -167,20 +168,4 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    out = os.environ.get("VZARR_YARDSTICK_OUT")
-    # With pytest-xdist the controller hears every worker's reports again: write in one.
-    if not out or (_XDIST and not os.environ.get("PYTEST_XDIST_WORKER")):
-        return
-    # One line per test: its call (or its failed/skipped set-up). Expected failures are
-    # "xfailed" / "xpassed", as pytest counts them.
-    if report.when == "call" or (report.when == "setup" and not report.passed):
-        reason = ""
-        outcome = report.outcome
-        if hasattr(report, "wasxfail"):
-            outcome = "xpassed" if report.passed else "xfailed"
-        elif report.failed:
-            crash = getattr(report.longrepr, "reprcrash", None)
-            reason = crash.message.splitlines()[0] if crash and crash.message else ""
-        with open(out, "a") as f:
-            f.write(json.dumps({"test": report.nodeid, "outcome": outcome,
-                                "reason": reason[:300]}) + "\n")
+    outcomes.record(report, os.environ.get("VZARR_YARDSTICK_OUT"), _XDIST)

@@ -19,11 +19,12 @@ failure its exception's first line, as JSON lines (read by ``tests/virtualizarr/
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 
 import pytest
+
+import outcomes  # tests/virtualizarr/outcomes.py (on PYTHONPATH: run)
 
 _READER = os.environ.get("VZARR_XARRAY_READER", "engine")
 _XDIST = False
@@ -77,18 +78,4 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    out = os.environ.get("VZARR_XARRAY_OUT")
-    # With pytest-xdist the controller hears every worker's reports again: write in one.
-    if not out or (_XDIST and not os.environ.get("PYTEST_XDIST_WORKER")):
-        return
-    if report.when == "call" or (report.when == "setup" and not report.passed):
-        reason = ""
-        outcome = report.outcome
-        if hasattr(report, "wasxfail"):
-            outcome = "xpassed" if report.passed else "xfailed"
-        elif report.failed:
-            crash = getattr(report.longrepr, "reprcrash", None)
-            reason = crash.message.splitlines()[0] if crash and crash.message else ""
-        with open(out, "a") as f:
-            f.write(json.dumps({"test": report.nodeid, "outcome": outcome,
-                                "reason": reason[:300], "vzarr": _USED}) + "\n")
+    outcomes.record(report, os.environ.get("VZARR_XARRAY_OUT"), _XDIST, vzarr=_USED)
