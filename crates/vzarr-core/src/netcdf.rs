@@ -53,7 +53,7 @@ pub fn numpy_type_name(float: bool, signed: bool, size: usize) -> Option<&'stati
 }
 
 /// The netCDF view held in `attributes`, created empty when absent.
-pub fn view_mut(attributes: &mut Attributes) -> &mut Map<String, Value> {
+fn view_mut(attributes: &mut Attributes) -> &mut Map<String, Value> {
     let entry = attributes
         .entry(NETCDF_KEY)
         .or_insert_with(|| Value::Object(Map::new()));
@@ -77,24 +77,6 @@ pub fn set_attribute_type(attributes: &mut Attributes, name: &str, type_name: &s
 /// Sets the field `key` of the netCDF view in `attributes`.
 pub fn set_field(attributes: &mut Attributes, key: &str, value: Value) {
     view_mut(attributes).insert(key.to_string(), value);
-}
-
-/// Drops the recorded type of attributes no longer present (after attributes were removed or
-/// renamed), and the view itself when nothing is left in it.
-pub fn tidy(attributes: &mut Attributes) {
-    let names: Vec<String> = attributes.keys().cloned().collect();
-    let Some(Value::Object(view)) = attributes.get_mut(NETCDF_KEY) else {
-        return;
-    };
-    if let Some(Value::Object(types)) = view.get_mut("attribute_types") {
-        types.retain(|k, _| names.contains(k));
-        if types.is_empty() {
-            view.remove("attribute_types");
-        }
-    }
-    if view.is_empty() {
-        attributes.shift_remove(NETCDF_KEY);
-    }
 }
 
 /// A node's `zarr.json` fields for `attributes`: the attributes without the netCDF view, and
@@ -208,16 +190,7 @@ mod tests {
     }
 
     #[test]
-    fn tidy_drops_types_of_removed_attributes() {
-        let mut a = Attributes::new();
-        a.insert("x".into(), json!(1));
-        set_attribute_type(&mut a, "x", "int16");
-        set_attribute_type(&mut a, "gone", "int16");
-        tidy(&mut a);
-        assert_eq!(a[NETCDF_KEY], json!({"attribute_types": {"x": "int16"}}));
-        a.remove("x");
-        tidy(&mut a);
-        assert!(!a.contains_key(NETCDF_KEY));
+    fn numpy_type_names() {
         assert_eq!(numpy_type_name(true, true, 4), Some("float32"));
         assert_eq!(numpy_type_name(false, false, 2), Some("uint16"));
         assert_eq!(numpy_type_name(false, false, 3), None);
