@@ -10,10 +10,13 @@ use crate::flags::{CatArgs, ReadArgs, VerifyArgs};
 
 /// Opens references: an Icechunk repository (a branch's tip) or a kerchunk reference file.
 pub(crate) fn open_reader(refs: &str, read: &ReadArgs) -> Result<vzarr_read::Reader> {
-    let options = read.options()?;
+    let mut options = read.options()?;
     let reader = if vzarr_icechunk::is_repository(refs) {
         let location = vzarr_icechunk::RepoLocation::parse(refs)?;
         let opened = vzarr_icechunk::open(&location, &read.branch, options.limits.max_references)?;
+        // The checksums of the references (of any repository, vzarr's or not) are checked
+        // before a source is read, as Icechunk checks them.
+        options.versions = Arc::new(opened.versions);
         let parsed = vzarr_read::ParsedRefs::from_parts(
             opened.dataset,
             opened.documents,

@@ -409,7 +409,7 @@ def test_compounds_with_string_members_read_as_h5py(tmp_path):
 
 
 def test_compounds_with_string_members_as_virtualizarrs_parser(tmp_path):
-    vzarr = pytest.importorskip("vzarr", reason="run scripts/python-package (scripts/test does)")
+    import vzarr
     import vzarr.virtualizarr
     from obspec_utils.registry import ObjectStoreRegistry
     from obstore.store import LocalStore

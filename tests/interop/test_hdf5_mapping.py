@@ -19,7 +19,7 @@ from conftest import build_refs, open_store, run_vzarr
 
 def _parser_store(path: Path, **options):
     """The ManifestStore of vzarr's VirtualiZarr parser for `path`."""
-    vzarr = pytest.importorskip("vzarr", reason="run scripts/python-package (scripts/test does)")
+    import vzarr
     import vzarr.virtualizarr
     from obspec_utils.registry import ObjectStoreRegistry
     from obstore.store import LocalStore

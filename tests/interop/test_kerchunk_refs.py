@@ -625,9 +625,10 @@ def test_python_upgrade_rescan_and_leave_out(tmp_path):
         vzarr.upgrade(refs, allow_prefixes=str(data), rescan=True, leave_out_defective=True)
 
 
-def test_references_and_sources_on_object_storage(moto_server, tmp_path):
+def test_references_and_sources_on_object_storage(moto_server, tmp_path, monkeypatch):
     """kerchunk references on S3 (a JSON object, and a Parquet prefix with no object of its own
-    name) pointing at sources on S3: verified and upgraded through vzarr's byte layer; a
+    name) pointing at sources on S3: verified and upgraded through vzarr's byte layer, and
+    opened from Python (vzarr.open_dataset, the store), found as the CLI finds them; a
     source outside the allowed bucket prefix is refused before any byte of it is read."""
     client, env = moto_server
     bucket = "vzarr-kerchunk"
@@ -661,6 +662,21 @@ def test_references_and_sources_on_object_storage(moto_server, tmp_path):
         p = run_vzarr("upgrade", remote, "-o", tmp_path / "refused.json", "--allow-prefix",
                       f"s3://{bucket}/elsewhere/", env=env, check=False)
         assert p.returncode != 0 and "refusing" in p.stderr, p.stderr
+    import vzarr
+    import vzarr.store
+    for k in ("AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+              "AWS_REGION"):
+        monkeypatch.setenv(k, env[k])
+    want = h5_arrays(src)["tas"][2, 3, 0:4]
+    for remote in (f"s3://{bucket}/refs/climate.json", f"s3://{bucket}/refs/climate.parq",
+                   f"s3://{bucket}/refs/climate.parq/"):
+        assert vzarr._vzarr.detect(remote) == "references", remote
+        ds = vzarr.open_dataset(remote, allow_prefixes=allowed, xarray_options={"decode_cf": False})
+        np.testing.assert_array_equal(ds["tas"][2, 3, 0:4].values.astype("f4"), want)
+        store = vzarr.store.VzarrStore(remote, allow_prefixes=allowed)
+        assert store.get_sync("tas/zarr.json") is not None or store.get_sync("tas/.zarray")
+        with pytest.raises(vzarr.NotAllowedError):
+            vzarr.open_dataset(remote, allow_prefixes=f"s3://{bucket}/elsewhere/")["tas"].values
 
 
 def test_whole_file_references(tmp_path):

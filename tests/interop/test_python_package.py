@@ -15,7 +15,7 @@ import xarray as xr
 
 from conftest import FIXTURES, good_fixtures, run_vzarr
 
-vzarr = pytest.importorskip("vzarr", reason="run scripts/python-package (scripts/test does)")
+import vzarr
 import vzarr.virtualizarr  # noqa: E402  (the parser module, imported on demand)
 
 # The fixtures the CLI test set builds one by one, HDF5/NetCDF4 and NetCDF3 alike.

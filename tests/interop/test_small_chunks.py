@@ -243,7 +243,7 @@ def test_limits_leave_arrays_referenced_with_a_warning(tmp_path):
 
 
 def test_python_build_and_the_virtualizarr_parser(tmp_path):
-    vzarr = pytest.importorskip("vzarr", reason="run scripts/python-package (scripts/test does)")
+    import vzarr
     import vzarr.virtualizarr
     from obspec_utils.registry import ObjectStoreRegistry
     from obstore.store import LocalStore
@@ -362,7 +362,7 @@ def test_the_inline_bound_counts_what_is_stored(tmp_path):
     assert "a: 1024 small references kept: it decodes to 38.1 MiB, above the 16.0 MiB" \
         in p.stderr, p.stderr
     # The parser, inlining: the same arrays inline in its ManifestStore.
-    vzarr = pytest.importorskip("vzarr", reason="run scripts/python-package (scripts/test does)")
+    import vzarr
     import vzarr.virtualizarr
     from obspec_utils.registry import ObjectStoreRegistry
     from obstore.store import LocalStore

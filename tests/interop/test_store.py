@@ -20,7 +20,7 @@ from zarr.storage import MemoryStore
 
 from conftest import FIXTURES, open_store, run_vzarr
 
-vzarr = pytest.importorskip("vzarr", reason="run scripts/python-package (scripts/test does)")
+import vzarr
 from vzarr.store import VzarrStore  # noqa: E402
 
 ARCHIVE = FIXTURES / "archive"

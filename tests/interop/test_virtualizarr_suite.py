@@ -1,7 +1,8 @@
 """VirtualiZarr 2.8.0's own tests with vzarr's parser substituted for HDFParser and
 NetCDF3Parser (tests/virtualizarr/run --ours): every test that fails is one listed, with its
 reason, in tests/virtualizarr/known-failures.txt, so a regression of the parser as a drop-in
-fails here. The whole suite (about a minute on two workers); the baseline run with
+fails here; so does a listed test that passes (the list is out of date), a collection error,
+a crashed worker, a pytest exit other than 0 or 1, and a run that recorded nothing. The whole suite (about a minute on two workers); the baseline run with
 VirtualiZarr's own parsers, which only gives the comparison's figures, is left to
 `tests/virtualizarr/run` by hand.
 

@@ -15,7 +15,10 @@ use serde_json::Value;
 use tokio::sync::RwLock;
 use vzarr_core::{ChunkGrid, DimGrid, Group, Provenance, VirtualArray, VirtualDataset};
 
+use vzarr_source::SourceVersion;
+
 use crate::location::RepoLocation;
+use crate::snapshot::version_of;
 use crate::url::decode_file_url;
 use crate::{IcechunkError, PROPERTY_KEY};
 
@@ -32,6 +35,9 @@ pub struct Opened {
     pub has_provenance: bool,
     /// The tip snapshot's id.
     pub snapshot: String,
+    /// The versions of their sources the virtual references state (Icechunk's checksums), by
+    /// source URL, each once: a reader checks them before reading (`vzarr_source::CheckVersions`).
+    pub versions: HashMap<String, Vec<SourceVersion>>,
 }
 
 /// One commit of a branch's history.
@@ -160,6 +166,7 @@ async fn open_async(
     let has_provenance = recorded.is_some();
     ds.provenance = recorded.unwrap_or_default();
     let mut documents = HashMap::new();
+    let mut versions: HashMap<String, Vec<SourceVersion>> = HashMap::new();
     let nodes: Vec<_> = session
         .list_nodes(&IcPath::root())
         .await
@@ -233,6 +240,13 @@ async fn open_async(
                                     .manifest
                                     .intern(&url)
                                     .map_err(|e| bad(e.to_string()))?;
+                                if let Some(c) = &r.checksum {
+                                    let v = version_of(c);
+                                    let known = versions.entry(url.clone()).or_default();
+                                    if !known.contains(&v) {
+                                        known.push(v);
+                                    }
+                                }
                                 array
                                     .manifest
                                     .set_range(lin, s, r.offset, r.length)
@@ -268,6 +282,7 @@ async fn open_async(
         documents,
         has_provenance,
         snapshot: tip.id.to_string(),
+        versions,
     })
 }
 

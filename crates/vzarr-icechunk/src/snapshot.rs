@@ -11,13 +11,14 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 use futures::{StreamExt as _, TryStreamExt as _};
-use icechunk::format::manifest::ChunkPayload;
+use icechunk::format::manifest::{Checksum, ChunkPayload};
 use icechunk::format::snapshot::NodeData;
 use icechunk::format::{ByteRange, ChunkIndices, Path as IcPath};
 use icechunk::repository::VersionInfo;
 use icechunk::session::Session;
 use serde_json::Value;
 use vzarr_core::{ChunkGrid, DimGrid, Provenance, VirtualArray};
+use vzarr_source::SourceVersion;
 
 use crate::IcechunkError;
 use crate::location::RepoLocation;
@@ -42,10 +43,22 @@ pub enum SnapshotChunk {
         offset: u64,
         /// The chunk's length in bytes.
         length: u64,
+        /// What the source must still be for the reference to hold, where the repository
+        /// records it (Icechunk's checksum of the reference): the caller checks it before
+        /// reading the range.
+        version: Option<SourceVersion>,
     },
     /// Bytes the repository holds (an inline chunk, or a native chunk object read from the
     /// repository's own storage).
     Bytes(Bytes),
+}
+
+/// The version of its source an Icechunk virtual reference states (its checksum).
+pub(crate) fn version_of(c: &Checksum) -> SourceVersion {
+    match c {
+        Checksum::ETag(e) => SourceVersion::ETag(e.0.clone()),
+        Checksum::LastModified(s) => SourceVersion::NotModifiedAfter(s.0),
+    }
 }
 
 /// An array of a snapshot: its node path and chunk grid.
@@ -206,6 +219,7 @@ impl Snapshot {
                     url,
                     offset: r.offset,
                     length: r.length,
+                    version: r.checksum.as_ref().map(version_of),
                 }
             }
             Some(ChunkPayload::Ref(_)) => {

@@ -6,6 +6,7 @@
 //! parallel as in `vzarr build`.
 
 mod codecs;
+mod guard;
 mod open;
 mod repo_store;
 mod store;
@@ -26,19 +27,27 @@ use vzarr_scan::inputs::Filters;
 use vzarr_source::{ObjectPath, ObjectStore};
 
 create_exception!(
-    _vzarr,
+    vzarr,
     VzarrError,
     PyException,
     "Base class of vzarr's errors; `file` names the source concerned when one is."
 );
 create_exception!(
-    _vzarr,
+    vzarr,
     SourceError,
     VzarrError,
     "A source could not be read (missing, no permission, truncated, unreachable)."
 );
 create_exception!(
-    _vzarr,
+    vzarr,
+    StaleSourceError,
+    SourceError,
+    "A source changed since the references were made (its size, modification time, ETag or \
+     first bytes differ from those recorded): its bytes are not read (ignore_stale=True reads \
+     them as they are now)."
+);
+create_exception!(
+    vzarr,
     NotAllowedError,
     SourceError,
     "References point at a source outside the prefixes the caller allows (allow_prefixes=, \
@@ -62,7 +71,7 @@ fn scan_error_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
                  variables with strict=True). Also a ValueError, as VirtualiZarr's parsers \
                  raise for a file they cannot parse.",
             )?;
-            namespace.set_item("__module__", "vzarr._vzarr")?;
+            namespace.set_item("__module__", "vzarr")?;
             let bases = (py.get_type::<VzarrError>(), py.get_type::<PyValueError>());
             let made = py
                 .get_type::<PyType>()
@@ -80,21 +89,88 @@ fn scan_error(py: Python<'_>, message: String) -> PyErr {
     }
 }
 create_exception!(
-    _vzarr,
+    vzarr,
     PlanError,
     VzarrError,
     "Sources could not be combined (variables differ, coordinates overlap, ...)."
 );
 create_exception!(
-    _vzarr,
+    vzarr,
     WriteError,
     VzarrError,
     "The output could not be written."
 );
 
-/// The Python exception of a build error, with its message and `file`.
+/// The call a build error came from: each hint names a keyword argument the call takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Call {
+    /// `vzarr.build`, `vzarr.scan`, `open_dataset` of sources, the VirtualiZarr parser.
+    Build,
+    /// `vzarr.upgrade` (no `strict`, `allow_gaps`, `order_by` or `new_dim`).
+    Upgrade,
+}
+
+/// The keyword argument of `call` that changes the outcome of the build error `e`, in words,
+/// where one does: the CLI's hints, in the Python call's terms.
+fn build_hint(e: &BuildError, call: Call) -> Option<String> {
+    use vzarr_plan::PlanError as Plan;
+    if call == Call::Upgrade {
+        return match e {
+            BuildError::UpgradeSource {
+                source: vzarr_source::SourceError::NotAllowed(_),
+                ..
+            } => build_hint(e, Call::Build),
+            BuildError::HowToCombine { .. } => {
+                Some("combine them with concat_dim=\"DIM\" (with rescan=True)".into())
+            }
+            _ => None,
+        };
+    }
+    Some(match e {
+        BuildError::Strict { .. } => {
+            "strict=True is set: leave it out to build without them".into()
+        }
+        BuildError::Plan(p) if matches!(**p, Plan::Gap(_)) => {
+            "pass allow_gaps=True to accept gaps".into()
+        }
+        BuildError::Plan(p) if matches!(**p, Plan::Overlap(_)) => {
+            "leave out a file given twice; if the \
+            dimension's coordinate does not tell the files apart, order them by another \
+            variable along the dimension with order_by=\"VAR\""
+                .into()
+        }
+        BuildError::HowToCombine {
+            suggestion: Some(d),
+            ..
+        } => format!(
+            "combine them with concat_dim=\"{d}\" (the unlimited dimension of every file), or \
+             new_dim=\"NAME\" to stack them"
+        ),
+        BuildError::HowToCombine { .. } => {
+            "combine them with concat_dim=\"DIM\", or new_dim=\"NAME\" to stack them".into()
+        }
+        BuildError::UpgradeSource {
+            source: vzarr_source::SourceError::NotAllowed(_),
+            ..
+        } => "allow the sources' prefix with allow_prefixes= (or VZARR_ALLOW_PREFIXES), or \
+              pass trust_references=True if you made these references"
+            .into(),
+        _ => return None,
+    })
+}
+
+/// The Python exception of a build error, with its message (and the hint, as the CLI gives
+/// it) and `file`.
 pub(crate) fn to_py(py: Python<'_>, e: &BuildError) -> PyErr {
-    let message = vzarr_build::error_chain(e);
+    to_py_from(py, e, Call::Build)
+}
+
+/// [`to_py`] of an error of `call`, whose hint names `call`'s keyword arguments.
+pub(crate) fn to_py_from(py: Python<'_>, e: &BuildError, call: Call) -> PyErr {
+    let mut message = vzarr_build::error_chain(e);
+    if let Some(h) = build_hint(e, call) {
+        message = format!("{message}\nhint: {h}");
+    }
     let (err, file) = match e {
         BuildError::Scan(s @ (ScanFailure::Source(_) | ScanFailure::Io { .. })) => {
             (SourceError::new_err(message), s.file().map(str::to_string))
@@ -262,7 +338,7 @@ fn build(
         Progress::Scanned(..) => bar.inc(1),
         _ => bar.finish_and_clear(),
     };
-    let result = py.detach(|| -> Result<Done, BuildError> {
+    let result = crate::guard::detach(py, "build", || -> Result<Done, BuildError> {
         let opts = settings.options()?;
         let filters = Filters { include, exclude };
         let sources = vzarr_scan::inputs::collect(&inputs, &catalog, &filters)?;
@@ -287,7 +363,7 @@ fn build(
             out.summary.add_write(started.elapsed().as_secs_f64());
             Ok((bytes, out, written))
         })?
-    });
+    })?;
     let (bytes, out, written) = result.map_err(|e| to_py(py, &e))?;
     let summary = serde_json::to_string(&out.summary)
         .map_err(|e| VzarrError::new_err(format!("summary: {e}")))?;
@@ -509,7 +585,9 @@ fn scan_manifests(
     };
     // One file, on a thread of its own only for the time limit: no batch, no planner (a
     // parser is called once per file, so what a build spends around a scan counts here).
-    let built = py.detach(
+    let built = crate::guard::detach(
+        py,
+        "scan",
         || -> Result<(vzarr_core::VirtualDataset, Vec<String>), BuildError> {
             let source = vzarr_scan::inputs::SourceRef::parse(&url)?;
             let s = source.clone();
@@ -545,7 +623,7 @@ fn scan_manifests(
             }));
             Ok((ds, warnings))
         },
-    );
+    )?;
     let (ds, warnings) = built.map_err(|e| to_py(py, &e))?;
     refused_references(&url, &ds)?;
     let groups: serde_json::Map<String, serde_json::Value> = ds
@@ -620,6 +698,7 @@ fn _vzarr(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_manifests, m)?)?;
     m.add_function(wrap_pyfunction!(open::detect, m)?)?;
     m.add_function(wrap_pyfunction!(open::checked_references, m)?)?;
+    m.add_function(wrap_pyfunction!(open::configured_prefixes, m)?)?;
     m.add_function(wrap_pyfunction!(codecs::decode_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(codecs::encode_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(codecs::htj2k_image_bytes, m)?)?;
@@ -629,6 +708,7 @@ fn _vzarr(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VzarrError", py.get_type::<VzarrError>())?;
     m.add("SourceError", py.get_type::<SourceError>())?;
     m.add("NotAllowedError", py.get_type::<NotAllowedError>())?;
+    m.add("StaleSourceError", py.get_type::<StaleSourceError>())?;
     m.add("ScanError", scan_error_type(py)?)?;
     m.add("PlanError", py.get_type::<PlanError>())?;
     m.add("WriteError", py.get_type::<WriteError>())?;

@@ -99,7 +99,15 @@ impl RepositoryStore {
                     url,
                     offset,
                     length,
+                    version,
                 } => {
+                    if let Some(v) = version
+                        && !self.options.ignore_stale
+                    {
+                        // Icechunk's own check of the reference (the source opened once).
+                        let src = self.sources.open(url).map_err(GetError::Source)?;
+                        v.check(url, src.record()).map_err(GetError::Source)?;
+                    }
                     let rr = range_in(*r, *length).map_err(|e| other(format!("{key}: {e}")))?;
                     let (Some(a), Some(b)) =
                         (offset.checked_add(rr.start), offset.checked_add(rr.end))
@@ -161,7 +169,15 @@ impl RepositoryStore {
     /// commit records only narrow these, unless `trust_references`). Raises `NotAllowedError`
     /// for a refused source.
     #[new]
-    #[pyo3(signature = (location, *, branch, snapshot, allow_prefixes, trust_references))]
+    ///
+    /// Unless `ignore_stale`, a source the commit records is refused (`StaleSourceError`,
+    /// before any of its bytes is used) when its size, modification time or ETag changed
+    /// since, and so is one whose ETag or modification time differs from the checksum a
+    /// chunk's reference carries (Icechunk's own check, for repositories vzarr did not
+    /// write). `environment` as for `ReferenceStore`.
+    #[pyo3(signature = (location, *, branch, snapshot, allow_prefixes, trust_references,
+                        ignore_stale=false, environment=true))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         location: String,
@@ -169,10 +185,13 @@ impl RepositoryStore {
         snapshot: Option<String>,
         allow_prefixes: Vec<String>,
         trust_references: bool,
+        ignore_stale: bool,
+        environment: bool,
     ) -> PyResult<Self> {
-        let opened = py.detach(|| -> Result<_, PyErrKind> {
+        let opened = crate::guard::detach(py, &location, || -> Result<_, PyErrKind> {
             let options =
-                reader_options(allow_prefixes, trust_references).map_err(PyErrKind::Read)?;
+                reader_options(allow_prefixes, trust_references, ignore_stale, environment)
+                    .map_err(PyErrKind::Read)?;
             let loc =
                 RepoLocation::parse(&location).map_err(|e| PyErrKind::Other(error_chain(&e)))?;
             let snap = Snapshot::open(&loc, &branch, snapshot.as_deref())
@@ -180,7 +199,7 @@ impl RepositoryStore {
             let sources =
                 vzarr_read::open_sources(snap.provenance(), &options).map_err(PyErrKind::Read)?;
             Ok((snap, sources, options))
-        });
+        })?;
         let (snapshot, sources, options) = opened.map_err(|e| match e {
             PyErrKind::Read(e) => to_py(&e, &location),
             PyErrKind::Other(m) => VzarrError::new_err(format!("{location}: {m}")),
@@ -220,8 +239,7 @@ impl RepositoryStore {
         py: Python<'py>,
         requests: Vec<(String, PyRange)>,
     ) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
-        let got = py
-            .detach(|| self.get_many_inner(&requests))
+        let got = crate::guard::detach(py, &self.location, || self.get_many_inner(&requests))?
             .map_err(|e| self.error(e))?;
         Ok(got
             .into_iter()
@@ -244,29 +262,30 @@ impl RepositoryStore {
         let Some((path, index)) = self.chunk_of(key) else {
             return Ok(false);
         };
-        let found = py
-            .detach(|| self.snapshot.chunks(&[(path, index.as_slice())]))
-            .map_err(|e| VzarrError::new_err(format!("{}: {}", self.location, error_chain(&e))))?;
+        let found = crate::guard::detach(py, &self.location, || {
+            self.snapshot.chunks(&[(path, index.as_slice())])
+        })?
+        .map_err(|e| VzarrError::new_err(format!("{}: {}", self.location, error_chain(&e))))?;
         Ok(found.first().is_some_and(|c| *c != SnapshotChunk::Missing))
     }
 
     /// Every key starting with `prefix`, documents first, then each array's chunk keys.
     fn list_prefix(&self, py: Python<'_>, prefix: &str) -> PyResult<Vec<String>> {
-        py.detach(|| {
+        crate::guard::detach(py, &self.location, || {
             keys_with_prefix(
                 prefix,
                 self.snapshot.documents().keys(),
                 self.snapshot.array_paths(),
                 |path, head| self.chunk_indices(path, head),
             )
-        })
+        })?
         .map_err(|m| VzarrError::new_err(format!("{}: {m}", self.location)))
     }
 
     /// The names directly below `prefix` (a directory: `""` the root, `"tas"`, `"tas/c/0"`),
     /// sorted.
     fn list_dir(&self, py: Python<'_>, prefix: &str) -> PyResult<Vec<String>> {
-        py.detach(|| {
+        crate::guard::detach(py, &self.location, || {
             names_below(
                 prefix,
                 self.snapshot.documents().keys(),
@@ -278,7 +297,7 @@ impl RepositoryStore {
                 },
                 |path, head| self.chunk_indices(path, head),
             )
-        })
+        })?
         .map_err(|m| VzarrError::new_err(format!("{}: {m}", self.location)))
     }
 }

@@ -169,39 +169,32 @@ impl ReferenceStore {
     /// configuration file; those the references record only narrow these, unless
     /// `trust_references`). Raises `NotAllowedError` for a refused reference.
     #[new]
-    #[pyo3(signature = (location, *, allow_prefixes, trust_references))]
+    ///
+    /// Unless `ignore_stale`, a source the references record is refused (`StaleSourceError`,
+    /// before any of its bytes is used) when its size, modification time or ETag changed since.
+    /// `environment`: add the prefixes of the environment and the configuration file (false
+    /// when `allow_prefixes` already holds them, resolved where the store was first made).
+    #[pyo3(signature = (location, *, allow_prefixes, trust_references, ignore_stale=false,
+                        environment=true))]
     fn new(
         py: Python<'_>,
         location: String,
         allow_prefixes: Vec<String>,
         trust_references: bool,
+        ignore_stale: bool,
+        environment: bool,
     ) -> PyResult<Self> {
-        let opened = py.detach(|| -> Result<_, ReadError> {
-            let opts = reader_options(allow_prefixes, trust_references)?;
-            let load = |source| ReadError::Load {
-                origin: location.clone(),
-                source,
-            };
-            // A directory of kerchunk's Parquet references is stamped by its .zmetadata.
-            let parquet = !location.contains("://")
-                && std::path::Path::new(&location).join(".zmetadata").is_file();
-            let stamped = if parquet {
-                format!("{}/.zmetadata", location.trim_end_matches('/'))
-            } else {
-                location.clone()
-            };
-            let src = vzarr_source::open_source(&stamped).map_err(load)?;
-            let rec = src.record();
+        let opened = crate::guard::detach(py, &location, || -> Result<_, ReadError> {
+            let opts = reader_options(allow_prefixes, trust_references, ignore_stale, environment)?;
+            // A reference file, or kerchunk's Parquet references (local or on object
+            // storage; stamped by their .zmetadata, opened lazily: an array's record files
+            // when first needed), found as every reader finds them.
+            let located = vzarr_read::locate(&location)?;
+            let rec = located.record();
             let stamp = (rec.size, rec.mtime_ns, rec.etag.clone());
-            let reader = if parquet {
-                // Lazily: .zmetadata now, an array's record files when first needed.
-                vzarr_read::open(&location, opts)?
-            } else {
-                let bytes = src.read(0..src.size()).map_err(load)?;
-                vzarr_read::open_bytes(&bytes, &location, opts)?
-            };
+            let reader = vzarr_read::open_located(located, &location, opts)?;
             Ok((reader, stamp))
-        });
+        })?;
         let (reader, stamp) = opened.map_err(|e| to_py(&e, &location))?;
         Ok(ReferenceStore {
             reader: Arc::new(reader),
@@ -226,13 +219,13 @@ impl ReferenceStore {
     /// array's record files are read for it).
     #[getter]
     fn references(&self, py: Python<'_>) -> PyResult<u64> {
-        py.detach(|| {
+        crate::guard::detach(py, &self.location, || {
             let mut n = 0u64;
             for path in self.reader.dataset().arrays.keys() {
                 n += self.reader.manifest(path)?.stored() as u64;
             }
             Ok(n)
-        })
+        })?
         .map_err(|e: ReadError| to_py(&e, &self.location))
     }
 
@@ -244,8 +237,7 @@ impl ReferenceStore {
         py: Python<'py>,
         requests: Vec<(String, PyRange)>,
     ) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
-        let got = py
-            .detach(|| self.get_many_inner(&requests))
+        let got = crate::guard::detach(py, &self.location, || self.get_many_inner(&requests))?
             .map_err(|e| match e {
                 GetError::Read(e) => to_py(&e, &self.location),
                 GetError::Other(e) => VzarrError::new_err(format!("{}: {e}", self.location)),
@@ -265,20 +257,22 @@ impl ReferenceStore {
 
     /// Whether `key` holds a value (a document or a stored chunk).
     fn exists(&self, py: Python<'_>, key: &str) -> PyResult<bool> {
-        py.detach(|| match resolve_key(self.reader.refs(), key) {
-            KeyTarget::Document(_) => Ok(true),
-            KeyTarget::Chunk { path, lin } => {
-                Ok(self.reader.manifest(path)?.get(lin) != ChunkRef::Missing)
+        crate::guard::detach(py, &self.location, || {
+            match resolve_key(self.reader.refs(), key) {
+                KeyTarget::Document(_) => Ok(true),
+                KeyTarget::Chunk { path, lin } => {
+                    Ok(self.reader.manifest(path)?.get(lin) != ChunkRef::Missing)
+                }
+                _ => Ok(false),
             }
-            _ => Ok(false),
-        })
+        })?
         .map_err(|e: ReadError| to_py(&e, &self.location))
     }
 
     /// Every key starting with `prefix`, documents first, then each array's chunk keys in C
     /// order.
     fn list_prefix(&self, py: Python<'_>, prefix: &str) -> PyResult<Vec<String>> {
-        py.detach(|| {
+        crate::guard::detach(py, &self.location, || {
             let refs = self.reader.refs();
             keys_with_prefix(
                 prefix,
@@ -286,14 +280,14 @@ impl ReferenceStore {
                 refs.dataset.arrays.keys().map(String::as_str),
                 |path, head| self.chunk_indices(path, head),
             )
-        })
+        })?
         .map_err(|e| to_py(&e, &self.location))
     }
 
     /// The names directly below `prefix` (a directory: `""` the root, `"tas"`, `"tas/c/0"`),
     /// sorted.
     fn list_dir(&self, py: Python<'_>, prefix: &str) -> PyResult<Vec<String>> {
-        py.detach(|| {
+        crate::guard::detach(py, &self.location, || {
             let refs = self.reader.refs();
             names_below(
                 prefix,
@@ -302,7 +296,7 @@ impl ReferenceStore {
                 |path| Ok(self.reader.manifest(path)?.stored() > 0),
                 |path, head| self.chunk_indices(path, head),
             )
-        })
+        })?
         .map_err(|e| to_py(&e, &self.location))
     }
 }

@@ -51,7 +51,7 @@ pub(crate) fn upgrade(
     let output = output
         .map(|o| Output::parse(&o, format, branch))
         .transpose()
-        .map_err(|e| crate::to_py(py, &e))?;
+        .map_err(|e| crate::to_py_from(py, &e, crate::Call::Upgrade))?;
     if output.is_none() && format != Format::Kerchunk {
         return Err(pyo3::exceptions::PyValueError::new_err(
             "format=\"icechunk\" needs output= (the repository)",
@@ -67,9 +67,10 @@ pub(crate) fn upgrade(
     )?;
     let mut allow = allow_prefixes;
     allow.extend(vzarr_read::configured_prefixes().map_err(|e| crate::open::to_py(&e, &refs))?);
-    let mut parsed = py
-        .detach(|| vzarr_read::load(&refs, vzarr_read::ParseLimits::default()))
-        .map_err(|e| crate::open::to_py(&e, &refs))?;
+    let mut parsed = crate::guard::detach(py, &refs, || {
+        vzarr_read::load(&refs, vzarr_read::ParseLimits::default())
+    })?
+    .map_err(|e| crate::open::to_py(&e, &refs))?;
     let mut opts = UpgradeOptions::new(&refs, allow.clone());
     opts.trust_references = trust_references;
     opts.small_chunks = policy;
@@ -77,16 +78,18 @@ pub(crate) fn upgrade(
         return rescan_sources(py, parsed, &opts, settings, output.as_ref(), &refs);
     }
     if leave_out_defective {
-        let mut checked = py
-            .detach(|| vzarr_build::upgrade::sources(parsed.clone(), &opts))
-            .map_err(|e| crate::to_py(py, &e))?;
+        let mut checked = crate::guard::detach(py, &refs, || {
+            vzarr_build::upgrade::sources(parsed.clone(), &opts)
+        })?
+        .map_err(|e| crate::to_py_from(py, &e, crate::Call::Upgrade))?;
         checked.extend(allow);
-        parsed = py
-            .detach(|| vzarr_verify::without_defective(parsed, &refs, checked, sources))
-            .map_err(|e| crate::open::to_py(&e, &refs))?
-            .0;
+        parsed = crate::guard::detach(py, &refs, || {
+            vzarr_verify::without_defective(parsed, &refs, checked, sources)
+        })?
+        .map_err(|e| crate::open::to_py(&e, &refs))?
+        .0;
     }
-    let done = py.detach(|| -> Result<_, vzarr_build::BuildError> {
+    let done = crate::guard::detach(py, &refs, || -> Result<_, vzarr_build::BuildError> {
         let up = run_upgrade(parsed, &opts)?;
         let warnings: Vec<String> = up
             .dataset
@@ -101,8 +104,9 @@ pub(crate) fn upgrade(
             }
             None => (Some(vzarr_kerchunk::to_bytes(&up.dataset)?), warnings, None),
         })
-    });
-    let (bytes, warnings, written) = done.map_err(|e| crate::to_py(py, &e))?;
+    })?;
+    let (bytes, warnings, written) =
+        done.map_err(|e| crate::to_py_from(py, &e, crate::Call::Upgrade))?;
     Ok((
         bytes.map(|b| PyBytes::new(py, &b).unbind()),
         warnings,
@@ -120,7 +124,7 @@ fn rescan_sources(
     output: Option<&Output>,
     refs: &str,
 ) -> PyResult<Upgraded> {
-    let done = py.detach(|| -> Result<_, vzarr_build::BuildError> {
+    let done = crate::guard::detach(py, refs, || -> Result<_, vzarr_build::BuildError> {
         let urls = vzarr_build::upgrade::sources(parsed, opts)?;
         let sources = urls
             .iter()
@@ -144,8 +148,9 @@ fn rescan_sources(
                 ),
             })
         })?
-    });
-    let (bytes, warnings, written) = done.map_err(|e| crate::to_py(py, &e))?;
+    })?;
+    let (bytes, warnings, written) =
+        done.map_err(|e| crate::to_py_from(py, &e, crate::Call::Upgrade))?;
     Ok((
         bytes.map(|b| PyBytes::new(py, &b).unbind()),
         warnings,

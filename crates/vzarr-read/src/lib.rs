@@ -41,7 +41,8 @@ pub use dtype::NullTerminatedBytesDataType;
 pub use error::ReadError;
 pub use lazy::RecordFetch;
 pub use reader::{
-    ReadOptions, ReadStats, Reader, load, open, open_bytes, open_parquet, open_parsed, open_sources,
+    Located, ReadOptions, ReadStats, Reader, holds_references, load, locate, open, open_bytes,
+    open_located, open_parquet, open_parsed, open_sources,
 };
 pub use select::{AxisSelection, ResolvedSelection, Selection, parse_selection};
 pub use store::{KeyTarget, resolve_key};

@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use vzarr_core::{ChunkManifest, Provenance, VirtualDataset};
+use vzarr_core::{ChunkManifest, Provenance, SourceRecord, VirtualDataset};
 use vzarr_kerchunk::{ParquetRecords, ParseLimits, ParsedRefs, parse_refs};
 use vzarr_source::{
-    AllowPrefixes, ByteSource, CheckRecords, IoStats, Memo, Prefix, PrefixPolicy, ReadTuning,
-    SourceError, SourceStore, Stores, open_source,
+    AllowPrefixes, ByteSource, CheckRecords, CheckVersions, IoStats, Memo, Prefix, PrefixPolicy,
+    ReadTuning, SourceError, SourceStore, SourceVersion, Stores, open_source,
 };
 use zarrs::array::Array;
 
@@ -34,6 +34,9 @@ pub struct ReadOptions {
     pub trust_recorded_prefixes: bool,
     /// Read even if sources changed since the build.
     pub ignore_stale: bool,
+    /// The versions of their sources references state themselves (an Icechunk repository's
+    /// checksums), by URL: unless `ignore_stale`, a source is opened only while it is each.
+    pub versions: Arc<HashMap<String, Vec<SourceVersion>>>,
     /// Sources read at once, and ranges of one source fetched at once, at most.
     pub concurrency: usize,
     /// Byte ranges of one source closer than this are fetched in one request.
@@ -55,6 +58,7 @@ impl Default for ReadOptions {
             allow_prefixes: Vec::new(),
             trust_recorded_prefixes: false,
             ignore_stale: false,
+            versions: Arc::default(),
             concurrency: 16,
             coalesce_gap: 64 << 10,
             max_request: 16 << 20,
@@ -94,13 +98,14 @@ pub struct Reader {
 
 /// Reads the reference file at a local path, `file://` URL or object-store URL (the user
 /// named it, so it is allowed).
-fn load_refs(refs: &str) -> Result<Bytes, ReadError> {
+fn load_refs(refs: &str) -> Result<(Bytes, SourceRecord), ReadError> {
     let load = |source| ReadError::Load {
         origin: refs.to_string(),
         source,
     };
     let src = open_source(refs).map_err(load)?;
-    src.read(0..src.size()).map_err(load)
+    let bytes = src.read(0..src.size()).map_err(load)?;
+    Ok((bytes, src.record().clone()))
 }
 
 /// Opens references (a local path, `file://` or object-store URL): a JSON file, or a
@@ -108,46 +113,114 @@ fn load_refs(refs: &str) -> Result<Bytes, ReadError> {
 /// Every URL the manifest names is checked against the allowed prefixes before anything is
 /// fetched: here, or for lazy Parquet references when an array's record files are read.
 pub fn open(refs: &str, options: ReadOptions) -> Result<Reader, ReadError> {
-    match locate(refs)? {
-        Located::File(bytes) => open_bytes(&bytes, refs, options),
-        Located::Parquet { dir, zmetadata } => {
-            open_parquet(&zmetadata, refs, record_fetch(&dir), options)
+    open_located(locate(refs)?, refs, options)
+}
+
+/// Opens references [`locate`] found; `origin` names them in messages.
+pub fn open_located(
+    located: Located,
+    origin: &str,
+    options: ReadOptions,
+) -> Result<Reader, ReadError> {
+    match located {
+        Located::File { bytes, .. } => open_bytes(&bytes, origin, options),
+        Located::Parquet { dir, zmetadata, .. } => {
+            open_parquet(&zmetadata, origin, record_fetch(&dir), options)
         }
     }
 }
 
-/// What references at a path or URL are.
-enum Located {
-    /// A reference file, its bytes.
-    File(Bytes),
-    /// A directory (object-store prefix) of kerchunk's Parquet references, with the bytes of
-    /// its `.zmetadata`.
-    Parquet { dir: String, zmetadata: Bytes },
+/// What references at a path or URL are: the one place the readers (the CLI, the Python
+/// store and `open_dataset`) tell a reference file from kerchunk's Parquet references.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Located {
+    /// A reference file.
+    File {
+        /// Its bytes.
+        bytes: Bytes,
+        /// Its size, modification time and ETag when read.
+        record: SourceRecord,
+    },
+    /// A directory (object-store prefix) of kerchunk's Parquet references.
+    Parquet {
+        /// The directory or prefix, without a trailing `/`.
+        dir: String,
+        /// The bytes of its `.zmetadata`.
+        zmetadata: Bytes,
+        /// The `.zmetadata`'s size, modification time and ETag when read.
+        record: SourceRecord,
+    },
+}
+
+impl Located {
+    /// The size, modification time and ETag of what identifies the references (the file,
+    /// or the Parquet references' `.zmetadata`).
+    pub fn record(&self) -> &SourceRecord {
+        match self {
+            Located::File { record, .. } | Located::Parquet { record, .. } => record,
+        }
+    }
 }
 
 /// Reads the reference file `refs` names, or the `.zmetadata` of the Parquet references it
 /// names (a local directory holding one, a path ending in `/.zmetadata`, or an object-store
-/// prefix with no object of its own name but a `.zmetadata` below).
-fn locate(refs: &str) -> Result<Located, ReadError> {
+/// prefix with no object of its own name but a `.zmetadata` below). `refs` is what the user
+/// named, so it is read whatever the allowed prefixes.
+pub fn locate(refs: &str) -> Result<Located, ReadError> {
     let dir = match parquet_dir(refs) {
         Some(dir) => dir,
         None => match load_refs(refs) {
-            Ok(bytes) => return Ok(Located::File(bytes)),
-            Err(e) => {
-                let dir = refs.trim_end_matches('/');
-                if let ReadError::Load { source, .. } = &e
-                    && source.is_not_found()
-                    && open_source(&format!("{dir}/.zmetadata")).is_ok()
-                {
-                    dir.to_string()
-                } else {
-                    return Err(e);
-                }
-            }
+            Ok((bytes, record)) => return Ok(Located::File { bytes, record }),
+            Err(e) => match parquet_prefix(refs, &e) {
+                Some(dir) => dir,
+                None => return Err(e),
+            },
         },
     };
-    let zmetadata = load_refs(&format!("{dir}/.zmetadata"))?;
-    Ok(Located::Parquet { dir, zmetadata })
+    let (zmetadata, record) = load_refs(&format!("{dir}/.zmetadata"))?;
+    Ok(Located::Parquet {
+        dir,
+        zmetadata,
+        record,
+    })
+}
+
+/// Whether `location` holds references, by the rules of [`locate`], reading at most the
+/// first `sniff` bytes of a file or object (references when the first character that is not
+/// white space, after a byte-order mark, opens a JSON object) or asking whether a
+/// `.zmetadata` is below it.
+pub fn holds_references(location: &str, sniff: u64) -> bool {
+    if parquet_dir(location).is_some() {
+        return true;
+    }
+    match open_source(location) {
+        Ok(src) => {
+            let Ok(head) = src.read(0..src.size().min(sniff)) else {
+                return false;
+            };
+            let text = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&head);
+            text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+        }
+        Err(source) => {
+            let e = ReadError::Load {
+                origin: location.to_string(),
+                source,
+            };
+            parquet_prefix(location, &e).is_some()
+        }
+    }
+}
+
+/// The object-store prefix of Parquet references `refs` names, when reading it as a file
+/// failed with `e` because there is no such object, and a `.zmetadata` is below it.
+fn parquet_prefix(refs: &str, e: &ReadError) -> Option<String> {
+    let ReadError::Load { source, .. } = e else {
+        return None;
+    };
+    let dir = refs.trim_end_matches('/');
+    let below = || open_source(&format!("{dir}/.zmetadata")).is_ok();
+    (source.is_not_found() && !dir.is_empty() && below()).then(|| dir.to_string())
 }
 
 /// The directory of kerchunk Parquet references `refs` names, when it names one: the
@@ -171,8 +244,8 @@ fn parquet_dir(refs: &str) -> Option<String> {
 /// `.zmetadata` and `<array>/refs.<k>.parq` files, read one at a time).
 pub fn load(refs: &str, limits: ParseLimits) -> Result<ParsedRefs, ReadError> {
     match locate(refs)? {
-        Located::File(bytes) => Ok(parse_refs(&bytes, refs, limits)?),
-        Located::Parquet { dir, zmetadata } => {
+        Located::File { bytes, .. } => Ok(parse_refs(&bytes, refs, limits)?),
+        Located::Parquet { dir, zmetadata, .. } => {
             let fetch = record_fetch(&dir);
             Ok(vzarr_kerchunk::parse_parquet_refs(
                 &zmetadata,
@@ -213,14 +286,15 @@ fn record_fetch(dir: &str) -> RecordFetch {
 fn source_stack(
     allow: &Arc<AllowPrefixes<Stores>>,
     prov: &Provenance,
-    ignore_stale: bool,
+    options: &ReadOptions,
 ) -> Arc<dyn SourceStore> {
-    if ignore_stale {
+    if options.ignore_stale {
         Arc::new(Memo::new(allow.clone()))
     } else {
-        Arc::new(Memo::new(CheckRecords::new(
-            allow.clone(),
-            prov.sources.iter().cloned(),
+        let records = CheckRecords::new(allow.clone(), prov.sources.iter().cloned());
+        Arc::new(Memo::new(CheckVersions::new(
+            records,
+            options.versions.clone(),
         )))
     }
 }
@@ -338,8 +412,8 @@ fn open_with(
         }
     }
     stacks.check_recorded(prov)?;
-    let sources = source_stack(&stacks.counted, prov, options.ignore_stale);
-    let direct = source_stack(&stacks.uncounted, prov, options.ignore_stale);
+    let sources = source_stack(&stacks.counted, prov, &options);
+    let direct = source_stack(&stacks.uncounted, prov, &options);
     // Whole-file chunks: each source checked and opened (its size learned) once, through the
     // same stack the reads use.
     std::mem::take(&mut refs.whole_files).resolve::<ReadError>(
@@ -388,7 +462,7 @@ pub fn open_sources(
 ) -> Result<Arc<dyn SourceStore>, ReadError> {
     let stacks = Stacks::new(prov, options)?;
     stacks.check_recorded(prov)?;
-    Ok(source_stack(&stacks.uncounted, prov, options.ignore_stale))
+    Ok(source_stack(&stacks.uncounted, prov, options))
 }
 
 impl Reader {

@@ -43,6 +43,7 @@ mod sniff;
 mod stats;
 mod store;
 mod url;
+mod version;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -74,6 +75,7 @@ pub use store::{
     read_across, record_changes,
 };
 pub use url::{Location, Prefix, PrefixPolicy, Scheme, parse_url, percent_decode};
+pub use version::{CheckVersions, SourceVersion};
 
 /// Random-access, read-only bytes of one source.
 pub trait ByteSource: Send + Sync + std::fmt::Debug {

@@ -21,7 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Sequence
 
 from . import _vzarr
-from ._vzarr import NotAllowedError, PlanError, ScanError, SourceError, VzarrError, WriteError
+from ._vzarr import (
+    NotAllowedError,
+    PlanError,
+    ScanError,
+    SourceError,
+    StaleSourceError,
+    VzarrError,
+    WriteError,
+)
 
 __version__: str = _vzarr.__version__
 
@@ -35,6 +43,7 @@ __all__ = [
     "VzarrError",
     "SourceError",
     "NotAllowedError",
+    "StaleSourceError",
     "ScanError",
     "PlanError",
     "WriteError",
@@ -349,7 +358,7 @@ def scan(url: PathLike, **options: Any) -> References:
 def _open_references(refs: dict, remote_protocol, remote_options, xarray_options,
                      source: str = "<references>"):
     """A lazy xarray.Dataset over kerchunk references, through fsspec's reference filesystem
-    (rectilinear chunk grids turned on when the references hold one)."""
+    (rectilinear chunk grids read as :mod:`vzarr.netcdf_view` reads them)."""
     import fsspec
     import xarray as xr
     import zarr
@@ -358,11 +367,6 @@ def _open_references(refs: dict, remote_protocol, remote_options, xarray_options
         urls = [s.get("url", "") for s in refs.get("vzarr", {}).get("sources", [])]
         scheme = urls[0].split("://", 1)[0] if urls and "://" in urls[0] else "file"
         remote_protocol = {"s3a": "s3", "gcs": "gs", "az": "abfs"}.get(scheme, scheme)
-    if any('"rectilinear"' in v for k, v in refs.get("refs", {}).items()
-           if k.endswith("zarr.json") and isinstance(v, str)):
-        # zarr-python 3.4 reads rectilinear chunk grids (uneven files along the
-        # concatenation axis) only when asked; this turns them on for the process.
-        zarr.config.set({"array.rectilinear_chunks": True})
     fs = fsspec.filesystem(
         "reference",
         fo=dict(refs),
@@ -386,40 +390,21 @@ def _view_options(consolidated: bool, source: str, xarray_options) -> dict[str, 
 
 
 def _open_store(location: str, allow_prefixes, trust_references, xarray_options,
-                branch: str = "main"):
+                branch: str = "main", ignore_stale: bool = False):
     """A lazy xarray.Dataset over the reference file or Icechunk repository at ``location``
     through :class:`vzarr.store.VzarrStore` (references parsed and checked in Rust, or looked
     up in the repository's manifests key by key; consolidated metadata used when the root
-    document carries it)."""
+    document carries it; each array read through :mod:`vzarr.pipeline`)."""
     import xarray as xr
-    import zarr
 
     from .store import VzarrStore
 
     store = VzarrStore(location, allow_prefixes=allow_prefixes, trust_references=trust_references,
-                       branch=branch)
+                       ignore_stale=ignore_stale, branch=branch)
     root = store.document("zarr.json") or b""
     consolidated = b'"consolidated_metadata"' in root
-    docs = [root] if consolidated else [store.document(k) or b"" for k in store.document_keys()]
-    if any(b'"rectilinear"' in d for d in docs):
-        # zarr-python 3.4 reads rectilinear chunk grids (uneven files along the
-        # concatenation axis) only when asked; this turns them on for the process.
-        zarr.config.set({"array.rectilinear_chunks": True})
-    kwargs = _view_options(consolidated, location, xarray_options)
-    if zarr.config.get("codec_pipeline.path") != _DEFAULT_PIPELINE:
-        return xr.open_dataset(store, **kwargs)  # the caller chose a pipeline
-    # vzarr.pipeline: zarr-python's fused pipeline (one thread hop per batch instead of a
-    # coroutine per chunk, 3-4x faster on small chunks) with a read's chunks fetched from the
-    # store in blocks, one call into Rust each. A pipeline is chosen when an array is opened:
-    # this sets it for this dataset's arrays only.
-    from .pipeline import VzarrCodecPipeline  # registers it with zarr-python
+    return xr.open_dataset(store, **_view_options(consolidated, location, xarray_options))
 
-    path = f"{VzarrCodecPipeline.__module__}.{VzarrCodecPipeline.__qualname__}"
-    with zarr.config.set({"codec_pipeline.path": path}):
-        return xr.open_dataset(store, **kwargs)
-
-
-_DEFAULT_PIPELINE = "zarr.core.codec_pipeline.BatchedCodecPipeline"
 
 # Keyword arguments of :func:`open_dataset` that are ``xarray.open_dataset``'s (the rest are
 # build options).
@@ -444,6 +429,7 @@ def open_dataset(
     *,
     allow_prefixes: PathLike | Sequence[PathLike] | None = None,
     trust_references: bool = False,
+    ignore_stale: bool = False,
     branch: str = "main",
     remote_protocol: str | None = None,
     remote_options: dict[str, Any] | None = None,
@@ -473,6 +459,12 @@ def open_dataset(
     any of its bytes is read. A refused one raises :class:`NotAllowedError` naming it.
     (References built here from sources are trusted.)
 
+    A source that changed since the references were made (its recorded size, modification
+    time or ETag differ; of a repository vzarr did not write, the ETag or modification time
+    a reference's checksum gives) raises :class:`StaleSourceError` naming it before any of
+    its bytes is used, as ``vzarr cat`` refuses it; ``ignore_stale=True`` reads it as it is
+    now. References that record no state (kerchunk's own, or a dict) are read as they are.
+
     Values are read from the sources only when used: a reference file through
     :class:`vzarr.store.VzarrStore` (references parsed in Rust, chunks fetched concurrently by
     vzarr's reader; opened with its consolidated metadata), or through fsspec's reference
@@ -488,8 +480,9 @@ def open_dataset(
     data unpacks to float32), the source's names, variable-length strings as ``str``
     objects, and ``encoding`` with ``source``, ``original_shape``, ``dtype``, the
     compression filters, ``chunksizes`` / ``contiguous`` and ``unlimited_dims``. zarr-python's
-    ``array.rectilinear_chunks`` option is turned on for the process when the data may hold a
-    rectilinear chunk grid. Needs xarray, zarr >= 3 and fsspec. The same is available as
+    ``array.rectilinear_chunks`` option is on while the documents are parsed (it reads
+    rectilinear chunk grids), not left on; the process's codec pipeline is not changed (the
+    arrays of a VzarrStore get vzarr's own). Needs xarray, zarr >= 3 and fsspec. The same is available as
     ``xarray.open_dataset(path, engine="vzarr")``."""
     xarray_options = {**{k: options.pop(k) for k in list(options) if k in _XARRAY_OPTIONS},
                       **(xarray_options or {})}
@@ -510,13 +503,15 @@ def open_dataset(
             if remote_protocol is not None or remote_options:
                 # Asked for fsspec's reference filesystem (its own protocols and options).
                 text = _vzarr.checked_references(location, allow_prefixes=_prefixes(allow_prefixes),
-                                                 trust_references=trust_references)
+                                                 trust_references=trust_references,
+                                                 ignore_stale=ignore_stale)
                 return _open_references(_json.loads(text), remote_protocol, remote_options,
                                         xarray_options, source=location)
-            return _open_store(location, _prefixes(allow_prefixes), trust_references, xarray_options)
+            return _open_store(location, _prefixes(allow_prefixes), trust_references,
+                               xarray_options, ignore_stale=ignore_stale)
         if kind == "icechunk":
-            return _open_store(location, _prefixes(allow_prefixes), trust_references, xarray_options,
-                               branch=branch)
+            return _open_store(location, _prefixes(allow_prefixes), trust_references,
+                               xarray_options, branch=branch, ignore_stale=ignore_stale)
     refs = build(inputs, **options)
     source = _os.fspath(inputs) if isinstance(inputs, (str, _os.PathLike)) else "<built>"
     return _open_references(refs, remote_protocol, remote_options, xarray_options,

@@ -312,15 +312,59 @@ def open_netcdf_view(store: Any, *, source: str, group: str | None = None,
     ``drop_variables``, ...)."""
     import zarr
 
-    # The root once (its consolidated metadata parsed once), the group below it.
-    root = zarr.open_group(store, mode="r", zarr_format=3, use_consolidated=consolidated)
-    zs = ZarrStore(find_group(root, group), mode="r")
-    try:
-        view = NetCDFView(zs, source, _renamed(zs.zarr_group), _view(root))
-        return StoreBackendEntrypoint().open_dataset(view, **decoding)
-    except BaseException:
-        zs.close()
-        raise
+    # zarr-python 3.4 parses documents of rectilinear chunk grids (vzarr's uneven files along
+    # a concatenation axis) only with this option on; it is on while the group's documents
+    # are parsed here (every member is parsed before this returns), not left on for the
+    # process. zarr-python's configuration is global: another thread parsing documents
+    # meanwhile sees it on too, which only lets it read such grids.
+    with zarr.config.set({"array.rectilinear_chunks": True}):
+        # The root once (its consolidated metadata parsed once), the group below it.
+        root = zarr.open_group(store, mode="r", zarr_format=3, use_consolidated=consolidated)
+        zs = ZarrStore(find_group(root, group), mode="r")
+        try:
+            _fetch_in_blocks(zs)
+            view = NetCDFView(zs, source, _renamed(zs.zarr_group), _view(root))
+            return StoreBackendEntrypoint().open_dataset(view, **decoding)
+        except BaseException:
+            zs.close()
+            raise
+
+
+def _fetch_in_blocks(zs: ZarrStore) -> None:
+    """The arrays of ``zs`` read through :class:`vzarr.pipeline.VzarrCodecPipeline` when they
+    are in a :class:`vzarr.store.VzarrStore` and the process uses zarr-python's default
+    pipeline: each array's own pipeline replaced, so nothing global is changed (zarr-python
+    chooses a pipeline per process, from its configuration, when an array is opened)."""
+    import zarr
+    from zarr.core.array import Array
+    from zarr.core.array_spec import ArrayConfig, ArraySpec
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.metadata.v3 import ArrayV3Metadata, RegularChunkGridMetadata
+
+    from .pipeline import VzarrCodecPipeline
+    from .store import VzarrStore
+
+    if zarr.config.get("codec_pipeline.path") != DEFAULT_PIPELINE:
+        return  # the caller chose a pipeline
+    for member in zs.members.values():
+        if not isinstance(member, Array) or not isinstance(member.store, VzarrStore):
+            continue
+        inner = member._async_array
+        meta = inner.metadata
+        if not isinstance(meta, ArrayV3Metadata):
+            continue
+        grid = meta.chunk_grid
+        shape = (grid.chunk_shape if isinstance(grid, RegularChunkGridMetadata)
+                 else (1,) * len(meta.shape))  # shape-agnostic, as zarr-python does
+        spec = ArraySpec(shape=shape, dtype=meta.data_type, fill_value=meta.fill_value,
+                         config=ArrayConfig.from_dict({}), prototype=default_buffer_prototype())
+        pipeline = VzarrCodecPipeline.from_codecs(meta.codecs).evolve_from_array_spec(spec)
+        # AsyncArray is a frozen dataclass; this is how zarr-python sets it too.
+        object.__setattr__(inner, "codec_pipeline", pipeline)
+
+
+#: zarr-python's default codec pipeline (a process that configured another keeps it).
+DEFAULT_PIPELINE = "zarr.core.codec_pipeline.BatchedCodecPipeline"
 
 
 class NetCDFViewBackend(BackendEntrypoint):

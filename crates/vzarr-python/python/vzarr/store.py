@@ -27,9 +27,19 @@ they hold checked) when a chunk of it is first asked for, then kept. A record fi
 cannot be read, is corrupt or holds a refused URL fails the reads of its variable only, naming
 the file. Listing every chunk key and ``references`` read every record file.
 
-The store pickles by location and options (it reopens the references when unpickled) and
-gives dask a token from the location, options and the reference file's size and modification
-time, so ``chunks={}`` does not hash a million references.
+Every source the references (or the repository's commit) record is checked against its
+recorded size, modification time and ETag before any of its bytes is used, as ``vzarr cat``
+checks it, and an Icechunk reference's checksum (ETag or modification time) before its range
+is read: a source rewritten since raises :class:`vzarr.StaleSourceError` naming it
+(``ignore_stale=True`` reads it as it is now). References that record no state (kerchunk's
+own) are read as they are.
+
+The store pickles by location and its policy as resolved when it was made: the location and
+local allowed prefixes made absolute, the prefixes of ``VZARR_ALLOW_PREFIXES`` and the
+configuration file read then (a dask worker that unpickles it reads what the caller allowed,
+whatever its own directory and environment), ``trust_references`` and ``ignore_stale``. It
+gives dask a token from these and the reference file's size and modification time, so
+``chunks={}`` does not hash a million references.
 """
 
 from __future__ import annotations
@@ -84,6 +94,15 @@ def _prefix_list(allow_prefixes: str | os.PathLike[str] | Sequence[Any] | None) 
     return [os.fspath(p) for p in allow_prefixes]
 
 
+def _absolute(location: str) -> str:
+    """A local path made absolute (against the current directory, now); URLs as they are."""
+    if "://" in location:
+        return location
+    absolute = os.path.abspath(location)
+    # A directory prefix keeps its trailing separator (it names what is below it).
+    return absolute + os.sep if location.endswith(("/", os.sep)) else absolute
+
+
 class VzarrStore(Store):
     """A read-only ``zarr.abc.store.Store`` over the kerchunk references at ``location`` (a path
     or an s3://, gs://, az://, http(s):// URL), or over one snapshot of the Icechunk repository
@@ -93,6 +112,8 @@ class VzarrStore(Store):
         list), besides ``VZARR_ALLOW_PREFIXES`` and ``$XDG_CONFIG_HOME/vzarr/allowed-prefixes``;
         the prefixes the references record only narrow these unless ``trust_references``.
     trust_references: also allow the prefixes the references record (references you made).
+    ignore_stale: read sources that changed since the references were made, as they are now
+        (refused with ``StaleSourceError`` by default).
     branch: of a repository, the branch whose tip is read (``"main"``).
     snapshot: of a repository, the snapshot read (an id; the branch's tip when ``None``).
     """
@@ -108,26 +129,34 @@ class VzarrStore(Store):
         *,
         allow_prefixes: str | os.PathLike[str] | Sequence[Any] | None = None,
         trust_references: bool = False,
+        ignore_stale: bool = False,
         branch: str = "main",
         snapshot: str | None = None,
         read_only: bool = True,
         _inner: Any = None,
+        _resolved: bool = False,
     ) -> None:
         if not read_only:
             raise ValueError("VzarrStore is read-only")
         super().__init__(read_only=True)
-        self._location = os.fspath(location)
-        self._allow = _prefix_list(allow_prefixes)
+        self._location = _absolute(os.fspath(location))
+        if _resolved:
+            # Unpickled: the policy as resolved where the store was made.
+            self._allow = _prefix_list(allow_prefixes)
+        else:
+            self._allow = [_absolute(p) for p in _prefix_list(allow_prefixes)]
+            self._allow += [p for p in _vzarr.configured_prefixes() if p not in self._allow]
         self._trust = bool(trust_references)
+        self._ignore_stale = bool(ignore_stale)
         self._branch = branch
         if _inner is None:
+            policy = {"allow_prefixes": self._allow, "trust_references": self._trust,
+                      "ignore_stale": self._ignore_stale, "environment": False}
             if _vzarr.detect(self._location) == "icechunk":
-                _inner = _vzarr.RepositoryStore(
-                    self._location, branch=branch, snapshot=snapshot,
-                    allow_prefixes=self._allow, trust_references=self._trust)
+                _inner = _vzarr.RepositoryStore(self._location, branch=branch,
+                                                snapshot=snapshot, **policy)
             else:
-                _inner = _vzarr.ReferenceStore(
-                    self._location, allow_prefixes=self._allow, trust_references=self._trust)
+                _inner = _vzarr.ReferenceStore(self._location, **policy)
         self._inner = _inner
         self._pending: dict[asyncio.AbstractEventLoop, list[tuple[list, asyncio.Future]]] = {}
 
@@ -149,8 +178,15 @@ class VzarrStore(Store):
         """The snapshot read, for a repository (``None`` for a reference file)."""
         return getattr(self._inner, "snapshot", None)
 
+    @property
+    def allow_prefixes(self) -> list[str]:
+        """Where the references may point: the prefixes given (local ones made absolute) and
+        those of the environment and configuration file when the store was made."""
+        return list(self._allow)
+
     def _key(self) -> tuple:
-        return (self._location, tuple(self._allow), self._trust, self._inner.stamp)
+        return (self._location, tuple(self._allow), self._trust, self._ignore_stale,
+                self._inner.stamp)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, VzarrStore) and self._key() == other._key()
@@ -164,13 +200,15 @@ class VzarrStore(Store):
     def __getstate__(self) -> dict[str, Any]:
         # A repository reopens the same snapshot, whatever its branch's tip is then.
         return {"location": self._location, "allow_prefixes": self._allow,
-                "trust_references": self._trust, "branch": self._branch,
-                "snapshot": self.snapshot}
+                "trust_references": self._trust, "ignore_stale": self._ignore_stale,
+                "branch": self._branch, "snapshot": self.snapshot}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["location"], allow_prefixes=state["allow_prefixes"],
                       trust_references=state["trust_references"],
-                      branch=state.get("branch", "main"), snapshot=state.get("snapshot"))
+                      ignore_stale=state["ignore_stale"],
+                      branch=state.get("branch", "main"), snapshot=state.get("snapshot"),
+                      _resolved=True)
 
     def __dask_tokenize__(self) -> tuple:
         """A cheap token: location, options and the reference file's size, modification
@@ -183,8 +221,8 @@ class VzarrStore(Store):
         if not read_only:
             raise ValueError("VzarrStore is read-only")
         return VzarrStore(self._location, allow_prefixes=self._allow,
-                          trust_references=self._trust, branch=self._branch,
-                          _inner=self._inner)
+                          trust_references=self._trust, ignore_stale=self._ignore_stale,
+                          branch=self._branch, _inner=self._inner, _resolved=True)
 
     # --- reading -----------------------------------------------------------------------------
 
@@ -281,8 +319,9 @@ class VzarrStore(Store):
         self._check_writable()
 
     async def exists(self, key: str) -> bool:
-        """Whether ``key`` holds a metadata document or a stored chunk."""
-        return self._inner.exists(key)
+        """Whether ``key`` holds a metadata document or a stored chunk (looked up off the
+        event loop: it may read a repository's manifest or a Parquet record file)."""
+        return await asyncio.to_thread(self._inner.exists, key)
 
     async def set(self, key: str, value: Buffer) -> None:
         """Refused: the store is read-only."""
@@ -303,8 +342,8 @@ class VzarrStore(Store):
             yield k
 
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
-        """The names directly below the directory ``prefix``."""
-        for k in self._inner.list_dir(prefix):
+        """The names directly below the directory ``prefix`` (listed off the event loop)."""
+        for k in await asyncio.to_thread(self._inner.list_dir, prefix):
             yield k
 
     # --- what opening needs ------------------------------------------------------------------

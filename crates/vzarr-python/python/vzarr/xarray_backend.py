@@ -33,7 +33,8 @@ class VzarrBackendEntrypoint(BackendEntrypoint):
         "filename_or_obj", "drop_variables", "mask_and_scale", "decode_times",
         "concat_characters", "decode_coords", "use_cftime", "decode_timedelta", "group",
         "auto_complex",
-        "allow_prefixes", "trust_references", "branch", "remote_protocol", "remote_options",
+        "allow_prefixes", "trust_references", "ignore_stale", "branch", "remote_protocol",
+        "remote_options",
     )
 
     def open_dataset(
@@ -43,6 +44,7 @@ class VzarrBackendEntrypoint(BackendEntrypoint):
         drop_variables: str | Iterable[str] | None = None,
         allow_prefixes: Any = None,
         trust_references: bool = False,
+        ignore_stale: bool = False,
         branch: str = "main",
         remote_protocol: str | None = None,
         remote_options: dict[str, Any] | None = None,
@@ -75,6 +77,7 @@ class VzarrBackendEntrypoint(BackendEntrypoint):
             filename_or_obj if isinstance(filename_or_obj, dict) else os.fspath(filename_or_obj),
             allow_prefixes=allow_prefixes,
             trust_references=trust_references,
+            ignore_stale=ignore_stale,
             branch=branch,
             remote_protocol=remote_protocol,
             remote_options=remote_options,
