@@ -390,3 +390,83 @@ fn cat_prints_variable_length_strings() {
         format!("{}\n", serde_json::to_string(&want[3]).unwrap())
     );
 }
+
+#[test]
+fn relative_source_paths_name_the_files_the_references_point_into() {
+    // References that record no sources (kerchunk's): `--source` with a relative path (and
+    // one with `..`) names the file the references point into, not a dropped one.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    let src = dir.path().join("data/m.nc");
+    std::fs::copy(fixtures().join("archive/tas_202301.nc"), &src).unwrap();
+    let out = dir.path().join("out.json");
+    build_with(&src, &out, &["--small-chunks", "keep"]);
+    let mut refs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    refs.as_object_mut().unwrap().remove("vzarr");
+    std::fs::write(dir.path().join("kc.json"), refs.to_string()).unwrap();
+    for given in ["data/m.nc", "./data/../data/m.nc"] {
+        let o = vzarr_in(
+            dir.path(),
+            &[
+                "verify",
+                "kc.json",
+                "--allow-prefix",
+                "data",
+                "--source",
+                given,
+                "--readers",
+                "native",
+            ],
+        );
+        let stdout = text(&o.stdout);
+        assert!(o.status.success(), "{given}: {stdout}{}", text(&o.stderr));
+        assert!(
+            !stdout.contains("dropped") && stdout.contains("no defect"),
+            "{given}: {stdout}"
+        );
+        let o = vzarr_in(
+            dir.path(),
+            &[
+                "upgrade",
+                "kc.json",
+                "--leave-out-defective",
+                "--source",
+                given,
+                "--allow-prefix",
+                "data",
+                "-o",
+                "up.json",
+            ],
+        );
+        let stdout = text(&o.stdout);
+        assert!(o.status.success(), "{given}: {stdout}{}", text(&o.stderr));
+        assert!(
+            !stdout.contains("dropped") && stdout.contains("no defect"),
+            "{given}: {stdout}"
+        );
+    }
+    // A file the references do not point into is still named as dropped.
+    std::fs::copy(&src, dir.path().join("data/other.nc")).unwrap();
+    let o = vzarr_in(
+        dir.path(),
+        &[
+            "verify",
+            "kc.json",
+            "--allow-prefix",
+            "data",
+            "--source",
+            "data/m.nc",
+            "--source",
+            "data/other.nc",
+            "--readers",
+            "native",
+        ],
+    );
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("(data/other.nc): dropped") && !stdout.contains("(data/m.nc)"),
+        "{stdout}"
+    );
+}
