@@ -56,7 +56,7 @@ pub use block_cache::{BlockCache, CacheCounts};
 pub use coalesce::{
     Coalesced, LOCAL_COALESCE_GAP, MAX_COALESCED_READ, REMOTE_COALESCE_GAP, merge_ranges,
 };
-pub use error::{NotAllowed, Refusal, SourceError, UrlError, checked_len, range_len};
+pub use error::{NotAllowed, Refusal, SetupProblem, SourceError, UrlError, checked_len, range_len};
 pub use list::{LIST_ATTEMPTS, list_prefix, list_prefix_with};
 pub use local::{LocalFile, absolute, file_url, local_record};
 pub use mem::{MemSource, MemStore};
