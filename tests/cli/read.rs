@@ -470,3 +470,54 @@ fn relative_source_paths_name_the_files_the_references_point_into() {
         "{stdout}"
     );
 }
+
+#[test]
+fn links_are_checked_on_the_file_opened() {
+    // References to data/m.nc; then m.nc becomes a link out of the allowed directory, then a
+    // link to nothing: both refused, naming the path and why, nothing read.
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(root.join("data")).unwrap();
+    std::fs::create_dir(root.join("outside")).unwrap();
+    let src = root.join("data/m.nc");
+    std::fs::copy(fixtures().join("archive/tas_202301.nc"), &src).unwrap();
+    let out = root.join("m.json");
+    build_with(&src, &out, &["--small-chunks", "keep"]);
+    let cat = || {
+        vzarr(&[
+            "cat",
+            out.to_str().unwrap(),
+            "tas[0,0,0]",
+            "--allow-prefix",
+            root.join("data").to_str().unwrap(),
+            "--ignore-stale",
+        ])
+    };
+    let o = cat();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let moved = root.join("outside/m.nc");
+    std::fs::rename(&src, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &src).unwrap();
+    let o = cat();
+    let e = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains(&format!(
+            "it resolves to file://{}, not under an allowed prefix",
+            moved.display()
+        )),
+        "{e}"
+    );
+    std::fs::remove_file(&src).unwrap();
+    std::os::unix::fs::symlink(root.join("outside/gone.nc"), &src).unwrap();
+    let o = cat();
+    let e = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains(&format!(
+            "file://{}: cannot resolve its links to check it against the allowed prefixes",
+            src.display()
+        )) && e.contains("No such file or directory"),
+        "{e}"
+    );
+}

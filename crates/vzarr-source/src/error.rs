@@ -107,6 +107,28 @@ pub enum SourceError {
         #[source]
         source: Box<object_store::Error>,
     },
+    /// A local path whose links could not be resolved to check it against the allowed
+    /// prefixes (not there, a loop, no permission); nothing was read.
+    #[error("{url}: cannot resolve its links to check it against the allowed prefixes")]
+    Unresolved {
+        /// The URL.
+        url: String,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+    /// The local file opened is not the one checked against the allowed prefixes: a link
+    /// changed between the check and the open; nothing was read.
+    #[error(
+        "{url}: the file opened is not the one checked against the allowed prefixes \
+         ({checked}): a link changed in between; nothing was read"
+    )]
+    LinkChanged {
+        /// The URL.
+        url: String,
+        /// The path checked, its links resolved (`file://...`).
+        checked: String,
+    },
     /// A URL outside the prefixes a reader may fetch from; nothing was read.
     #[error(transparent)]
     NotAllowed(Box<NotAllowed>),
@@ -327,7 +349,9 @@ impl SourceError {
     pub fn is_not_found(&self) -> bool {
         match self {
             SourceError::NotFound { .. } => true,
-            SourceError::Io { source, .. } => source.kind() == io::ErrorKind::NotFound,
+            SourceError::Io { source, .. } | SourceError::Unresolved { source, .. } => {
+                source.kind() == io::ErrorKind::NotFound
+            }
             SourceError::Remote { source, .. } => {
                 matches!(**source, object_store::Error::NotFound { .. })
             }
@@ -346,6 +370,8 @@ impl SourceError {
             | SourceError::Changed { url }
             | SourceError::Client { url, .. }
             | SourceError::Setup { url, .. }
+            | SourceError::Unresolved { url, .. }
+            | SourceError::LinkChanged { url, .. }
             | SourceError::Remote { url, .. }
             | SourceError::Stale { url, .. } => Some(url),
             SourceError::BadPath { path } => Some(path),
