@@ -24,6 +24,8 @@ pub(crate) fn build(
     append: bool,
     report: &ReportArgs,
 ) -> Result<ExitCode> {
+    output.check_writable()?;
+    report.check_writable()?;
     let bar = print::progress_bar(0);
     let progress = |p: Progress<'_>| match p {
         Progress::Sources(n) => bar.set_length(n as u64),
@@ -35,7 +37,7 @@ pub(crate) fn build(
         if let Some(r) = &out.plan {
             print::plan_report(r);
         }
-        print::small_chunks(&out.small_chunks);
+        print::small_chunks(&out.small_chunks, "build");
         let action = if append { "append" } else { "build" };
         print::finish(
             &out.dataset,
@@ -58,6 +60,7 @@ pub(crate) fn scan(
     if all.is_empty() {
         return Err(BuildError::NoInputs.into());
     }
+    vzarr_build::output::check_file_writable(output)?;
     let mine = (0..all.len()).filter(|&i| shard.contains(i)).count();
     let bar = print::progress_bar(mine);
     let scanned = vzarr_build::shard::scan_shard(&all, shard, &opts, &|_, _| bar.inc(1));
@@ -85,6 +88,8 @@ pub(crate) fn combine(
     output: &Output,
     report: &ReportArgs,
 ) -> Result<ExitCode> {
+    output.check_writable()?;
+    report.check_writable()?;
     vzarr_build::with_jobs(opts.jobs, || {
         combine_in_pool(partials, opts, output, report)
     })
@@ -105,7 +110,7 @@ fn combine_in_pool(
     if let Some(r) = &combined.plan {
         print::plan_report(r);
     }
-    print::small_chunks(&combined.small_chunks);
+    print::small_chunks(&combined.small_chunks, "combine");
     let mut summary = BatchSummary {
         files,
         failed: failures.len(),

@@ -298,6 +298,17 @@ pub(crate) struct ReportArgs {
     pub(crate) summary_json: Option<PathBuf>,
 }
 
+impl ReportArgs {
+    /// Checks, before anything is scanned, that the reports asked for can be written where
+    /// they are to go.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        for p in [&self.report, &self.summary_json].into_iter().flatten() {
+            vzarr_build::output::check_file_writable(p)?;
+        }
+        Ok(())
+    }
+}
+
 #[derive(Subcommand)]
 pub(crate) enum Command {
     /// Virtualise files: write Zarr v3 metadata and chunk references (kerchunk v1 JSON).
@@ -381,6 +392,37 @@ pub(crate) enum Command {
     },
 }
 
+impl Command {
+    /// Every subcommand's name, as typed.
+    #[cfg(test)]
+    pub(crate) const NAMES: [&'static str; 9] = [
+        "build",
+        "scan",
+        "combine",
+        "inspect",
+        "verify",
+        "cat",
+        "upgrade",
+        "__verify-worker",
+        "__scan-worker",
+    ];
+
+    /// The subcommand's name, as typed (for hints that name its options).
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Command::Build { .. } => "build",
+            Command::Scan { .. } => "scan",
+            Command::Combine { .. } => "combine",
+            Command::Inspect { .. } => "inspect",
+            Command::Verify(_) => "verify",
+            Command::Cat(_) => "cat",
+            Command::Upgrade(_) => "upgrade",
+            Command::VerifyWorker => "__verify-worker",
+            Command::ScanWorker { .. } => "__scan-worker",
+        }
+    }
+}
+
 /// A command with its flags validated into the library's options.
 pub(crate) enum Run {
     /// `vzarr build`.
@@ -435,9 +477,9 @@ pub(crate) enum Run {
     },
 }
 
-/// Parses the command line and validates it into a [`Run`].
-pub(crate) fn parse() -> Result<Run> {
-    Ok(match Cli::parse().command {
+/// Validates a parsed command line into a [`Run`].
+pub(crate) fn validate(command: Command) -> Result<Run> {
+    Ok(match command {
         Command::Build {
             sources,
             output,

@@ -2,16 +2,19 @@
 //!
 //! `main` parses the flags into validated options ([`flags::parse`]), `run` dispatches to the
 //! library with one match, and errors become an exit status and a message (with a hint naming
-//! the flag that changes the outcome, where one does: libraries never name flags).
+//! the flag that changes the outcome, where one does, among the command's own: [`hints`];
+//! libraries never name flags).
 
 use std::process::ExitCode;
 
 use anyhow::Result;
+use clap::Parser;
 
 mod build_cmds;
 #[cfg(test)]
 mod doc_commands;
 mod flags;
+mod hints;
 mod print;
 mod read_cmds;
 mod upgrade_cmd;
@@ -32,11 +35,13 @@ pub(crate) fn release_free_memory() {
 }
 
 fn main() -> ExitCode {
-    match flags::parse().and_then(run) {
+    let command = flags::Cli::parse().command;
+    let name = command.name();
+    match flags::validate(command).and_then(run) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("vzarr: error: {}", message(&e));
-            if let Some(h) = hint(&e) {
+            if let Some(h) = hints::Hint::of(&e).and_then(|h| h.text_for(name)) {
                 eprintln!("vzarr: hint: {h}");
             }
             ExitCode::FAILURE
@@ -126,80 +131,4 @@ fn message(e: &anyhow::Error) -> String {
         out.push_str(&text);
     }
     out
-}
-
-/// The flag that changes the outcome of the planner error `e`, in words, where one does.
-fn plan_hint(e: &vzarr_plan::PlanError) -> Option<String> {
-    match e {
-        vzarr_plan::PlanError::Gap(_) => Some("pass --allow-gaps to accept gaps".into()),
-        vzarr_plan::PlanError::Overlap(_) => Some(
-            "leave out a file given twice; if the dimension's coordinate does not tell the files apart (the same values in each), order them by another variable along the dimension with --order-by VAR".into(),
-        ),
-        _ => None,
-    }
-}
-
-/// The flag that changes the outcome of `e`, in words, where one does.
-fn hint(e: &anyhow::Error) -> Option<String> {
-    use vzarr_build::BuildError;
-    use vzarr_source::SourceError;
-    for cause in e.chain() {
-        if let Some(b) = cause.downcast_ref::<BuildError>() {
-            match b {
-                BuildError::Strict { .. } => {
-                    return Some("--strict is set: leave it out to build without them".into());
-                }
-                // `BuildError::Plan` is transparent: the chain goes on from the planner
-                // error's own cause, so the planner error is only found in here.
-                BuildError::Plan(p) => {
-                    if let Some(h) = plan_hint(p) {
-                        return Some(h);
-                    }
-                }
-                BuildError::HowToCombine { suggestion, .. } => {
-                    return Some(match suggestion {
-                        Some(d) => format!(
-                            "combine them with --concat-dim {d} (the unlimited dimension of every file), or --new-dim NAME to stack them"
-                        ),
-                        None => {
-                            "combine them with --concat-dim DIM, or --new-dim NAME to stack them"
-                                .into()
-                        }
-                    });
-                }
-                _ => {}
-            }
-        }
-        if let Some(h) = cause
-            .downcast_ref::<vzarr_plan::PlanError>()
-            .and_then(plan_hint)
-        {
-            return Some(h);
-        }
-        if let Some(vzarr_read::ReadError::Prefix(_)) =
-            cause.downcast_ref::<vzarr_read::ReadError>()
-        {
-            return Some("check the --allow-prefix values".into());
-        }
-        match cause.downcast_ref::<SourceError>() {
-            Some(SourceError::NotAllowed(n)) => {
-                let recorded = &n.recorded;
-                return Some(match n.why {
-                    vzarr_source::Refusal::NotRecorded => {
-                        "the references point outside the prefixes they record: they may have been tampered with".into()
-                    }
-                    _ if !recorded.is_empty() => format!(
-                        "the references record their sources under {}: allow them with --allow-prefix (or VZARR_ALLOW_PREFIXES), or pass --trust-references if you made these references",
-                        recorded.join(", ")
-                    ),
-                    _ => "allow the sources' prefix with --allow-prefix PREFIX (or VZARR_ALLOW_PREFIXES)".into(),
-                });
-            }
-            Some(SourceError::Stale { .. }) => {
-                return Some("pass --ignore-stale to read anyway".into());
-            }
-            _ => {}
-        }
-    }
-    None
 }

@@ -13,6 +13,7 @@ use vzarr_scan::batch::BatchSummary;
 use vzarr_build::{Output, Written};
 
 use crate::flags::ReportArgs;
+use crate::hints::Hint;
 
 /// Exit status of a build that left some sources out (`--on-error skip`).
 pub(crate) const EXIT_PARTIAL: u8 = 2;
@@ -63,8 +64,8 @@ pub(crate) fn plan_report(r: &vzarr_plan::PlanReport) {
 }
 
 /// What was merged and inlined, and the arrays left referenced in small pieces (each a
-/// warning, with the options that would inline them).
-pub(crate) fn small_chunks(r: &vzarr_plan::CompactReport) {
+/// warning, with the options of the subcommand `cmd` that would inline them).
+pub(crate) fn small_chunks(r: &vzarr_plan::CompactReport, cmd: &str) {
     if r.references_before != r.references_after {
         println!(
             "small chunks: {} references -> {} ({} merged away, {} replaced by {} inline)",
@@ -81,10 +82,9 @@ pub(crate) fn small_chunks(r: &vzarr_plan::CompactReport) {
     if r.left_referenced
         .iter()
         .any(|l| !matches!(l.reason, vzarr_plan::LeftReason::Failed { .. }))
+        && let Some(h) = Hint::InlineLimits.text_for(cmd)
     {
-        eprintln!(
-            "vzarr: hint: --inline-max SIZE (per array) and --inline-total SIZE (per build) raise the limits"
-        );
+        eprintln!("vzarr: hint: {h}");
     }
 }
 
@@ -137,7 +137,12 @@ pub(crate) fn finish(
     if let Output::Kerchunk(_) = output
         && let Some(w) = vzarr_build::output::reference_file_warning(ds)
     {
-        warnings(&[format!("{w}: --format icechunk")]);
+        warnings(&[w]);
+        // `append` is `vzarr build --append`.
+        let cmd = if action == "append" { "build" } else { action };
+        if let Some(h) = Hint::IcechunkFormat.text_for(cmd) {
+            eprintln!("vzarr: hint: {h}");
+        }
     }
     let started = std::time::Instant::now();
     let written = vzarr_build::output::write(

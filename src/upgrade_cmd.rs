@@ -8,11 +8,13 @@ use vzarr_build::Settings;
 use vzarr_build::upgrade::{UpgradeOptions, upgrade as run_upgrade};
 use vzarr_scan::batch::BatchSummary;
 
-use crate::flags::{OutputArgs, ReportArgs, SmallChunkArgs};
+use crate::flags::{CombineArgs, OutputArgs, ReportArgs, SmallChunkArgs};
 use crate::print;
 
-/// Arguments of `vzarr upgrade`.
+/// Arguments of `vzarr upgrade`. How several sources are combined (`CombineArgs`) applies to
+/// `--rescan` only.
 #[derive(clap::Args, Clone)]
+#[command(mut_group("CombineArgs", |g| g.requires("rescan")))]
 pub(crate) struct UpgradeArgs {
     /// The references: a kerchunk JSON file (version 0 or 1, Zarr v2 or v3 metadata), or a
     /// directory (or object-store prefix) of kerchunk's Parquet references.
@@ -32,9 +34,9 @@ pub(crate) struct UpgradeArgs {
     /// first.
     #[arg(long)]
     pub(crate) rescan: bool,
-    /// With --rescan and several sources: the dimension to concatenate them along.
-    #[arg(long, value_name = "DIM", requires = "rescan")]
-    pub(crate) concat_dim: Option<String>,
+    /// With --rescan and several sources: how to combine them, as for `vzarr build`.
+    #[command(flatten)]
+    pub(crate) combine: CombineArgs,
     /// Audit every reference against its source first (as `vzarr verify` does) and leave out
     /// the variables with a defect, each named with its first defect.
     #[arg(long, conflicts_with = "rescan")]
@@ -60,6 +62,8 @@ pub(crate) struct UpgradeArgs {
 pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode> {
     let started = std::time::Instant::now();
     let output = args.output.output()?;
+    output.check_writable()?;
+    args.report.check_writable()?;
     let policy = args.small.settings(Settings::new()).small_chunk_policy()?;
     let mut parsed = vzarr_read::load(&args.refs, vzarr_read::ParseLimits::default())?;
     let mut allow = args.allow_prefix.clone();
@@ -87,7 +91,7 @@ pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode> {
         .map(|s| format!("{}: left out: {}", s.path, s.reason))
         .collect();
     print::warnings(&left);
-    print::small_chunks(&up.small_chunks);
+    print::small_chunks(&up.small_chunks, "upgrade");
     let summary = BatchSummary {
         files: up.dataset.provenance.sources.len(),
         total_seconds: started.elapsed().as_secs_f64(),
@@ -108,10 +112,7 @@ fn rescan(
         .iter()
         .map(|u| vzarr_scan::inputs::SourceRef::parse(u))
         .collect::<Result<Vec<_>, _>>()?;
-    let settings = args.small.settings(Settings {
-        concat_dim: args.concat_dim.clone(),
-        ..Settings::new()
-    });
+    let settings = args.small.settings(args.combine.settings(Settings::new()));
     let build_opts = settings.options()?;
     vzarr_build::run(sources, build_opts, None, &|_| {}, |mut out| {
         out.dataset.provenance.upgraded_from = Some(args.refs.clone());
@@ -119,7 +120,7 @@ fn rescan(
         if let Some(r) = &out.plan {
             print::plan_report(r);
         }
-        print::small_chunks(&out.small_chunks);
+        print::small_chunks(&out.small_chunks, "upgrade");
         print::finish(
             &out.dataset,
             output,

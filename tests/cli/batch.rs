@@ -174,6 +174,65 @@ fn files_the_planner_cannot_combine_are_skipped_and_reported() {
 }
 
 #[test]
+fn an_empty_month_is_left_out_not_the_twelve_that_agree() {
+    // The twelve months and January with no time steps as xarray writes it (NaN fill values,
+    // other chunks): the twelve are built, the empty one is reported. Whether it sorts after
+    // the months (a directory) or first (by name and on the command line) does not matter.
+    let empty = fixtures().join("archive_odd/tas_empty.nc");
+    for name in ["tas_empty.nc", "0_empty.nc"] {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        for m in months() {
+            std::fs::copy(&m, data.join(m.file_name().unwrap())).unwrap();
+        }
+        let odd = data.join(name);
+        std::fs::copy(&empty, &odd).unwrap();
+        let out = dir.path().join("out.json");
+        let report = dir.path().join("bad.txt");
+        let mut args = vec!["build"];
+        let explicit: Vec<PathBuf> = std::iter::once(odd.clone())
+            .chain(months().iter().map(|m| data.join(m.file_name().unwrap())))
+            .collect();
+        if name == "tas_empty.nc" {
+            args.push(s(&data));
+        } else {
+            args.extend(explicit.iter().map(|p| s(p)));
+        }
+        args.extend([
+            "--concat-dim",
+            "time",
+            "--on-error",
+            "skip",
+            "-o",
+            s(&out),
+            "--report",
+            s(&report),
+        ]);
+        let o = vzarr(&args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        let listed = std::fs::read_to_string(&report).unwrap();
+        assert_eq!(listed.lines().count(), 1, "{name}: {listed}");
+        assert!(
+            listed.starts_with(s(&odd)) && listed.contains("fill value differs"),
+            "{name}: {listed}"
+        );
+        assert!(
+            err.contains(&format!("{}: variable", odd.display())),
+            "{name}: {err}"
+        );
+        let refs: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        assert_eq!(refs["vzarr"]["sources"].as_array().unwrap().len(), 12);
+        let pieces = refs["vzarr"]["concat"]["pieces"].as_array().unwrap();
+        assert_eq!(pieces.len(), 12, "{name}");
+        assert_eq!(pieces[11]["start"].as_u64(), Some(365 - 31), "{name}");
+        assert!(text(&o.stdout).contains("combined 12 files"), "{name}");
+    }
+}
+
+#[test]
 fn cache_hits_are_counted_and_changes_rescanned() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");

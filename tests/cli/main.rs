@@ -4,4 +4,5 @@
 mod batch;
 mod build;
 mod common;
+mod messages;
 mod read;

@@ -390,3 +390,134 @@ fn cat_prints_variable_length_strings() {
         format!("{}\n", serde_json::to_string(&want[3]).unwrap())
     );
 }
+
+#[test]
+fn relative_source_paths_name_the_files_the_references_point_into() {
+    // References that record no sources (kerchunk's): `--source` with a relative path (and
+    // one with `..`) names the file the references point into, not a dropped one.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    let src = dir.path().join("data/m.nc");
+    std::fs::copy(fixtures().join("archive/tas_202301.nc"), &src).unwrap();
+    let out = dir.path().join("out.json");
+    build_with(&src, &out, &["--small-chunks", "keep"]);
+    let mut refs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    refs.as_object_mut().unwrap().remove("vzarr");
+    std::fs::write(dir.path().join("kc.json"), refs.to_string()).unwrap();
+    for given in ["data/m.nc", "./data/../data/m.nc"] {
+        let o = vzarr_in(
+            dir.path(),
+            &[
+                "verify",
+                "kc.json",
+                "--allow-prefix",
+                "data",
+                "--source",
+                given,
+                "--readers",
+                "native",
+            ],
+        );
+        let stdout = text(&o.stdout);
+        assert!(o.status.success(), "{given}: {stdout}{}", text(&o.stderr));
+        assert!(
+            !stdout.contains("dropped") && stdout.contains("no defect"),
+            "{given}: {stdout}"
+        );
+        let o = vzarr_in(
+            dir.path(),
+            &[
+                "upgrade",
+                "kc.json",
+                "--leave-out-defective",
+                "--source",
+                given,
+                "--allow-prefix",
+                "data",
+                "-o",
+                "up.json",
+            ],
+        );
+        let stdout = text(&o.stdout);
+        assert!(o.status.success(), "{given}: {stdout}{}", text(&o.stderr));
+        assert!(
+            !stdout.contains("dropped") && stdout.contains("no defect"),
+            "{given}: {stdout}"
+        );
+    }
+    // A file the references do not point into is still named as dropped.
+    std::fs::copy(&src, dir.path().join("data/other.nc")).unwrap();
+    let o = vzarr_in(
+        dir.path(),
+        &[
+            "verify",
+            "kc.json",
+            "--allow-prefix",
+            "data",
+            "--source",
+            "data/m.nc",
+            "--source",
+            "data/other.nc",
+            "--readers",
+            "native",
+        ],
+    );
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("(data/other.nc): dropped") && !stdout.contains("(data/m.nc)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn links_are_checked_on_the_file_opened() {
+    // References to data/m.nc; then m.nc becomes a link out of the allowed directory, then a
+    // link to nothing: both refused, naming the path and why, nothing read.
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(root.join("data")).unwrap();
+    std::fs::create_dir(root.join("outside")).unwrap();
+    let src = root.join("data/m.nc");
+    std::fs::copy(fixtures().join("archive/tas_202301.nc"), &src).unwrap();
+    let out = root.join("m.json");
+    build_with(&src, &out, &["--small-chunks", "keep"]);
+    let cat = || {
+        vzarr(&[
+            "cat",
+            out.to_str().unwrap(),
+            "tas[0,0,0]",
+            "--allow-prefix",
+            root.join("data").to_str().unwrap(),
+            "--ignore-stale",
+        ])
+    };
+    let o = cat();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let moved = root.join("outside/m.nc");
+    std::fs::rename(&src, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &src).unwrap();
+    let o = cat();
+    let e = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains(&format!(
+            "it resolves to file://{}, not under an allowed prefix",
+            moved.display()
+        )),
+        "{e}"
+    );
+    std::fs::remove_file(&src).unwrap();
+    std::os::unix::fs::symlink(root.join("outside/gone.nc"), &src).unwrap();
+    let o = cat();
+    let e = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains(&format!(
+            "file://{}: cannot resolve its links to check it against the allowed prefixes",
+            src.display()
+        )) && e.contains("No such file or directory"),
+        "{e}"
+    );
+}

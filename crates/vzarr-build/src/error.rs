@@ -79,6 +79,16 @@ pub enum BuildError {
     /// The partial scans do not make up one complete sharding.
     #[error("{0}")]
     Shards(String),
+    /// The output (or a report) cannot be written where it is to go: found before anything
+    /// is scanned.
+    #[error("cannot write {path}")]
+    Unwritable {
+        /// The file or repository.
+        path: String,
+        /// Why.
+        #[source]
+        why: Unwritable,
+    },
     /// The output on object storage could not be read or written.
     #[error("output {0}")]
     Output(#[source] vzarr_source::SourceError),
@@ -117,6 +127,31 @@ pub enum BuildError {
         output: String,
         /// Why.
         reason: String,
+    },
+}
+
+/// Why an output cannot be written where it is to go.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Unwritable {
+    /// The directory that would hold it does not exist.
+    #[error("the directory {0} does not exist")]
+    NoDirectory(String),
+    /// What would hold it is not a directory.
+    #[error("{0} is not a directory")]
+    NotADirectory(String),
+    /// A file is to be written where a directory is.
+    #[error("it is a directory")]
+    IsADirectory,
+    /// The directory that would hold it takes no new file (permissions, a read-only file
+    /// system).
+    #[error("no file can be created in {dir}")]
+    NotWritable {
+        /// The directory.
+        dir: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
     },
 }
 

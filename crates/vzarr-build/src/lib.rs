@@ -38,7 +38,7 @@ pub use build::{
     BuildOutcome, Combined, Scanned, build, combine, error_chain, fill_totals, left_out,
     scan_sources, with_jobs,
 };
-pub use error::BuildError;
+pub use error::{BuildError, Unwritable};
 pub use options::{BuildOptions, DEFAULT_FILE_TIMEOUT_SECS, OnError, Settings, parse_size};
 pub use output::{Format, Output, Written};
 pub use report::{Failure, write_report};

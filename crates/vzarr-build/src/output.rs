@@ -2,11 +2,13 @@
 //! object storage) or a branch of an Icechunk repository; appending to either; and writing
 //! there. The command line and the Python package both go through here.
 
+use std::path::Path;
+
 use vzarr_core::VirtualDataset;
 use vzarr_scan::inputs::SourceRef;
 use vzarr_source::{Location, Scheme};
 
-use crate::{BuildError, BuildOptions};
+use crate::{BuildError, BuildOptions, Unwritable};
 
 /// The format of a build's output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -117,6 +119,25 @@ impl Output {
         self
     }
 
+    /// Checks, before anything is scanned, that the output can be written where it is to go
+    /// (a build that fails only once written wastes the whole build): a local reference
+    /// file's directory exists and takes a new file, and the file is not a directory; a local
+    /// Icechunk repository is a directory, or is absent below a directory that takes new
+    /// entries (Icechunk creates the directories between). Object storage is not contacted:
+    /// its location was checked when parsed ([`Output::parse`]).
+    pub fn check_writable(&self) -> Result<(), BuildError> {
+        match self {
+            Output::Kerchunk(loc) if loc.scheme == Scheme::File => {
+                check_file_writable(&loc.local_path())
+            }
+            Output::Icechunk {
+                location: vzarr_icechunk::RepoLocation::Local(dir),
+                ..
+            } => check_dir_writable(dir),
+            _ => Ok(()),
+        }
+    }
+
     /// The output as a string for messages: a local path, or a URL.
     pub fn display(&self) -> String {
         match self {
@@ -127,6 +148,59 @@ impl Output {
             Output::Icechunk { location, .. } => location.display(),
         }
     }
+}
+
+/// Checks that a local file can be written at `path` (see [`Output::check_writable`]): its
+/// directory exists and takes a new file (tried with a temporary file, removed at once), and
+/// `path` is not a directory.
+pub fn check_file_writable(path: &Path) -> Result<(), BuildError> {
+    let unwritable = |why| BuildError::Unwritable {
+        path: path.display().to_string(),
+        why,
+    };
+    if path.is_dir() {
+        return Err(unwritable(Unwritable::IsADirectory));
+    }
+    let abs = vzarr_source::absolute(path).map_err(BuildError::Output)?;
+    let dir = abs.parent().unwrap_or(Path::new("/"));
+    if !dir.exists() {
+        return Err(unwritable(Unwritable::NoDirectory(
+            dir.display().to_string(),
+        )));
+    }
+    takes_new_files(dir).map_err(unwritable)
+}
+
+/// Checks that a directory can be made or written at `dir`: an existing one takes new files;
+/// else the nearest existing ancestor is a directory that does.
+fn check_dir_writable(dir: &Path) -> Result<(), BuildError> {
+    let unwritable = |why| BuildError::Unwritable {
+        path: dir.display().to_string(),
+        why,
+    };
+    let mut at = dir;
+    while !at.exists() {
+        match at.parent() {
+            Some(p) => at = p,
+            None => break,
+        }
+    }
+    takes_new_files(at).map_err(unwritable)
+}
+
+/// Whether `dir` is a directory in which a file can be created (one is, and removed).
+fn takes_new_files(dir: &Path) -> Result<(), Unwritable> {
+    if !dir.is_dir() {
+        return Err(Unwritable::NotADirectory(dir.display().to_string()));
+    }
+    tempfile::Builder::new()
+        .prefix(".vzarr-check")
+        .tempfile_in(dir)
+        .map(drop)
+        .map_err(|source| Unwritable::NotWritable {
+            dir: dir.display().to_string(),
+            source,
+        })
 }
 
 /// An error of writing references to the object at `loc`: the object store's own when the
@@ -256,6 +330,62 @@ fn ceiling_warning(chunks: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outputs_are_checked_before_the_build() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |p: &Path| {
+            Output::parse(p.to_str().unwrap(), Format::Kerchunk, "main")
+                .unwrap()
+                .check_writable()
+        };
+        at(&dir.path().join("out.json")).unwrap();
+        let e = at(&dir.path().join("missing/out.json")).unwrap_err();
+        assert!(
+            matches!(&e, BuildError::Unwritable { why: Unwritable::NoDirectory(d), .. }
+                if d.ends_with("missing")),
+            "{e:?}"
+        );
+        let e = at(dir.path()).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                BuildError::Unwritable {
+                    why: Unwritable::IsADirectory,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"").unwrap();
+        let e = at(&file.join("out.json")).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                BuildError::Unwritable {
+                    why: Unwritable::NotADirectory(_),
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        // An Icechunk repository: missing directories are made, a file in the way is not.
+        let repo = |p: &Path| {
+            Output::parse(p.to_str().unwrap(), Format::Icechunk, "main")
+                .unwrap()
+                .check_writable()
+        };
+        repo(&dir.path().join("a/b/repo")).unwrap();
+        repo(&file.join("repo")).unwrap_err();
+        // Nothing is left behind.
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["file"]);
+    }
 
     #[test]
     fn reference_files_above_the_ceiling_are_warned_of() {

@@ -11,12 +11,13 @@ use vzarr_codec::ByteCodecs;
 use vzarr_core::{Codec, SkippedVariable, VirtualArray};
 use vzarr_source::SourceStore;
 
+use crate::agree;
 use crate::error::{FilePair, PlanError, ReadError};
 use crate::input::{Input, Version};
 use crate::values;
 
 /// Attributes that change how values decode: they must agree across files.
-const DECODING_ATTRS: &[&str] = &[
+pub(crate) const DECODING_ATTRS: &[&str] = &[
     "scale_factor",
     "add_offset",
     "_FillValue",
@@ -179,6 +180,11 @@ const IDENTICAL: &str =
 /// only chunks whose stored bytes differ are decoded and compared again. `known_same` says
 /// that the values were already found identical in every file ([`crate::prefetch`]): then
 /// only the metadata is compared, and nothing is read.
+///
+/// Every file is compared with the first; when one differs, the files are grouped by
+/// agreement and the error names the first file (by URL) of the largest group and the first
+/// file outside it ([`crate::agree`]): the file that differs from the others, never one of
+/// the majority.
 pub(crate) fn check_identical(
     path: &str,
     arrays: &[&VirtualArray],
@@ -186,15 +192,69 @@ pub(crate) fn check_identical(
     reader: &dyn SourceStore,
     known_same: bool,
 ) -> Result<(), PlanError> {
-    let a = arrays[0];
-    let meta = a.zarr_metadata();
-    let read_err = |url: &str, source: ReadError| PlanError::Read {
-        file: url.into(),
-        variable: path.into(),
-        source,
+    let cmp = Identical {
+        path,
+        arrays,
+        urls,
+        reader,
+        known_same,
     };
-    let codecs = ByteCodecs::new(&a.codecs).map_err(|e| read_err(urls[0], e.into()))?;
-    for (k, b) in arrays.iter().enumerate().skip(1) {
+    let mut differs = false;
+    for k in 1..arrays.len() {
+        if cmp.difference(0, k)?.is_some() {
+            differs = true;
+            break;
+        }
+    }
+    if !differs {
+        return Ok(());
+    }
+    // Some file differs: which one is decided by agreement. A read that fails while
+    // grouping is the error (it names its file).
+    let mut failed = None;
+    let group = agree::largest_group(urls, |i, j| match cmp.difference(i, j) {
+        Ok(d) => d.is_none(),
+        Err(e) => {
+            failed.get_or_insert(e);
+            false
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let mut by_url: Vec<usize> = (0..urls.len()).collect();
+    by_url.sort_by(|&a, &b| urls[a].cmp(urls[b]).then(a.cmp(&b)));
+    let odd = by_url
+        .into_iter()
+        .find(|k| !group.contains(k))
+        .expect("a file outside the largest group, one having differed");
+    Err(cmp
+        .difference(group[0], odd)?
+        .expect("files of different groups differ"))
+}
+
+/// The comparison of one variable kept once between files.
+struct Identical<'a> {
+    /// The variable's path.
+    path: &'a str,
+    /// Its version in each file.
+    arrays: &'a [&'a VirtualArray],
+    /// Each file's URL.
+    urls: &'a [&'a str],
+    /// Where chunks are read.
+    reader: &'a dyn SourceStore,
+    /// The values are known to be identical: only the metadata is compared.
+    known_same: bool,
+}
+
+impl Identical<'_> {
+    /// How the versions in files `i` and `j` differ (a mismatch naming `i` then `j`), or
+    /// `None` when they are identical.
+    fn difference(&self, i: usize, j: usize) -> Result<Option<PlanError>, PlanError> {
+        let (path, reader) = (self.path, self.reader);
+        let (a, b) = (self.arrays[i], self.arrays[j]);
+        let (ua, ub) = (self.urls[i], self.urls[j]);
+        let meta = a.zarr_metadata();
         let other = b.zarr_metadata();
         if other != meta {
             let field = meta
@@ -202,16 +262,22 @@ pub(crate) fn check_identical(
                 .and_then(|m| m.iter().find(|(key, v)| other.get(key.as_str()) != Some(v)))
                 .map_or("metadata".to_string(), |(key, _)| key.clone());
             let detail = json_diff(&meta[field.as_str()], &other[field.as_str()]);
-            return Err(PlanError::Mismatch {
+            return Ok(Some(PlanError::Mismatch {
                 variable: path.into(),
                 field: format!("{field} {IDENTICAL}"),
-                files: FilePair::new(urls[0], urls[k]),
+                files: FilePair::new(ua, ub),
                 detail,
-            });
+            }));
         }
-        if known_same {
-            continue;
+        if self.known_same {
+            return Ok(None);
         }
+        let read_err = |url: &str, source: ReadError| PlanError::Read {
+            file: url.into(),
+            variable: path.into(),
+            source,
+        };
+        let codecs = ByteCodecs::new(&a.codecs).map_err(|e| read_err(ua, e.into()))?;
         // Chunks stored in either file (a chunk missing in both reads as the same fill value,
         // the metadata being equal).
         let mut stored: Vec<usize> = a
@@ -222,25 +288,25 @@ pub(crate) fn check_identical(
             .collect();
         stored.sort_unstable();
         stored.dedup();
-        for i in stored {
+        for c in stored {
             let encoded = |arr: &VirtualArray, url: &str| {
-                values::encoded_chunk(arr, i, reader).map_err(|e| read_err(url, e))
+                values::encoded_chunk(arr, c, reader).map_err(|e| read_err(url, e))
             };
-            if encoded(a, urls[0])? == encoded(b, urls[k])? {
+            if encoded(a, ua)? == encoded(b, ub)? {
                 continue;
             }
             let raw = |arr: &VirtualArray, url: &str| {
-                values::raw_chunk(arr, &codecs, i, reader).map_err(|e| read_err(url, e))
+                values::raw_chunk(arr, &codecs, c, reader).map_err(|e| read_err(url, e))
             };
-            if raw(a, urls[0])? != raw(b, urls[k])? {
-                return Err(PlanError::Mismatch {
+            if raw(a, ua)? != raw(b, ub)? {
+                return Ok(Some(PlanError::Mismatch {
                     variable: path.into(),
                     field: format!("values {IDENTICAL}"),
-                    files: FilePair::new(urls[0], urls[k]),
-                    detail: format!("chunk {:?} differs", a.grid.chunk_index(i as u64)),
-                });
+                    files: FilePair::new(ua, ub),
+                    detail: format!("chunk {:?} differs", a.grid.chunk_index(c as u64)),
+                }));
             }
         }
+        Ok(None)
     }
-    Ok(())
 }

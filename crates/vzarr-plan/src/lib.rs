@@ -37,6 +37,7 @@
 //! | module    | what it does |
 //! |-----------|--------------|
 //! | `order`   | orders files by the decoded concatenation coordinate; gaps and overlaps |
+//! | `agree`   | the file the others are checked against, chosen by agreement |
 //! | `compat`  | what must agree between files; static variables identical in every file |
 //! | `concat`  | concatenation along an existing dimension: edges, rectilinear grids, padded edge chunks |
 //! | `stack`   | stacking along a new dimension |
@@ -50,6 +51,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod agree;
 mod compact;
 mod compat;
 mod concat;
@@ -188,6 +190,13 @@ pub fn plan(
         return Err(PlanError::NoInputs);
     }
     let inputs = input::Input::from_datasets(inputs)?;
+    if let (Concat::New { dim, .. }, Some(_)) = (&opts.concat, &opts.order_by) {
+        return Err(PlanError::OrderByWithNewDim { dim: dim.clone() });
+    }
+    // The file the others are checked against is chosen by agreement, not by position: a
+    // file that disagrees with the others is the one named, never one of the majority.
+    let axis = agree::Axis::of(&opts.concat, opts.order_by.as_deref());
+    agree::check_against(&inputs, agree::reference(&inputs, &axis), &axis)?;
     // Sources are opened from the records their scans made: no request to open an object.
     let records: Vec<SourceRecord> = inputs
         .iter()
@@ -197,9 +206,6 @@ pub fn plan(
     let reader: &dyn SourceStore = &recorded;
     let (ds, report) = match &opts.concat {
         Concat::Existing(dim) => concat::concat_existing(inputs, dim, opts, reader)?,
-        Concat::New { dim, .. } if opts.order_by.is_some() => {
-            return Err(PlanError::OrderByWithNewDim { dim: dim.clone() });
-        }
         Concat::New { dim, labels } => stack::stack_new(inputs, dim, labels.as_deref(), reader)?,
     };
     ds.validate()?;

@@ -721,3 +721,79 @@ fn an_ordering_variable_must_exist_and_run_along_the_dimension() {
     let e = plan(inputs, &stack, &MemReader::default()).unwrap_err();
     assert!(matches!(e, PlanError::OrderByWithNewDim { .. }), "{e}");
 }
+
+#[test]
+fn the_file_that_disagrees_is_named_whatever_its_position() {
+    // File 0 (first by URL, in time and in input order) has another data type: it is the
+    // odd one, not file 1 compared with it.
+    for reverse in [false, true] {
+        let mut inputs = archive(5, 1, 2, &[]);
+        inputs[0].arrays.get_mut("var1").unwrap().data_type = DataType::Float64;
+        if reverse {
+            inputs.reverse();
+        }
+        let e = plan(inputs, &opts(), &MemReader::default()).unwrap_err();
+        assert_eq!(
+            e.file().map(vzarr_plan::file_name),
+            Some("f00000.nc"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("data type"), "{e}");
+    }
+    // A file with no time steps, whose fill values differ from the others' (as xarray writes
+    // an empty selection): sorted first in time (it has no values), it is still the odd one.
+    let mut inputs = archive(4, 1, 1, &[]);
+    let mut empty = month_file("file:///archive/a_empty.nc", 0, 0, 1, 1, &[]);
+    empty.arrays.get_mut("var0").unwrap().fill_value =
+        FillValue::from_f64(DataType::Float32, f32::NAN as f64).unwrap();
+    inputs.insert(0, empty);
+    let e = plan(inputs, &opts(), &MemReader::default()).unwrap_err();
+    assert_eq!(
+        e.file().map(vzarr_plan::file_name),
+        Some("a_empty.nc"),
+        "{e}"
+    );
+    // Two against two: the group of the first URL is the reference, in any input order.
+    for reverse in [false, true] {
+        let mut inputs = archive(4, 1, 1, &[]);
+        for ds in &mut inputs[2..] {
+            ds.arrays
+                .get_mut("var0")
+                .unwrap()
+                .attributes
+                .insert("scale_factor".into(), 0.5.into());
+        }
+        if reverse {
+            inputs.reverse();
+        }
+        let e = plan(inputs, &opts(), &MemReader::default()).unwrap_err();
+        assert_eq!(
+            e.file().map(vzarr_plan::file_name),
+            Some("f00002.nc"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn a_static_variable_that_differs_in_the_first_file_names_the_first_file() {
+    // File 0's lat differs from the four others': file 0 is named, against file 1 (the first
+    // of the files that agree), whatever the input order.
+    for reverse in [false, true] {
+        let mut reader = MemReader::new();
+        let mut inputs = referenced_archive(5, &mut reader, Some(0), false);
+        if reverse {
+            inputs.reverse();
+        }
+        let e = plan(inputs, &opts(), &reader).unwrap_err();
+        let PlanError::Mismatch { files, .. } = &e else {
+            panic!("{e}")
+        };
+        assert_eq!(
+            (files.first.as_str(), files.second.as_str()),
+            ("file:///ref/f1.nc", "file:///ref/f0.nc"),
+            "{e}"
+        );
+        assert_eq!(e.file(), Some("file:///ref/f0.nc"));
+    }
+}

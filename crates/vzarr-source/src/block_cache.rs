@@ -338,6 +338,10 @@ impl<S: ByteSource> ByteSource for BlockCache<S> {
         self.inner.record()
     }
 
+    fn file_id(&self) -> Option<crate::FileId> {
+        self.inner.file_id()
+    }
+
     fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, SourceError> {
         let size = self.size();
         for r in ranges {

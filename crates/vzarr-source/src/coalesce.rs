@@ -71,6 +71,10 @@ impl<S: ByteSource> ByteSource for Coalesced<S> {
         self.inner.record()
     }
 
+    fn file_id(&self) -> Option<crate::FileId> {
+        self.inner.file_id()
+    }
+
     fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, SourceError> {
         if ranges.iter().any(|r| r.end < r.start) {
             // Backwards ranges are the source's to refuse, with its own error.

@@ -86,6 +86,18 @@ pub enum SourceError {
         #[source]
         source: Box<object_store::Error>,
     },
+    /// An object-store request failed for a reason the environment sets right (plain HTTP
+    /// refused, no credentials found): the message says what to set.
+    #[error("{url}: {problem}")]
+    Setup {
+        /// The URL.
+        url: String,
+        /// What is wrong, and what to set.
+        problem: SetupProblem,
+        /// The object store's error.
+        #[source]
+        source: Box<object_store::Error>,
+    },
     /// An object-store request failed.
     #[error("{url}: {source}")]
     Remote {
@@ -94,6 +106,28 @@ pub enum SourceError {
         /// The object store's error.
         #[source]
         source: Box<object_store::Error>,
+    },
+    /// A local path whose links could not be resolved to check it against the allowed
+    /// prefixes (not there, a loop, no permission); nothing was read.
+    #[error("{url}: cannot resolve its links to check it against the allowed prefixes")]
+    Unresolved {
+        /// The URL.
+        url: String,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+    /// The local file opened is not the one checked against the allowed prefixes: a link
+    /// changed between the check and the open; nothing was read.
+    #[error(
+        "{url}: the file opened is not the one checked against the allowed prefixes \
+         ({checked}): a link changed in between; nothing was read"
+    )]
+    LinkChanged {
+        /// The URL.
+        url: String,
+        /// The path checked, its links resolved (`file://...`).
+        checked: String,
     },
     /// A URL outside the prefixes a reader may fetch from; nothing was read.
     #[error(transparent)]
@@ -113,6 +147,100 @@ pub enum SourceError {
         #[source]
         source: io::Error,
     },
+}
+
+/// What is wrong with the environment of an object-store client, and what to set.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SetupProblem {
+    /// The endpoint is plain HTTP, which the client refuses unless told otherwise.
+    #[error(
+        "{} refused{}",
+        .endpoint.as_ref().map_or_else(|| "plain HTTP is".to_string(), |e| format!("the endpoint {e} is plain HTTP, which is")),
+        .allow.map(|a| format!(" unless {a}=true is set")).unwrap_or_default()
+    )]
+    HttpNotAllowed {
+        /// The endpoint the environment names, if it names one.
+        endpoint: Option<String>,
+        /// The environment variable that allows plain HTTP, where there is one.
+        allow: Option<&'static str>,
+    },
+    /// No credentials in the environment: the client asked a cloud machine's metadata
+    /// service for them, and there is none.
+    #[error(
+        "no {cloud} credentials found (none in the environment, and no cloud machine's metadata \
+         service to ask): {what}"
+    )]
+    NoCredentials {
+        /// The cloud (`S3`, `Google Cloud Storage`, `Azure`).
+        cloud: &'static str,
+        /// What to set.
+        what: &'static str,
+    },
+}
+
+impl SetupProblem {
+    /// The problem `e` (from a request for a `scheme` URL) is a symptom of, if one: found in
+    /// the words of the error and its causes, `object_store` giving no types for these.
+    fn of(scheme: &str, e: &object_store::Error) -> Option<SetupProblem> {
+        let mut text = e.to_string();
+        let mut cause = std::error::Error::source(e);
+        while let Some(c) = cause {
+            text.push_str(&c.to_string());
+            cause = c.source();
+        }
+        let env = |names: &[&str]| names.iter().find_map(|n| std::env::var(n).ok());
+        if text.contains("URL scheme is not allowed") {
+            let (endpoint, allow) = match scheme {
+                "s3" => (
+                    env(&["AWS_ENDPOINT_URL", "AWS_ENDPOINT"]),
+                    Some("AWS_ALLOW_HTTP"),
+                ),
+                "az" => (
+                    env(&["AZURE_STORAGE_ENDPOINT", "AZURE_ENDPOINT"]),
+                    Some("AZURE_ALLOW_HTTP"),
+                ),
+                _ => (None, None),
+            };
+            return Some(SetupProblem::HttpNotAllowed { endpoint, allow });
+        }
+        // The metadata services the clients ask when the environment names no credentials:
+        // the clouds' own, or the one AWS_METADATA_ENDPOINT names.
+        let configured = env(&["AWS_METADATA_ENDPOINT"]);
+        let metadata_service = [
+            "169.254.169.254",
+            "169.254.170.2",
+            "metadata.google.internal",
+        ];
+        if metadata_service
+            .iter()
+            .copied()
+            .chain(configured.as_deref())
+            .any(|m| text.contains(m.trim_end_matches('/')))
+        {
+            return Some(match scheme {
+                "gs" => SetupProblem::NoCredentials {
+                    cloud: "Google Cloud Storage",
+                    what: "set GOOGLE_APPLICATION_CREDENTIALS (or GOOGLE_SERVICE_ACCOUNT) to a \
+                           service account key file, or GOOGLE_SKIP_SIGNATURE=true for a public \
+                           bucket",
+                },
+                "az" => SetupProblem::NoCredentials {
+                    cloud: "Azure",
+                    what: "set AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN (or \
+                           AZURE_CLIENT_ID, AZURE_CLIENT_SECRET and AZURE_TENANT_ID), or \
+                           AZURE_SKIP_SIGNATURE=true for a public container",
+                },
+                _ => SetupProblem::NoCredentials {
+                    cloud: "S3",
+                    what: "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and \
+                           AWS_SESSION_TOKEN for temporary ones), or AWS_SKIP_SIGNATURE=true for \
+                           a public bucket",
+                },
+            });
+        }
+        None
+    }
 }
 
 /// Why a URL was refused.
@@ -221,7 +349,9 @@ impl SourceError {
     pub fn is_not_found(&self) -> bool {
         match self {
             SourceError::NotFound { .. } => true,
-            SourceError::Io { source, .. } => source.kind() == io::ErrorKind::NotFound,
+            SourceError::Io { source, .. } | SourceError::Unresolved { source, .. } => {
+                source.kind() == io::ErrorKind::NotFound
+            }
             SourceError::Remote { source, .. } => {
                 matches!(**source, object_store::Error::NotFound { .. })
             }
@@ -239,6 +369,9 @@ impl SourceError {
             | SourceError::NotFound { url }
             | SourceError::Changed { url }
             | SourceError::Client { url, .. }
+            | SourceError::Setup { url, .. }
+            | SourceError::Unresolved { url, .. }
+            | SourceError::LinkChanged { url, .. }
             | SourceError::Remote { url, .. }
             | SourceError::Stale { url, .. } => Some(url),
             SourceError::BadPath { path } => Some(path),
@@ -248,7 +381,8 @@ impl SourceError {
     }
 
     /// An `object_store` error about `url`, with a missing object as
-    /// [`SourceError::NotFound`] and a failed `If-Match` as [`SourceError::Changed`].
+    /// [`SourceError::NotFound`], a failed `If-Match` as [`SourceError::Changed`], and plain
+    /// HTTP refused or no credentials found as [`SourceError::Setup`].
     pub(crate) fn remote(url: &str, e: object_store::Error) -> Self {
         match e {
             object_store::Error::NotFound { .. } => SourceError::NotFound {
@@ -257,10 +391,20 @@ impl SourceError {
             object_store::Error::Precondition { .. } => SourceError::Changed {
                 url: url.to_string(),
             },
-            source => SourceError::Remote {
-                url: url.to_string(),
-                source: Box::new(source),
-            },
+            source => {
+                let scheme = url.split_once("://").map_or("", |(s, _)| s);
+                match SetupProblem::of(scheme, &source) {
+                    Some(problem) => SourceError::Setup {
+                        url: url.to_string(),
+                        problem,
+                        source: Box::new(source),
+                    },
+                    None => SourceError::Remote {
+                        url: url.to_string(),
+                        source: Box::new(source),
+                    },
+                }
+            }
         }
     }
 
@@ -301,4 +445,64 @@ pub fn range_len(url: &str, range: &std::ops::Range<u64>, size: u64) -> Result<u
         });
     }
     checked_len(url, range.start, range.end - range.start, size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn generic(words: &str) -> object_store::Error {
+        object_store::Error::Generic {
+            store: "S3",
+            source: format!("Error performing GET: {words}").into(),
+        }
+    }
+
+    #[test]
+    fn setup_problems_say_what_to_set() {
+        let e = SourceError::remote(
+            "s3://b/k",
+            generic("HTTP error: builder error: URL scheme is not allowed"),
+        );
+        let SourceError::Setup { problem, .. } = &e else {
+            panic!("{e}")
+        };
+        assert!(
+            matches!(
+                problem,
+                SetupProblem::HttpNotAllowed {
+                    allow: Some("AWS_ALLOW_HTTP"),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("unless AWS_ALLOW_HTTP=true is set"),
+            "{e}"
+        );
+        let e = SourceError::remote(
+            "gs://b/k",
+            generic("Error performing PUT http://169.254.169.254/latest/api/token"),
+        );
+        assert!(
+            e.to_string()
+                .contains("no Google Cloud Storage credentials found")
+                && e.to_string().contains("GOOGLE_APPLICATION_CREDENTIALS"),
+            "{e}"
+        );
+        let e = SourceError::remote("az://c/k", generic("169.254.169.254/metadata/identity"));
+        assert!(e.to_string().contains("AZURE_STORAGE_ACCOUNT_KEY"), "{e}");
+        // Anything else stays the object store's error.
+        let e = SourceError::remote("s3://b/k", generic("503 Slow Down"));
+        assert!(matches!(e, SourceError::Remote { .. }), "{e}");
+        let e = SourceError::remote(
+            "s3://b/k",
+            object_store::Error::NotFound {
+                path: "k".into(),
+                source: "gone".into(),
+            },
+        );
+        assert!(matches!(e, SourceError::NotFound { .. }), "{e}");
+    }
 }

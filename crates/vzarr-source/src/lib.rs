@@ -30,6 +30,7 @@
 
 #![forbid(unsafe_code)]
 
+mod allow;
 mod block_cache;
 mod coalesce;
 mod error;
@@ -53,13 +54,14 @@ pub use bytes::Bytes;
 pub use object_store::{ObjectStore, path::Path as ObjectPath};
 pub use vzarr_core::SourceRecord;
 
+pub use allow::AllowPrefixes;
 pub use block_cache::{BlockCache, CacheCounts};
 pub use coalesce::{
     Coalesced, LOCAL_COALESCE_GAP, MAX_COALESCED_READ, REMOTE_COALESCE_GAP, merge_ranges,
 };
-pub use error::{NotAllowed, Refusal, SourceError, UrlError, checked_len, range_len};
+pub use error::{NotAllowed, Refusal, SetupProblem, SourceError, UrlError, checked_len, range_len};
 pub use list::{LIST_ATTEMPTS, list_prefix, list_prefix_with};
-pub use local::{LocalFile, absolute, file_url, local_record};
+pub use local::{FileId, LocalFile, absolute, file_url, local_record};
 pub use mem::{MemSource, MemStore};
 pub use object::{
     Clients, DEFAULT_MAX_REQUESTS, DEFAULT_RANGE_CONCURRENCY, ObjectSource, ObjectWriter, PUT_PART,
@@ -70,9 +72,9 @@ pub use runtime::{block_on, runtime};
 pub use sniff::{Format, HDF5_SIGNATURE, SniffError, hdf5_signature_offsets, sniff};
 pub use stats::{Counted, IoCounts, IoStats};
 pub use store::{
-    AllowPrefixes, CheckRecords, FINGERPRINT_BYTES, Memo, Opened, ReadTuning, Recorded,
-    SourceStore, Stores, fingerprint, fingerprint_of, format_ns, locate, open_source, parallel_map,
-    read_across, record_changes,
+    CheckRecords, FINGERPRINT_BYTES, Memo, Opened, ReadTuning, Recorded, SourceStore, Stores,
+    fingerprint, fingerprint_of, format_ns, locate, open_source, parallel_map, read_across,
+    record_changes,
 };
 pub use url::{Location, Prefix, PrefixPolicy, Scheme, parse_url, percent_decode};
 pub use version::{CheckVersions, SourceVersion};
@@ -112,6 +114,12 @@ pub trait ByteSource: Send + Sync + std::fmt::Debug {
     fn size(&self) -> u64 {
         self.record().size
     }
+
+    /// The identity of the local file opened (from its open handle), for a local file; `None`
+    /// for other sources. [`AllowPrefixes`] compares it with the file it checked.
+    fn file_id(&self) -> Option<FileId> {
+        None
+    }
 }
 
 macro_rules! forward_byte_source {
@@ -128,6 +136,9 @@ macro_rules! forward_byte_source {
             }
             fn read(&self, range: Range<u64>) -> Result<Bytes, SourceError> {
                 (**self).read(range)
+            }
+            fn file_id(&self) -> Option<FileId> {
+                (**self).file_id()
             }
         }
     };

@@ -11,6 +11,27 @@ use vzarr_core::SourceRecord;
 
 use crate::{ByteSource, SourceError, range_len};
 
+/// The identity of a local file: its device and inode, which tell two paths to one file
+/// apart from paths to two files (see [`ByteSource::file_id`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileId {
+    /// The device.
+    pub dev: u64,
+    /// The inode on that device.
+    pub ino: u64,
+}
+
+impl FileId {
+    /// The identity in `meta` (from `stat`, `lstat` or an open file's `fstat`).
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+}
+
 /// A local file opened for ranged reads. Each range is one `pread`; put [`crate::Coalesced`]
 /// in front to merge nearby ranges.
 #[derive(Debug)]
@@ -18,6 +39,8 @@ pub struct LocalFile {
     path: PathBuf,
     file: File,
     record: SourceRecord,
+    /// The identity of the file opened (`fstat` of the open handle).
+    id: FileId,
 }
 
 impl LocalFile {
@@ -47,6 +70,7 @@ impl LocalFile {
             path: abs,
             file,
             record,
+            id: FileId::of(&meta),
         })
     }
 
@@ -81,6 +105,10 @@ impl ByteSource for LocalFile {
 
     fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, SourceError> {
         ranges.iter().map(|r| self.read_one(r)).collect()
+    }
+
+    fn file_id(&self) -> Option<FileId> {
+        Some(self.id)
     }
 }
 

@@ -69,6 +69,10 @@ impl<S: ByteSource> ByteSource for Counted<S> {
         self.inner.record()
     }
 
+    fn file_id(&self) -> Option<crate::FileId> {
+        self.inner.file_id()
+    }
+
     fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, SourceError> {
         let got = self.inner.read_ranges(ranges)?;
         let n: u64 = got.iter().map(|b| b.len() as u64).sum();

@@ -1,5 +1,5 @@
 //! Opening sources by URL, with policies as wrappers in the style of `object_store`'s
-//! `LimitStore`: [`Stores`] opens local files and objects; [`AllowPrefixes`] refuses URLs
+//! `LimitStore`: [`Stores`] opens local files and objects; [`crate::AllowPrefixes`] refuses URLs
 //! outside the prefixes a reader may fetch from (symbolic links resolved first);
 //! [`CheckRecords`] refuses sources that changed since they were recorded; [`Memo`] opens each
 //! URL once; [`Recorded`] opens sources scanned before from their records (no HEAD request). Stack them as a reader needs, e.g.
@@ -15,7 +15,7 @@ use bytes::Bytes;
 use vzarr_core::SourceRecord;
 
 use crate::object::{Clients, DEFAULT_RANGE_CONCURRENCY, ObjectSource};
-use crate::url::{Location, Prefix, PrefixPolicy, Scheme, parse_url};
+use crate::url::{Location, Scheme, parse_url};
 use crate::{
     ByteSource, Coalesced, Counted, IoStats, LOCAL_COALESCE_GAP, LocalFile, MAX_COALESCED_READ,
     REMOTE_COALESCE_GAP, SourceError, absolute, file_url,
@@ -161,85 +161,6 @@ impl SourceStore for Stores {
 /// Opens a local path or any URL with the default [`Stores`].
 pub fn open_source(url_or_path: &str) -> Result<Arc<dyn ByteSource>, SourceError> {
     Stores::default().open(url_or_path)
-}
-
-/// A store that opens only URLs under the allowed prefixes. Local paths are resolved first
-/// (symbolic links, `..`), so a link inside an allowed directory that points outside it is
-/// refused; nothing is read from a refused source.
-#[derive(Debug)]
-pub struct AllowPrefixes<T> {
-    inner: T,
-    policy: PrefixPolicy,
-    /// The allowed local directories with their links resolved.
-    allowed_dirs: Vec<std::path::PathBuf>,
-    /// The recorded local directories with their links resolved.
-    recorded_dirs: Vec<std::path::PathBuf>,
-}
-
-fn resolved_dirs(prefixes: &[Prefix]) -> Vec<std::path::PathBuf> {
-    prefixes
-        .iter()
-        .filter_map(Prefix::local_path)
-        .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
-        .collect()
-}
-
-impl<T: SourceStore> AllowPrefixes<T> {
-    /// `inner` restricted to `policy`.
-    pub fn new(inner: T, policy: PrefixPolicy) -> Self {
-        AllowPrefixes {
-            inner,
-            allowed_dirs: resolved_dirs(policy.allowed()),
-            recorded_dirs: resolved_dirs(policy.recorded()),
-            policy,
-        }
-    }
-
-    /// The policy.
-    pub fn policy(&self) -> &PrefixPolicy {
-        &self.policy
-    }
-
-    /// Checks `url` without opening it: under an allowed prefix, and for local files, still
-    /// under an allowed (and recorded) directory once its links are resolved. Returns the
-    /// location.
-    pub fn check(&self, url: &str) -> Result<Location, SourceError> {
-        let loc = self.policy.check(url)?;
-        if loc.scheme == Scheme::File {
-            // A path that does not exist yet cannot lead anywhere; opening it fails later.
-            if let Ok(real) = std::fs::canonicalize(loc.local_path()) {
-                let why = if !self.allowed_dirs.iter().any(|d| real.starts_with(d)) {
-                    Some(crate::Refusal::NotAllowed)
-                } else if !self.policy.recorded().is_empty()
-                    && !self.recorded_dirs.iter().any(|d| real.starts_with(d))
-                {
-                    Some(crate::Refusal::NotRecorded)
-                } else {
-                    None
-                };
-                if let Some(why) = why {
-                    let resolved = Some(format!("file://{}", real.display()));
-                    return Err(self.policy.refuse(url, why, resolved));
-                }
-            }
-        }
-        Ok(loc)
-    }
-}
-
-impl<T: SourceStore> SourceStore for AllowPrefixes<T> {
-    fn open(&self, url: &str) -> Result<Arc<dyn ByteSource>, SourceError> {
-        let loc = self.check(url)?;
-        self.inner.open(&loc.url())
-    }
-
-    fn open_recorded(&self, record: &SourceRecord) -> Result<Arc<dyn ByteSource>, SourceError> {
-        let loc = self.check(&record.url)?;
-        self.inner.open_recorded(&SourceRecord {
-            url: loc.url(),
-            ..record.clone()
-        })
-    }
 }
 
 /// A store that refuses sources whose size, modification time or ETag differ from the
@@ -630,37 +551,6 @@ mod tests {
         assert!(read_across(&store, &[(a.as_str(), 150..250)], 1).is_err());
         // Many sources at once (the pool of reading threads): an error of one is the call's.
         assert!(read_across(&store, &[(b.as_str(), 0..1), (a.as_str(), 150..250)], 4).is_err());
-    }
-
-    #[test]
-    fn allowed_prefixes_resolve_links() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        std::fs::create_dir(root.join("allowed")).unwrap();
-        let inside = write(&root.join("allowed"), "x.nc", b"data");
-        let secret = write(&root, "secret.txt", b"root:x:0:0");
-        std::os::unix::fs::symlink(root.join("secret.txt"), root.join("allowed/link.nc")).unwrap();
-        let policy =
-            PrefixPolicy::new(&[], &[format!("file://{}/allowed/", root.display())]).unwrap();
-        let store = AllowPrefixes::new(Stores::default(), policy);
-        assert_eq!(
-            &store.open(&inside).unwrap().read(0..4).unwrap()[..],
-            b"data"
-        );
-        let e = store.open(&secret).unwrap_err();
-        assert!(
-            matches!(&e, SourceError::NotAllowed(n) if n.resolved.is_none()),
-            "{e}"
-        );
-        let link = format!("file://{}/allowed/link.nc", root.display());
-        let e = store.open(&link).unwrap_err();
-        assert!(
-            matches!(&e, SourceError::NotAllowed(n) if n.resolved.as_deref().is_some_and(|r| r.ends_with("secret.txt"))),
-            "{e}"
-        );
-        assert!(!e.to_string().contains("root:x"), "{e}");
-        let e = store.open("file:///etc/passwd").unwrap_err();
-        assert!(matches!(e, SourceError::NotAllowed(_)), "{e}");
     }
 
     #[test]

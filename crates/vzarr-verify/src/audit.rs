@@ -612,9 +612,21 @@ fn scan(reader: &Reader, url: &str) -> Result<(u64, VirtualDataset, Index), Stri
     Ok((src.size(), scanned, idx))
 }
 
-/// A source's URL in one spelling (a local path and its `file://` URL are the same file).
-fn same_file(url: &str) -> String {
-    vzarr_source::parse_url(url).map_or_else(|_| url.to_string(), |l| l.url())
+/// A source's URL in one spelling: a local path and its `file://` URL are the same file, and
+/// a relative path is the file it names from the current directory (made absolute as a build
+/// records it, `.` and `..` resolved lexically); anything else is kept as given.
+pub(crate) fn same_file(url: &str) -> String {
+    if let Ok(l) = vzarr_source::parse_url(url) {
+        return l.url();
+    }
+    if url.contains("://") {
+        return url.to_string();
+    }
+    vzarr_source::absolute(std::path::Path::new(url))
+        .and_then(|abs| vzarr_source::file_url(&abs))
+        .ok()
+        .and_then(|u| vzarr_source::parse_url(&u).ok())
+        .map_or_else(|| url.to_string(), |l| l.url())
 }
 
 /// Whether chunk `stored` that the file stores of `sa` holds nothing but `array`'s fill value

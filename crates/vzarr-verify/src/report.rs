@@ -39,7 +39,8 @@ pub struct VerifyOptions {
     /// The files references that record no provenance (kerchunk's) were made from: an array
     /// whose chunks name no file (all inline, or none stored) is compared with the one given
     /// when the references name none; the audit scans each, and names one no reference points
-    /// into while the references point into others (a file a combine dropped).
+    /// into while the references point into others (a file a combine dropped). Each is a URL
+    /// or a local path, a relative one taken from the current directory.
     pub sources: Vec<String>,
 }
 

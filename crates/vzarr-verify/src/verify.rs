@@ -201,7 +201,7 @@ fn plan(
 /// ([`VerifyOptions::sources`]). Found once per run.
 fn unnamed_source(reader: &Reader, opts: &VerifyOptions) -> Option<String> {
     one_source(reader).or_else(|| match opts.sources.as_slice() {
-        [one] => Some(one.clone()),
+        [one] => Some(crate::audit::same_file(one)),
         _ => None,
     })
 }
