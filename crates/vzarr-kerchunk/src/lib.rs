@@ -33,8 +33,8 @@ mod write;
 
 pub use read::{
     FetchError, MAX_GENERATED, MAX_PARQUET_FILE, MAX_RECORD_FILES, ParquetRecords, ParseError,
-    ParseLimits, ParsedRefs, WholeFiles, parse_chunk_indices, parse_parquet_refs, parse_refs,
-    split_chunk_key,
+    ParseLimits, ParsedRefs, RecordPart, WholeFiles, parse_chunk_indices, parse_parquet_refs,
+    parse_refs, split_chunk_key,
 };
 pub use write::{WriteError, chunk_key, to_bytes, write_file, write_refs};
 

@@ -46,7 +46,9 @@ use serde_json::Value;
 use vzarr_core::{Provenance, VirtualDataset};
 
 pub use names::{parse_chunk_indices, split_chunk_key};
-pub use parquet_refs::{FetchError, MAX_PARQUET_FILE, ParquetRecords, parse_parquet_refs};
+pub use parquet_refs::{
+    FetchError, MAX_PARQUET_FILE, ParquetRecords, RecordPart, parse_parquet_refs,
+};
 pub(crate) use v2::V2_LEAVES;
 pub use whole_files::WholeFiles;
 
