@@ -12,6 +12,7 @@ mod build_cmds;
 #[cfg(test)]
 mod doc_commands;
 mod flags;
+mod panics;
 mod print;
 mod read_cmds;
 mod upgrade_cmd;
@@ -32,13 +33,19 @@ pub(crate) fn release_free_memory() {
 }
 
 fn main() -> ExitCode {
-    match flags::parse().and_then(run) {
-        Ok(code) => code,
-        Err(e) => {
+    panics::install();
+    let outcome = std::panic::catch_unwind(|| flags::parse().and_then(run));
+    match outcome {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => {
             eprintln!("vzarr: error: {}", message(&e));
             if let Some(h) = hint(&e) {
                 eprintln!("vzarr: hint: {h}");
             }
+            ExitCode::FAILURE
+        }
+        Err(_) => {
+            eprintln!("vzarr: error: {}", panics::report());
             ExitCode::FAILURE
         }
     }

@@ -89,6 +89,14 @@ fn open_counted(refs: &Path, options: ReadOptions) -> (Reader, Arc<Mutex<Vec<Str
     (reader, asked)
 }
 
+/// The values of `r` along the one axis of `a`.
+fn read1(a: &vzarr_read::ArrayReader<'_>, r: std::ops::Range<u64>) -> Vec<i16> {
+    a.read::<i16>(std::slice::from_ref(&r))
+        .unwrap()
+        .into_raw_vec_and_offset()
+        .0
+}
+
 fn values(reader: &Reader, path: &str) -> Result<Vec<i16>, ReadError> {
     let a = reader.array(path)?;
     let whole: Vec<std::ops::Range<u64>> = a.shape().into_iter().map(|n| 0..n).collect();
@@ -162,16 +170,10 @@ fn reading_one_element_reads_its_record_file_alone() {
     let (reader, asked) = open_counted(&refs, allowing(dir.path()));
     let a = reader.array("a").unwrap();
     // Element 4 is in chunk 2, the first row of a/refs.1.parq.
-    assert_eq!(
-        a.read::<i16>(&[4..5]).unwrap().into_raw_vec_and_offset().0,
-        [4]
-    );
+    assert_eq!(read1(&a, 4..5), [4]);
     assert_eq!(*asked.lock().unwrap(), ["a/refs.1.parq"]);
     assert_eq!(reader.stats().record_files, 1);
-    assert_eq!(
-        a.read::<i16>(&[0..2]).unwrap().into_raw_vec_and_offset().0,
-        [0, 1]
-    );
+    assert_eq!(read1(&a, 0..2), [0, 1]);
     assert_eq!(*asked.lock().unwrap(), ["a/refs.1.parq", "a/refs.0.parq"]);
     // A missing record file holds no chunk: fill values, one request that finds nothing.
     std::fs::remove_file(refs.join("b/refs.0.parq")).unwrap();
@@ -224,13 +226,7 @@ fn record_files_are_counted_and_bounded_before_any_is_named() {
     )
     .unwrap();
     let x = reader.array("x").unwrap();
-    assert_eq!(
-        x.read::<i16>(&[40_000..40_001])
-            .unwrap()
-            .into_raw_vec_and_offset()
-            .0,
-        [0]
-    );
+    assert_eq!(read1(&x, 40_000..40_001), [0]);
     assert_eq!(*asked.lock().unwrap(), ["x/refs.40000.parq"]);
 }
 

@@ -338,10 +338,14 @@ pub(super) fn expand(
         let generated = count.and_then(|c| total.checked_add(c));
         let max = limits.max_generated;
         let (Some(count), Some(generated)) = (count, generated.filter(|&g| g <= max)) else {
+            let with = if total > 0 {
+                format!(" ({} with the entries before it)", shown(generated))
+            } else {
+                String::new()
+            };
             return Err(e(format!(
-                "expands to {} references ({} with the entries before it), more than the {max} generated keys may expand to (limit max_generated, default {})",
+                "expands to {} references{with}, more than the {max} generated keys may expand to (limit max_generated, default {})",
                 shown(count),
-                shown(generated),
                 super::MAX_GENERATED
             )));
         };
