@@ -56,8 +56,14 @@ const INFLATION_SLACK: u64 = 1 << 20;
 /// Deepest nesting of a flexbuffer value (Icechunk's configuration nests 4 deep).
 const MAX_FLEX_DEPTH: u32 = 64;
 
-/// Most values walked in all the flexbuffers of one file (each shared value once per use).
-const MAX_FLEX_VALUES: u64 = 1 << 20;
+/// Most values walked in a flexbuffer per byte of it (each shared value once per use): a
+/// value takes at least a byte, and a writer shares little more than map keys; beyond,
+/// lengths or offsets were changed (a vector claiming a billion values in a few bytes made
+/// serde allocate until the process died).
+const MAX_FLEX_VALUES_PER_BYTE: u64 = 4;
+
+/// Values walked in any flexbuffer whatever its size.
+const MIN_FLEX_VALUES: u64 = 1024;
 
 /// What a read will open: a branch's tip or a snapshot (or the `repo` file alone).
 #[derive(Clone, Copy, Debug)]
@@ -283,13 +289,12 @@ fn check_repo_info(files: &Files<'_>, decoded: &[u8]) -> Result<(), IcechunkErro
     RepoInfo::verify_buffer(decoded).map_err(|e| bad(e.to_string()))?;
     let repo = flatbuffers::root_with_opts::<generated::Repo<'_>>(&permissive(), decoded)
         .map_err(|e| bad(e.to_string()))?;
-    let mut budget = MAX_FLEX_VALUES;
     if let Some(config) = repo.config() {
-        check_flex(config.bytes(), &mut budget).map_err(|e| bad(format!("configuration: {e}")))?;
+        check_flex(config.bytes()).map_err(|e| bad(format!("configuration: {e}")))?;
     }
     if let Some(items) = repo.metadata() {
         for item in items {
-            check_flex(item.value().bytes(), &mut budget)
+            check_flex(item.value().bytes())
                 .map_err(|e| bad(format!("metadata {:?}: {e}", item.name())))?;
         }
     }
@@ -312,7 +317,7 @@ fn check_repo_info(files: &Files<'_>, decoded: &[u8]) -> Result<(), IcechunkErro
             let snap = snapshots.get(at);
             if let Some(items) = snap.metadata() {
                 for item in items {
-                    check_flex(item.value().bytes(), &mut budget).map_err(|e| {
+                    check_flex(item.value().bytes()).map_err(|e| {
                         bad(format!("commit {at}, metadata {:?}: {e}", item.name()))
                     })?;
                 }
@@ -350,10 +355,9 @@ async fn check_snapshot(files: &Files<'_>, id: &SnapshotId) -> Result<(), Icechu
     {
         let snap = flatbuffers::root_with_opts::<generated::Snapshot<'_>>(&permissive(), &decoded)
             .map_err(|e| bad(e.to_string()))?;
-        let mut budget = MAX_FLEX_VALUES;
         if version != SpecVersionBin::V1 {
             for item in snap.metadata() {
-                check_flex(item.value().bytes(), &mut budget)
+                check_flex(item.value().bytes())
                     .map_err(|e| bad(format!("metadata {:?}: {e}", item.name())))?;
             }
         }
@@ -433,11 +437,14 @@ fn permissive() -> flatbuffers::VerifierOptions {
 }
 
 /// Walks the flexbuffer `bytes` as serde deserializes it (as Icechunk will), bounded: at most
-/// [`MAX_FLEX_DEPTH`] deep, at most `budget` values (decremented).
+/// [`MAX_FLEX_DEPTH`] deep, at most [`MAX_FLEX_VALUES_PER_BYTE`] values a byte.
 /// The flexbuffers crate panics on some corrupt buffers (an index out of bounds): such a
 /// panic is caught as this buffer's error (the process's panic hook still sees it).
-pub(crate) fn check_flex(bytes: &[u8], budget: &mut u64) -> Result<(), String> {
-    let left = Cell::new(*budget);
+pub(crate) fn check_flex(bytes: &[u8]) -> Result<(), String> {
+    let most = (bytes.len() as u64)
+        .saturating_mul(MAX_FLEX_VALUES_PER_BYTE)
+        .max(MIN_FLEX_VALUES);
+    let left = Cell::new(most);
     let walked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let root = flexbuffers::Reader::get_root(bytes).map_err(|e| e.to_string())?;
         Bounded {
@@ -447,7 +454,6 @@ pub(crate) fn check_flex(bytes: &[u8], budget: &mut u64) -> Result<(), String> {
         .deserialize(root)
         .map_err(|e| e.to_string())
     }));
-    *budget = left.get();
     match walked {
         Ok(r) => r,
         Err(panic) => Err(format!(
@@ -473,11 +479,11 @@ impl Bounded<'_> {
                 "nested more than {MAX_FLEX_DEPTH} deep (a cycle?)"
             )));
         }
-        let left = self
-            .left
-            .get()
-            .checked_sub(1)
-            .ok_or_else(|| E::custom(format!("more than {MAX_FLEX_VALUES} values")))?;
+        let left = self.left.get().checked_sub(1).ok_or_else(|| {
+            E::custom(format!(
+                "more values than its size allows ({MAX_FLEX_VALUES_PER_BYTE} a byte): a length or offset is wrong"
+            ))
+        })?;
         self.left.set(left);
         Ok(())
     }
@@ -619,23 +625,32 @@ mod tests {
 
     #[test]
     fn flexbuffers_are_walked_within_bounds() {
-        let mut budget = MAX_FLEX_VALUES;
         let v = serde_json::json!({"a": [1, 2, {"b": "c"}], "d": null, "e": 1.5});
         let bytes = flexbuffers::to_vec(&v).unwrap();
-        check_flex(&bytes, &mut budget).unwrap();
-        assert!(budget < MAX_FLEX_VALUES);
+        check_flex(&bytes).unwrap();
         // 70 levels of nesting: refused, not recursed into.
         let mut deep = serde_json::json!(1);
         for _ in 0..70 {
             deep = serde_json::json!([deep]);
         }
         let bytes = flexbuffers::to_vec(&deep).unwrap();
-        let e = check_flex(&bytes, &mut { MAX_FLEX_VALUES }).unwrap_err();
+        let e = check_flex(&bytes).unwrap_err();
         assert!(e.contains("deep"), "{e}");
-        // A budget spent.
-        let many = serde_json::json!(vec![0; 100]);
-        let e = check_flex(&flexbuffers::to_vec(&many).unwrap(), &mut 50).unwrap_err();
-        assert!(e.contains("values"), "{e}");
+        // Many maps sharing one keys vector, as writers share keys: within the bound.
+        let shared: Vec<_> = (0..5000)
+            .map(|i| serde_json::json!({"url": i, "size": 1}))
+            .collect();
+        check_flex(&flexbuffers::to_vec(&shared).unwrap()).unwrap();
+        // Commit metadata as vzarr writes it (its provenance), small numbers and all: within
+        // the bound.
+        let sources: Vec<_> = (0..10_000)
+            .map(|i| serde_json::json!({"url": format!("file:///d/{i}.nc"), "size": 7, "mtime": 1, "etag": null}))
+            .collect();
+        let pieces: Vec<_> = (0..10_000)
+            .map(|i| serde_json::json!({"url": i, "start": i, "len": 1}))
+            .collect();
+        let prov = serde_json::json!({"sources": sources, "concat": {"dim": "t", "pieces": pieces}, "allowed_prefixes": ["file:///d/"]});
+        check_flex(&flexbuffers::to_vec(&prov).unwrap()).unwrap();
     }
 
     #[test]
@@ -653,8 +668,7 @@ mod tests {
             for b in (0..8).map(|k| good[i] ^ (1 << k)).chain([0]) {
                 let mut bytes = good.clone();
                 bytes[i] = b;
-                let mut budget = MAX_FLEX_VALUES;
-                if let Err(e) = check_flex(&bytes, &mut budget)
+                if let Err(e) = check_flex(&bytes)
                     && e.contains("deep")
                 {
                     cycles += 1;
