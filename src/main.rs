@@ -15,6 +15,7 @@ mod build_cmds;
 mod doc_commands;
 mod flags;
 mod hints;
+mod panics;
 mod print;
 mod read_cmds;
 mod upgrade_cmd;
@@ -35,15 +36,21 @@ pub(crate) fn release_free_memory() {
 }
 
 fn main() -> ExitCode {
+    panics::install();
     let command = flags::Cli::parse().command;
     let name = command.name();
-    match flags::validate(command).and_then(run) {
-        Ok(code) => code,
-        Err(e) => {
+    let outcome = std::panic::catch_unwind(|| flags::validate(command).and_then(run));
+    match outcome {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => {
             eprintln!("vzarr: error: {}", message(&e));
             if let Some(h) = hints::Hint::of(&e).and_then(|h| h.text_for(name)) {
                 eprintln!("vzarr: hint: {h}");
             }
+            ExitCode::FAILURE
+        }
+        Err(_) => {
+            eprintln!("vzarr: error: {}", panics::report());
             ExitCode::FAILURE
         }
     }

@@ -81,6 +81,31 @@ pub enum IcechunkError {
         /// Why.
         reason: String,
     },
+    /// A file of the repository is corrupt or asks for more than a reader gives (checked
+    /// before Icechunk decodes it: a decoded size past the limits, a flexbuffer nested past
+    /// the limit or referring to itself, a commit that is its own ancestor, ...).
+    #[error("{location}: {file}: corrupt repository file: {reason}")]
+    Corrupt {
+        /// The repository.
+        location: String,
+        /// The file, relative to the repository (`repo`, `snapshots/ID`, `manifests/ID`).
+        file: String,
+        /// Why.
+        reason: String,
+    },
+    /// The `icechunk` crate panicked (on a corrupt file the checks let through, most likely);
+    /// caught, so that it is this repository's error.
+    #[error(
+        "{location}: {operation}: the icechunk crate failed: {message} (is the repository corrupt?)"
+    )]
+    Panicked {
+        /// The repository.
+        location: String,
+        /// What was being done.
+        operation: String,
+        /// The panic's message.
+        message: String,
+    },
     /// An operation of the `icechunk` crate failed.
     #[error("{location}: {operation} failed: {source}")]
     Icechunk {
@@ -106,6 +131,15 @@ pub enum IcechunkError {
     },
 }
 
+/// The message of a caught panic.
+pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
+}
+
 impl IcechunkError {
     /// What the repository at `location` holds at `what` is not what vzarr reads, for `reason`.
     pub(crate) fn content(location: &str, what: &str, reason: String) -> Self {
@@ -113,6 +147,19 @@ impl IcechunkError {
             location: location.to_string(),
             what: what.to_string(),
             reason,
+        }
+    }
+
+    /// `Panicked`, from what `catch_unwind` caught.
+    pub(crate) fn panicked(
+        location: &str,
+        operation: &str,
+        panic: Box<dyn std::any::Any + Send>,
+    ) -> Self {
+        IcechunkError::Panicked {
+            location: location.to_string(),
+            operation: operation.to_string(),
+            message: panic_message(&panic),
         }
     }
 

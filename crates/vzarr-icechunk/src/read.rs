@@ -17,6 +17,7 @@ use vzarr_core::{ChunkGrid, DimGrid, Group, Provenance, VirtualArray, VirtualDat
 
 use vzarr_source::SourceVersion;
 
+use crate::guard::{ChunkObjects, Target, caught, check_repository};
 use crate::location::RepoLocation;
 use crate::snapshot::version_of;
 use crate::url::decode_file_url;
@@ -66,12 +67,19 @@ pub fn is_repository(location: &str) -> bool {
             let Ok(rt) = vzarr_source::runtime() else {
                 return false;
             };
-            rt.block_on(async {
-                match loc.storage().await {
-                    Ok(s) => Repository::exists(s, None).await.unwrap_or(false),
-                    Err(_) => false,
+            rt.block_on(caught(&loc.display(), "looking for a repository", async {
+                let s = loc.storage().await?;
+                // A `repo` file that fails the checks is a repository (a corrupt one, which
+                // opening it reports), not fed to Icechunk here.
+                if check_repository(s.as_ref(), &loc.display(), Target::RepoFile)
+                    .await
+                    .is_err()
+                {
+                    return Ok(true);
                 }
-            })
+                Ok(Repository::exists(s, None).await.unwrap_or(false))
+            }))
+            .unwrap_or(false)
         }
     }
 }
@@ -85,14 +93,19 @@ pub fn open(
     branch: &str,
     max_references: u64,
 ) -> Result<Opened, IcechunkError> {
-    vzarr_source::runtime()?.block_on(open_async(location, branch, max_references))
+    let at = location.display();
+    vzarr_source::runtime()?.block_on(caught(
+        &at,
+        "opening the repository",
+        open_async(location, branch, max_references),
+    ))
 }
 
 /// The commits of `branch`, newest first.
 pub fn history(location: &RepoLocation, branch: &str) -> Result<Vec<Commit>, IcechunkError> {
-    vzarr_source::runtime()?.block_on(async {
-        let at = location.display();
-        let repo = open_repo(location).await?;
+    let at = location.display();
+    vzarr_source::runtime()?.block_on(caught(&at, "reading the history", async {
+        let repo = open_repo(location, Target::Branch(branch)).await?;
         let commits: Vec<_> = repo
             .ancestry(&VersionInfo::BranchTipRef(branch.to_string()))
             .await
@@ -108,7 +121,7 @@ pub fn history(location: &RepoLocation, branch: &str) -> Result<Vec<Commit>, Ice
                 written_at: c.flushed_at.to_rfc3339(),
             })
             .collect())
-    })
+    }))
 }
 
 pub(crate) fn no_branch_or(
@@ -127,9 +140,15 @@ pub(crate) fn no_branch_or(
     }
 }
 
-pub(crate) async fn open_repo(location: &RepoLocation) -> Result<Repository, IcechunkError> {
+/// Opens the repository at `location` for a read of `target`, the files that read decodes
+/// checked first (`guard.rs`).
+pub(crate) async fn open_repo(
+    location: &RepoLocation,
+    target: Target<'_>,
+) -> Result<Repository, IcechunkError> {
     let at = location.display();
     let storage = location.storage().await?;
+    check_repository(storage.as_ref(), &at, target).await?;
     let exists = Repository::exists(storage.clone(), None)
         .await
         .map_err(|e| IcechunkError::icechunk(&at, "looking for a repository", e))?;
@@ -149,7 +168,7 @@ async fn open_async(
 ) -> Result<Opened, IcechunkError> {
     let at = location.display();
     let content = |what: &str, reason: String| IcechunkError::content(&at, what, reason);
-    let repo = open_repo(location).await?;
+    let repo = open_repo(location, Target::Branch(branch)).await?;
     let version = VersionInfo::BranchTipRef(branch.to_string());
     let tip = tip_commit(&repo, &at, branch)
         .await?
@@ -174,6 +193,8 @@ async fn open_async(
         .collect::<Result<_, _>>()
         .map_err(|e| IcechunkError::icechunk(&at, "listing nodes", e))?;
     let mut references = 0u64;
+    let storage = location.storage().await?;
+    let objects = ChunkObjects::default();
     let session = Arc::new(RwLock::new(session));
     let store = Store::from_session(session.clone()).await;
     for node in nodes {
@@ -256,14 +277,26 @@ async fn open_async(
                                 .manifest
                                 .set_inline(lin, bytes.to_vec())
                                 .map_err(|e| bad(e.to_string()))?,
-                            ChunkPayload::Ref(_) => native.push((lin, index)),
+                            ChunkPayload::Ref(r) => native.push((lin, index, r)),
                             #[allow(unreachable_patterns)]
                             _ => return Err(bad("a chunk payload vzarr does not know".into())),
                         }
                     }
                 }
-                for (lin, index) in native {
+                for (lin, index, r) in native {
                     let ckey = vzarr_core::chunk_key(&path, &index);
+                    // Icechunk allocates the length the manifest gives: checked against the
+                    // chunk object first.
+                    objects
+                        .check(
+                            storage.as_ref(),
+                            &at,
+                            &r.id.to_string(),
+                            r.offset,
+                            r.length,
+                            &ckey,
+                        )
+                        .await?;
                     let bytes = store
                         .get(&ckey, &ByteRange::ALL)
                         .await
@@ -292,14 +325,14 @@ pub fn provenance(
     location: &RepoLocation,
     branch: &str,
 ) -> Result<Option<Provenance>, IcechunkError> {
-    vzarr_source::runtime()?.block_on(async {
-        let at = location.display();
-        let repo = open_repo(location).await?;
+    let at = location.display();
+    vzarr_source::runtime()?.block_on(caught(&at, "reading the provenance", async {
+        let repo = open_repo(location, Target::Branch(branch)).await?;
         match tip_commit(&repo, &at, branch).await? {
             Some(tip) => recorded_provenance(&tip, &at),
             None => Ok(None),
         }
-    })
+    }))
 }
 
 /// The tip commit of `branch` (`None` for a branch without commits).

@@ -21,6 +21,7 @@ use vzarr_core::{ChunkGrid, DimGrid, Provenance, VirtualArray};
 use vzarr_source::SourceVersion;
 
 use crate::IcechunkError;
+use crate::guard::{ChunkObjects, Target, caught};
 use crate::location::RepoLocation;
 use crate::read::{open_repo, recorded_provenance};
 use crate::url::decode_file_url;
@@ -72,6 +73,9 @@ struct ArrayNode {
 pub struct Snapshot {
     at: String,
     session: Session,
+    /// The repository's storage, for the checks of native chunks.
+    storage: std::sync::Arc<dyn icechunk::Storage + Send + Sync>,
+    objects: ChunkObjects,
     snapshot: String,
     documents: HashMap<String, Bytes>,
     arrays: HashMap<String, ArrayNode>,
@@ -99,7 +103,11 @@ impl Snapshot {
         branch: &str,
         snapshot: Option<&str>,
     ) -> Result<Snapshot, IcechunkError> {
-        vzarr_source::runtime()?.block_on(open_async(location, branch, snapshot))
+        vzarr_source::runtime()?.block_on(caught(
+            &location.display(),
+            "opening the snapshot",
+            open_async(location, branch, snapshot),
+        ))
     }
 
     /// The snapshot's id.
@@ -138,12 +146,12 @@ impl Snapshot {
     /// an array's grid, or a path that is no array, is `Missing`. Native chunk objects are read
     /// from the repository.
     pub fn chunks(&self, keys: &[(&str, &[u64])]) -> Result<Vec<SnapshotChunk>, IcechunkError> {
-        vzarr_source::runtime()?.block_on(async {
+        vzarr_source::runtime()?.block_on(caught(&self.at, "reading chunks", async {
             futures::stream::iter(keys.iter().map(|(p, i)| self.chunk(p, i)))
                 .buffered(LOOKUPS_AT_ONCE)
                 .try_collect()
                 .await
-        })
+        }))
     }
 
     /// Whether the array at `path` stores any chunk (reads its manifests until the first).
@@ -151,14 +159,14 @@ impl Snapshot {
         let Some(array) = self.arrays.get(path) else {
             return Ok(false);
         };
-        vzarr_source::runtime()?.block_on(async {
+        vzarr_source::runtime()?.block_on(caught(&self.at, "listing chunks", async {
             let stream = self.session.array_chunk_iterator(&array.node).await;
             let mut stream = std::pin::pin!(stream);
             let first = stream.try_next().await.map_err(|e| {
                 IcechunkError::icechunk(&self.at, format!("listing chunks of {path}"), e)
             })?;
             Ok(first.is_some())
-        })
+        }))
     }
 
     /// The stored chunks of the array at `path` (references, inline and native), at most
@@ -167,7 +175,7 @@ impl Snapshot {
         let Some(array) = self.arrays.get(path) else {
             return Ok(Vec::new());
         };
-        vzarr_source::runtime()?.block_on(async {
+        vzarr_source::runtime()?.block_on(caught(&self.at, "listing chunks", async {
             let stream = self.session.array_chunk_iterator(&array.node).await;
             let mut stream = std::pin::pin!(stream);
             let mut out = Vec::new();
@@ -181,7 +189,7 @@ impl Snapshot {
             }
             out.sort();
             Ok(out)
-        })
+        }))
     }
 
     fn content(&self, what: &str, reason: String) -> IcechunkError {
@@ -222,7 +230,19 @@ impl Snapshot {
                     version: r.checksum.as_ref().map(version_of),
                 }
             }
-            Some(ChunkPayload::Ref(_)) => {
+            Some(ChunkPayload::Ref(r)) => {
+                // Icechunk allocates the length the manifest gives: checked against the chunk
+                // object first.
+                self.objects
+                    .check(
+                        self.storage.as_ref(),
+                        &self.at,
+                        &r.id.to_string(),
+                        r.offset,
+                        r.length,
+                        &what(),
+                    )
+                    .await?;
                 let reader = self
                     .session
                     .get_chunk_reader(&array.node, &coords, &ByteRange::ALL)
@@ -252,7 +272,12 @@ async fn open_async(
 ) -> Result<Snapshot, IcechunkError> {
     let at = location.display();
     let content = |what: &str, reason: String| IcechunkError::content(&at, what, reason);
-    let repo = open_repo(location).await?;
+    let target = match snapshot {
+        Some(id) => Target::Snapshot(id),
+        None => Target::Branch(branch),
+    };
+    let repo = open_repo(location, target).await?;
+    let storage = location.storage().await?;
     let version = match snapshot {
         Some(id) => VersionInfo::SnapshotId(
             id.try_into()
@@ -318,6 +343,8 @@ async fn open_async(
     Ok(Snapshot {
         at,
         session,
+        storage,
+        objects: ChunkObjects::default(),
         snapshot: id.to_string(),
         documents,
         arrays,

@@ -36,13 +36,26 @@ fn a_snapshot_read_key_by_key_equals_the_whole_read() {
         else {
             panic!("chunk {i:?} is no reference");
         };
+        let SnapshotChunk::Virtual {
+            url,
+            offset: o,
+            length: l,
+            version,
+        } = chunk
+        else {
+            panic!("chunk {i:?}: {chunk:?} is no reference");
+        };
         assert_eq!(
-            chunk,
-            &SnapshotChunk::Virtual {
-                url: source.to_string(),
-                offset,
-                length
-            }
+            (url.as_str(), *o, *l),
+            (&*source.to_string(), offset, length)
+        );
+        // vzarr writes each reference's checksum (the source's modification time here).
+        assert!(
+            matches!(
+                version,
+                Some(vzarr_source::SourceVersion::NotModifiedAfter(_))
+            ),
+            "{version:?}"
         );
     }
     // Outside the grid, or no array: nothing.

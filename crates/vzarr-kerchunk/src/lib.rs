@@ -32,8 +32,9 @@ mod stream;
 mod write;
 
 pub use read::{
-    FetchError, MAX_PARQUET_FILE, ParquetRecords, ParseError, ParseLimits, ParsedRefs, WholeFiles,
-    parse_chunk_indices, parse_parquet_refs, parse_refs, split_chunk_key,
+    FetchError, MAX_GENERATED, MAX_PARQUET_FILE, MAX_RECORD_FILES, ParquetRecords, ParseError,
+    ParseLimits, ParsedRefs, RecordPart, WholeFiles, parse_chunk_indices, parse_parquet_refs,
+    parse_refs, split_chunk_key,
 };
 pub use write::{WriteError, chunk_key, to_bytes, write_file, write_refs};
 

@@ -50,14 +50,12 @@ impl Reader {
             .arrays
             .get(path)
             .ok_or_else(|| ReadError::NoArray(path.to_string()))?;
-        // Lazy Parquet references: the array's record files are read (its URLs checked) here.
-        let manifest = self.shared.manifest(path)?;
+        // Lazy Parquet references: a read reads the record files of the chunks it needs.
         let zarr = self.zarr_array(path)?;
         Ok(ArrayReader {
             reader: self,
             path: path.to_string(),
             meta,
-            manifest,
             zarr,
         })
     }
@@ -82,8 +80,6 @@ pub struct ArrayReader<'r> {
     pub(crate) reader: &'r Reader,
     pub(crate) path: String,
     pub(crate) meta: &'r VirtualArray,
-    /// The array's manifest (`meta`'s, or loaded from lazy Parquet references).
-    pub(crate) manifest: &'r ChunkManifest,
     pub(crate) zarr: Arc<Array<RefStore>>,
 }
 
@@ -160,14 +156,6 @@ pub fn max_chunk_bytes(array: &VirtualArray) -> u64 {
         })
 }
 
-fn encoded_len(manifest: &ChunkManifest, lin: usize) -> u64 {
-    match manifest.get(lin) {
-        vzarr_core::ChunkRef::Range { length, .. } => length,
-        vzarr_core::ChunkRef::Inline(b) => b.len() as u64,
-        vzarr_core::ChunkRef::Missing => 0,
-    }
-}
-
 impl<'r> ArrayReader<'r> {
     /// Array path.
     pub fn path(&self) -> &str {
@@ -180,10 +168,11 @@ impl<'r> ArrayReader<'r> {
         self.meta
     }
 
-    /// The array's manifest, loaded (for lazily opened Parquet references, read from the
-    /// array's record files when the array was opened).
-    pub fn manifest(&self) -> &'r ChunkManifest {
-        self.manifest
+    /// The array's whole manifest (for lazily opened Parquet references, every record file
+    /// of the array read on first use; reads themselves need only the record files of the
+    /// chunks they touch).
+    pub fn manifest(&self) -> Result<&'r ChunkManifest, ReadError> {
+        self.reader.shared.manifest(&self.path)
     }
 
     /// Shape.
@@ -239,12 +228,12 @@ impl<'r> ArrayReader<'r> {
 
     /// Splits the box into batches of whole chunk rows along axis 0, each with at most about
     /// `batch_bytes` of encoded chunks.
-    fn batches(&self, ranges: &[Range<u64>]) -> Vec<Batch> {
+    fn batches(&self, ranges: &[Range<u64>]) -> Result<Vec<Batch>, ReadError> {
         if ranges.is_empty() {
-            return vec![Batch {
+            return Ok(vec![Batch {
                 ranges: Vec::new(),
                 lins: vec![0],
-            }];
+            }]);
         }
         let d0 = &self.meta.grid.dims()[0];
         let r0 = &ranges[0];
@@ -252,7 +241,7 @@ impl<'r> ArrayReader<'r> {
             d0.chunk_of(r0.start),
             r0.end.checked_sub(1).and_then(|e| d0.chunk_of(e)),
         ) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         let limit = self.reader.options.batch_bytes.max(1);
         let mut out: Vec<Batch> = Vec::new();
@@ -269,7 +258,11 @@ impl<'r> ArrayReader<'r> {
                 // just the selected bytes; prefetch only the chunks read whole.
                 lins.retain(|&l| fully_covered(self.meta, l, &rr));
             }
-            let bytes: u64 = lins.iter().map(|&l| encoded_len(self.manifest, l)).sum();
+            let mut bytes = 0u64;
+            for &l in &lins {
+                let c = self.reader.shared.chunk(&self.path, l);
+                bytes = bytes.saturating_add(c.map_err(|e| e.in_array(&self.path))?.encoded_len());
+            }
             match &mut cur {
                 Some(b) if cur_bytes < limit && b.lins.len() < 65_536 => {
                     b.ranges[0].end = hi;
@@ -286,7 +279,7 @@ impl<'r> ArrayReader<'r> {
             }
         }
         out.extend(cur);
-        out
+        Ok(out)
     }
 
     /// Fetches the encoded bytes of the stored-by-reference chunks `lins` (linear indices in
@@ -398,7 +391,7 @@ impl<'r> ArrayReader<'r> {
             // Inline chunks, decoded batch by batch of chunk rows like the others.
             // Batches split axis 0 only: their elements follow each other in C order.
             let mut strings = Vec::new();
-            for b in self.batches(ranges) {
+            for b in self.batches(ranges)? {
                 let fetched = self.fetch_chunks(&b.lins)?;
                 let store = Arc::new(RefStore::new(
                     self.reader.shared.clone(),
@@ -436,7 +429,7 @@ impl<'r> ArrayReader<'r> {
                 strings: Vec::new(),
             });
         }
-        let batches = self.batches(ranges);
+        let batches = self.batches(ranges)?;
         std::thread::scope(|s| -> Result<(), ReadError> {
             let fetch = |b: &Batch| self.fetch_chunks(&b.lins);
             let mut pending = batches.first().map(|b| s.spawn(move || fetch(b)));

@@ -1,21 +1,25 @@
 //! kerchunk's Parquet references read lazily, as fsspec's `LazyReferenceMapper` reads them:
-//! opening reads `.zmetadata` alone; an array's record files are read when one of its chunks
-//! is first needed, every URL they hold checked against the reader's allowed prefixes before
-//! the manifest is given out (so before any byte of a source is fetched), and the manifest is
-//! kept for the reader's life. Kept, not cached with eviction: a manifest costs about 20 bytes
-//! a reference, so what is kept never exceeds what an eager open held (and is bounded by the
-//! same `max_references`), while an evicted array would be read again from its record files
-//! (up to `MAX_PARQUET_FILE` each) by a reader going back and forth between variables.
-//! Several threads asking for the same array at once load it once (a mutex per array, the
-//! manifest in a `OnceLock`); a failed load is not kept, so a later read tries again.
+//! opening reads `.zmetadata` alone; a read of some chunks reads the record files that hold
+//! them, one file at a time ([`LazyRecords::chunk`]), every URL they hold checked against the
+//! reader's allowed prefixes before a chunk of them is given out (so before any byte of a
+//! source is fetched). The record files read are kept in a cache bounded in bytes
+//! ([`PART_CACHE_BYTES`], least recently used out first; the file in use is always kept), as
+//! fsspec caches its record files.
+//!
+//! What needs every chunk of an array (verify, listings, [`LazyRecords::manifest`]) reads its
+//! record files into its whole manifest, kept for the reader's life: a manifest costs about 20
+//! bytes a reference, so what is kept never exceeds what an eager open held (and is bounded by
+//! the same `max_references`). Several threads asking for the same array at once load it once
+//! (a mutex per array, the manifest in a `OnceLock`); a failed load is not kept, so a later
+//! read tries again.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
-use vzarr_core::ChunkManifest;
-use vzarr_kerchunk::{FetchError, ParquetRecords};
+use vzarr_core::{ChunkManifest, ChunkRef};
+use vzarr_kerchunk::{FetchError, ParquetRecords, RecordPart};
 use vzarr_source::{AllowPrefixes, SourceStore, Stores};
 
 use crate::ReadError;
@@ -24,6 +28,74 @@ use crate::ReadError;
 /// (`tas/refs.0.parq`): its bytes, or `None` when it does not exist (its chunks are then not
 /// stored, as fsspec reads them).
 pub type RecordFetch = Arc<dyn Fn(&str) -> Result<Option<Bytes>, FetchError> + Send + Sync>;
+
+/// Most bytes the record files kept for chunk reads may take in memory (their chunk entries
+/// at 24 bytes each, plus inline chunks); the record file a read uses is kept whatever its
+/// size.
+pub(crate) const PART_CACHE_BYTES: u64 = 64 << 20;
+
+/// Where one chunk is, owned (from a manifest, or a record file that may leave the cache).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum ChunkLoc {
+    /// Not stored: reads as the fill value.
+    Missing,
+    /// Encoded bytes kept in the references.
+    Inline(Bytes),
+    /// A byte range of a source.
+    Range {
+        /// Source URL.
+        source: Arc<str>,
+        /// Byte offset.
+        offset: u64,
+        /// Number of bytes.
+        length: u64,
+    },
+}
+
+impl ChunkLoc {
+    /// Chunk `lin` of `manifest` (missing when outside it).
+    pub(crate) fn of(manifest: &ChunkManifest, lin: usize) -> ChunkLoc {
+        if lin >= manifest.len() {
+            return ChunkLoc::Missing;
+        }
+        match manifest.get(lin) {
+            ChunkRef::Missing => ChunkLoc::Missing,
+            ChunkRef::Inline(b) => ChunkLoc::Inline(Bytes::copy_from_slice(b)),
+            ChunkRef::Range {
+                source,
+                offset,
+                length,
+            } => ChunkLoc::Range {
+                source: Arc::from(source),
+                offset,
+                length,
+            },
+        }
+    }
+
+    /// Encoded bytes of the chunk (0 when not stored).
+    pub(crate) fn encoded_len(&self) -> u64 {
+        match self {
+            ChunkLoc::Missing => 0,
+            ChunkLoc::Inline(b) => b.len() as u64,
+            ChunkLoc::Range { length, .. } => *length,
+        }
+    }
+}
+
+/// The record files read for chunk reads, least recently used first.
+#[derive(Default)]
+struct Parts {
+    held: VecDeque<((String, u64), Arc<RecordPart>)>,
+    bytes: u64,
+}
+
+/// Bytes a record file read takes in memory, about.
+fn part_bytes(part: &RecordPart) -> u64 {
+    (part.manifest.len() as u64)
+        .saturating_mul(24)
+        .saturating_add(part.manifest.stats().inline_bytes)
+}
 
 /// One array's manifest, loaded once.
 #[derive(Default)]
@@ -43,6 +115,9 @@ pub(crate) struct LazyRecords {
     sources: Arc<dyn SourceStore>,
     slots: BTreeMap<String, Slot>,
     files_read: Arc<AtomicU64>,
+    /// Record files read for chunk reads (one load at a time: the lock is held while a file
+    /// is read).
+    parts: Mutex<Parts>,
 }
 
 impl LazyRecords {
@@ -67,6 +142,7 @@ impl LazyRecords {
             sources,
             slots,
             files_read,
+            parts: Mutex::default(),
         }
     }
 
@@ -84,6 +160,83 @@ impl LazyRecords {
         self.slots.get(path).and_then(|s| s.manifest.get())
     }
 
+    /// Where chunk `lin` of the array at `path` is: from the array's manifest when it is
+    /// loaded, else from the one record file that holds it (read on first use and kept in
+    /// the bounded cache); `None` when the array's chunks are not in record files.
+    pub(crate) fn chunk(&self, path: &str, lin: usize) -> Option<Result<ChunkLoc, ReadError>> {
+        let slot = self.slots.get(path)?;
+        if let Some(m) = slot.manifest.get() {
+            return Some(Ok(ChunkLoc::of(m, lin)));
+        }
+        let k = lin as u64 / self.records.record_size();
+        let mut parts = self.parts.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (path.to_string(), k);
+        let part = match parts.held.iter().position(|(p, _)| *p == key) {
+            Some(i) => {
+                // Most recently used last.
+                let entry = parts.held.remove(i)?;
+                let part = entry.1.clone();
+                parts.held.push_back(entry);
+                part
+            }
+            None => {
+                let part = match self.load_part(path, k) {
+                    Ok(p) => Arc::new(p),
+                    Err(e) => return Some(Err(e)),
+                };
+                parts.bytes = parts.bytes.saturating_add(part_bytes(&part));
+                parts.held.push_back((key, part.clone()));
+                while parts.bytes > PART_CACHE_BYTES && parts.held.len() > 1 {
+                    if let Some((_, old)) = parts.held.pop_front() {
+                        parts.bytes = parts.bytes.saturating_sub(part_bytes(&old));
+                    }
+                }
+                part
+            }
+        };
+        let at = (lin as u64).checked_sub(part.first).unwrap_or(u64::MAX);
+        Some(Ok(usize::try_from(at)
+            .map(|at| ChunkLoc::of(&part.manifest, at))
+            .unwrap_or(ChunkLoc::Missing)))
+    }
+
+    /// Record file `k` of the array at `path`, read, its URLs checked and its whole-file
+    /// chunks set.
+    fn load_part(&self, path: &str, k: u64) -> Result<RecordPart, ReadError> {
+        let mut fetch = |rel: &str| self.counted_fetch(rel);
+        let mut check = |url: &str| self.check(url);
+        let mut part = self.records.load_record(path, k, &mut fetch, &mut check)?;
+        let whole = std::mem::take(&mut part.whole);
+        if !whole.is_empty() {
+            whole.resolve_manifest::<ReadError>(
+                &mut part.manifest,
+                self.records.origin(),
+                |url| {
+                    let size = self.sources.open(url)?.size();
+                    Ok((url.to_string(), size))
+                },
+            )?;
+        }
+        Ok(part)
+    }
+
+    /// A file of the directory through the reader's fetcher, counted when it exists.
+    fn counted_fetch(&self, rel: &str) -> Result<Option<Bytes>, FetchError> {
+        let got = (self.fetch)(rel)?;
+        if got.is_some() {
+            self.files_read.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(got)
+    }
+
+    /// A URL of the record files against the reader's policy.
+    fn check(&self, url: &str) -> Result<(), FetchError> {
+        self.policy
+            .check(url)
+            .map(|_| ())
+            .map_err(|e| Arc::new(e) as _)
+    }
+
     /// The manifest of the array at `path`, its record files read on first use; `None` when
     /// its chunks are not in record files.
     pub(crate) fn manifest(&self, path: &str) -> Option<Result<&ChunkManifest, ReadError>> {
@@ -95,19 +248,8 @@ impl LazyRecords {
         if let Some(m) = slot.manifest.get() {
             return Some(Ok(m));
         }
-        let mut fetch = |rel: &str| {
-            let got = (self.fetch)(rel)?;
-            if got.is_some() {
-                self.files_read.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(got)
-        };
-        let mut check = |url: &str| -> Result<(), FetchError> {
-            self.policy
-                .check(url)
-                .map(|_| ())
-                .map_err(|e| Arc::new(e) as _)
-        };
+        let mut fetch = |rel: &str| self.counted_fetch(rel);
+        let mut check = |url: &str| self.check(url);
         Some(match self.load(path, &mut fetch, &mut check) {
             // Errors are not kept: a later read tries again (a source back online).
             Err(e) => Err(e),

@@ -8,14 +8,14 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use vzarr_core::{ChunkManifest, ChunkRef};
+use vzarr_core::ChunkManifest;
 use vzarr_kerchunk::{ParsedRefs, parse_chunk_indices, split_chunk_key};
 use vzarr_source::{SourceStore, read_across};
 use zarrs::storage::byte_range::{ByteRange, ByteRangeIterator};
 use zarrs::storage::{MaybeBytesIterator, ReadableStorageTraits, StorageError, StoreKey};
 
 use crate::ReadError;
-use crate::lazy::LazyRecords;
+use crate::lazy::{ChunkLoc, LazyRecords};
 
 /// What a reader shares between its stores.
 pub(crate) struct Shared {
@@ -92,6 +92,20 @@ impl Shared {
             .ok_or_else(|| ReadError::NoArray(path.to_string()))
     }
 
+    /// Where chunk `lin` of the array at `path` is. For lazily opened Parquet references,
+    /// only the record file that holds it is read (unless the array is loaded already).
+    pub(crate) fn chunk(&self, path: &str, lin: usize) -> Result<ChunkLoc, ReadError> {
+        if let Some(c) = self.lazy.as_ref().and_then(|l| l.chunk(path, lin)) {
+            return c;
+        }
+        self.refs
+            .dataset
+            .arrays
+            .get(path)
+            .map(|a| ChunkLoc::of(&a.manifest, lin))
+            .ok_or_else(|| ReadError::NoArray(path.to_string()))
+    }
+
     /// Fetches the stored-by-reference chunks among `lins` of array `path`: linear index ->
     /// encoded bytes.
     pub(crate) fn fetch(
@@ -102,23 +116,23 @@ impl Shared {
         if !self.refs.dataset.arrays.contains_key(path) {
             return Ok(HashMap::new());
         }
-        let manifest = self.manifest(path)?;
         let mut ids = Vec::new();
-        let mut reqs: Vec<(&str, Range<u64>)> = Vec::new();
+        let mut ranges: Vec<(Arc<str>, Range<u64>)> = Vec::new();
         for &lin in lins {
-            if let ChunkRef::Range {
+            if let ChunkLoc::Range {
                 source,
                 offset,
                 length,
-            } = manifest.get(lin)
+            } = self.chunk(path, lin)?
             {
                 let end = offset.checked_add(length).ok_or_else(|| {
                     ReadError::array(path, format!("chunk {lin}: offset + length overflows"))
                 })?;
                 ids.push(lin);
-                reqs.push((source, offset..end));
+                ranges.push((source, offset..end));
             }
         }
+        let reqs: Vec<(&str, Range<u64>)> = ranges.iter().map(|(s, r)| (&**s, r.clone())).collect();
         let bytes = read_across(self.sources.as_ref(), &reqs, self.concurrency)?;
         Ok(ids.into_iter().zip(bytes).collect())
     }
@@ -154,11 +168,10 @@ impl RefStore {
         lin: usize,
     ) -> Result<Option<Bytes>, StorageError> {
         let array = &self.shared.refs.dataset.arrays[path];
-        let manifest = self.shared.manifest(path).map_err(storage_err)?;
-        let b = match manifest.get(lin) {
-            ChunkRef::Missing => return Ok(None),
-            ChunkRef::Inline(b) => Bytes::copy_from_slice(b),
-            ChunkRef::Range {
+        let b = match self.shared.chunk(path, lin).map_err(storage_err)? {
+            ChunkLoc::Missing => return Ok(None),
+            ChunkLoc::Inline(b) => b,
+            ChunkLoc::Range {
                 source,
                 offset,
                 length,
@@ -168,7 +181,7 @@ impl RefStore {
                     let end = offset
                         .checked_add(length)
                         .ok_or_else(|| storage_err(format!("{key}: offset + length overflows")))?;
-                    read_across(self.shared.sources.as_ref(), &[(source, offset..end)], 1)
+                    read_across(self.shared.sources.as_ref(), &[(&source, offset..end)], 1)
                         .map_err(storage_err)?
                         .pop()
                         .unwrap_or_default()
@@ -235,10 +248,10 @@ impl ReadableStorageTraits for RefStore {
                     let out = slices(k, &b, byte_ranges)?;
                     return Ok(Some(Box::new(out.into_iter().map(Ok))));
                 }
-                match self.shared.manifest(path).map_err(storage_err)?.get(lin) {
-                    ChunkRef::Missing => return Ok(None),
-                    ChunkRef::Inline(b) => slices(k, &Bytes::copy_from_slice(b), byte_ranges)?,
-                    ChunkRef::Range {
+                match self.shared.chunk(path, lin).map_err(storage_err)? {
+                    ChunkLoc::Missing => return Ok(None),
+                    ChunkLoc::Inline(b) => slices(k, &b, byte_ranges)?,
+                    ChunkLoc::Range {
                         source,
                         offset,
                         length,
@@ -251,7 +264,7 @@ impl ReadableStorageTraits for RefStore {
                             let mut reqs = Vec::new();
                             for r in byte_ranges {
                                 let rr = range_in(k, r, length)?;
-                                reqs.push((source, offset + rr.start..offset + rr.end));
+                                reqs.push((&*source, offset + rr.start..offset + rr.end));
                             }
                             read_across(self.shared.sources.as_ref(), &reqs, 1)
                                 .map_err(storage_err)?
@@ -268,10 +281,9 @@ impl ReadableStorageTraits for RefStore {
             KeyTarget::Nothing => None,
             KeyTarget::Document(d) => Some(d.len() as u64),
             KeyTarget::Chunk { path, lin } => {
-                match self.shared.manifest(path).map_err(storage_err)?.get(lin) {
-                    ChunkRef::Missing => None,
-                    ChunkRef::Inline(b) => Some(b.len() as u64),
-                    ChunkRef::Range { length, .. } => Some(length),
+                match self.shared.chunk(path, lin).map_err(storage_err)? {
+                    ChunkLoc::Missing => None,
+                    c => Some(c.encoded_len()),
                 }
             }
         })

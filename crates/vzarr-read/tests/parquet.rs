@@ -1,6 +1,7 @@
-//! kerchunk's Parquet references read lazily: opening reads `.zmetadata` alone, reading an
-//! array reads its record files only (once, whatever the threads), values equal the eager
-//! path, and a bad record file or a refused URL of one array is that array's typed error.
+//! kerchunk's Parquet references read lazily: opening reads `.zmetadata` alone, a read reads
+//! the record files of the chunks it touches only (once, whatever the threads), values equal
+//! the eager path, a bad record file or a refused URL of one array is that array's typed
+//! error, and record files are counted and bounded from `.zmetadata` before any is named.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -88,6 +89,14 @@ fn open_counted(refs: &Path, options: ReadOptions) -> (Reader, Arc<Mutex<Vec<Str
     (reader, asked)
 }
 
+/// The values of `r` along the one axis of `a`.
+fn read1(a: &vzarr_read::ArrayReader<'_>, r: std::ops::Range<u64>) -> Vec<i16> {
+    a.read::<i16>(std::slice::from_ref(&r))
+        .unwrap()
+        .into_raw_vec_and_offset()
+        .0
+}
+
 fn values(reader: &Reader, path: &str) -> Result<Vec<i16>, ReadError> {
     let a = reader.array(path)?;
     let whole: Vec<std::ops::Range<u64>> = a.shape().into_iter().map(|n| 0..n).collect();
@@ -115,7 +124,8 @@ fn opening_reads_zmetadata_alone_and_an_array_its_record_files() {
     assert_eq!(values(&reader, "a").unwrap(), [0, 1, 2, 3, 4, 5]);
     assert_eq!(*asked.lock().unwrap(), ["a/refs.0.parq", "a/refs.1.parq"]);
     assert_eq!(reader.stats().record_files, 2);
-    assert_eq!(reader.pending_arrays(), ["b"]);
+    // Reads load record files, not whole manifests.
+    assert_eq!(reader.pending_arrays(), ["a", "b"]);
     // Kept: read again, nothing more is read.
     assert_eq!(values(&reader, "a").unwrap(), [0, 1, 2, 3, 4, 5]);
     assert_eq!(reader.stats().record_files, 2);
@@ -138,10 +148,86 @@ fn opening_reads_zmetadata_alone_and_an_array_its_record_files() {
             "{p}"
         );
     }
+    // The whole manifests (`Reader::manifest`) read every record file of their array.
     assert_eq!(
         *asked.lock().unwrap(),
-        ["a/refs.0.parq", "a/refs.1.parq", "b/refs.0.parq"]
+        [
+            "a/refs.0.parq",
+            "a/refs.1.parq",
+            "a/refs.0.parq",
+            "a/refs.1.parq",
+            "b/refs.0.parq",
+            "b/refs.0.parq"
+        ]
     );
+    assert!(reader.pending_arrays().is_empty());
+}
+
+#[test]
+fn reading_one_element_reads_its_record_file_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let refs = parquet_set(dir.path(), None);
+    let (reader, asked) = open_counted(&refs, allowing(dir.path()));
+    let a = reader.array("a").unwrap();
+    // Element 4 is in chunk 2, the first row of a/refs.1.parq.
+    assert_eq!(read1(&a, 4..5), [4]);
+    assert_eq!(*asked.lock().unwrap(), ["a/refs.1.parq"]);
+    assert_eq!(reader.stats().record_files, 1);
+    assert_eq!(read1(&a, 0..2), [0, 1]);
+    assert_eq!(*asked.lock().unwrap(), ["a/refs.1.parq", "a/refs.0.parq"]);
+    // A missing record file holds no chunk: fill values, one request that finds nothing.
+    std::fs::remove_file(refs.join("b/refs.0.parq")).unwrap();
+    assert_eq!(values(&reader, "b").unwrap(), [-1, -1, -1, -1]);
+    assert_eq!(reader.stats().record_files, 2);
+}
+
+/// `.zmetadata` of one array `x` of `chunks` chunks of one int16 each, `record_size` rows per
+/// record file.
+fn one_array_zmetadata(chunks: u64, record_size: u64) -> Vec<u8> {
+    serde_json::to_vec(&json!({"record_size": record_size, "metadata": {
+        ".zgroup": {"zarr_format": 2},
+        "x/.zarray": {"zarr_format": 2, "shape": [chunks], "chunks": [1], "dtype": "<i2",
+            "compressor": null, "filters": null, "fill_value": 0, "order": "C"},
+        "x/.zattrs": {"_ARRAY_DIMENSIONS": ["x"]},
+    }}))
+    .unwrap()
+}
+
+#[test]
+fn record_files_are_counted_and_bounded_before_any_is_named() {
+    // 2^31 record files of one row (a 261-byte `.zmetadata`) aborted the process asking for
+    // 48 GiB of names; 2^25 took 1.7 GB. Refused at open now, naming the limit.
+    for chunks in [1u64 << 31, 1 << 25, (1 << 16) + 1] {
+        let fetch: RecordFetch = Arc::new(|_: &str| panic!("no record file is read"));
+        let e = vzarr_read::open_parquet(
+            &one_array_zmetadata(chunks, 1),
+            "big",
+            fetch,
+            ReadOptions::default(),
+        )
+        .err()
+        .expect("refused");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("big: ")
+                && text.contains(&format!("{chunks} record files"))
+                && text.contains("limit max_record_files, default 65536"),
+            "{text}"
+        );
+    }
+    // At the limit: opened, and a read asks for the one record file it needs.
+    let dir = tempfile::tempdir().unwrap();
+    let (fetch, asked) = counting_fetch(dir.path());
+    let reader = vzarr_read::open_parquet(
+        &one_array_zmetadata(1 << 16, 1),
+        "at-limit",
+        fetch,
+        ReadOptions::default(),
+    )
+    .unwrap();
+    let x = reader.array("x").unwrap();
+    assert_eq!(read1(&x, 40_000..40_001), [0]);
+    assert_eq!(*asked.lock().unwrap(), ["x/refs.40000.parq"]);
 }
 
 #[test]
@@ -154,7 +240,9 @@ fn open_of_a_directory_is_lazy_and_load_all_completes_the_dataset() {
     assert_eq!(values(&reader, "b").unwrap(), [100, 101, 102, 103]);
     assert_eq!(reader.stats().record_files, 1);
     reader.load_all().unwrap();
-    assert_eq!(reader.stats().record_files, 3);
+    // Every record file into the whole manifests (b's read again: a chunk read's cache is
+    // not a manifest).
+    assert_eq!(reader.stats().record_files, 4);
     assert!(reader.pending_arrays().is_empty());
     reader.require_loaded().unwrap();
     let ds = reader.dataset();
@@ -226,5 +314,5 @@ fn a_refused_url_of_b_is_refused_when_b_is_loaded() {
         (before.requests, before.bytes)
     );
     assert_eq!(asked.lock().unwrap().last().unwrap(), "b/refs.0.parq");
-    assert_eq!(reader.pending_arrays(), ["b"]);
+    assert_eq!(reader.pending_arrays(), ["a", "b"]);
 }

@@ -279,6 +279,11 @@ impl<'o> Builder<'o> {
         Ok(Some((path.to_string(), lin)))
     }
 
+    /// Chunk entries set so far.
+    pub(super) fn references(&self) -> u64 {
+        self.references
+    }
+
     /// Sets chunk `lin` of array `path`; `key` names the entry in errors.
     pub(super) fn set(
         &mut self,

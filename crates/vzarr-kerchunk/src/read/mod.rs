@@ -46,7 +46,9 @@ use serde_json::Value;
 use vzarr_core::{Provenance, VirtualDataset};
 
 pub use names::{parse_chunk_indices, split_chunk_key};
-pub use parquet_refs::{FetchError, MAX_PARQUET_FILE, ParquetRecords, parse_parquet_refs};
+pub use parquet_refs::{
+    FetchError, MAX_PARQUET_FILE, ParquetRecords, RecordPart, parse_parquet_refs,
+};
 pub(crate) use v2::V2_LEAVES;
 pub use whole_files::WholeFiles;
 
@@ -87,7 +89,18 @@ pub enum ParseError {
     },
 }
 
-/// Limits that keep a hostile manifest from exhausting memory.
+/// The default of [`ParseLimits::max_generated`]: 2^20 references from `gen` entries
+/// (about a second of template rendering and 20 MiB of manifest).
+pub const MAX_GENERATED: u64 = 1 << 20;
+
+/// The default of [`ParseLimits::max_record_files`]: 2^16 record files of Parquet references
+/// (at fsspec's default record size of 10,000 rows, 655 million chunks: more than
+/// [`vzarr_core::MAX_REFERENCES`]).
+pub const MAX_RECORD_FILES: u64 = 1 << 16;
+
+/// Limits that keep hostile references from exhausting memory or time. Each is checked with
+/// checked arithmetic before what it bounds is allocated or generated, and an error that
+/// hits one names it.
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub struct ParseLimits {
@@ -96,6 +109,14 @@ pub struct ParseLimits {
     /// Most chunk entries (references and inline chunks) the references may hold; each
     /// costs about 20 bytes in memory.
     pub max_references: u64,
+    /// Most references the `gen` entries of kerchunk references may expand to, in all
+    /// (counted against `max_references` too). Generated keys cost a template rendering each
+    /// and come from a few bytes of input: this bounds what a small file can ask for.
+    pub max_generated: u64,
+    /// Most record files kerchunk's Parquet references may have, over all their arrays
+    /// (counted from `.zmetadata`: chunks over `record_size`, per array). Each is a request
+    /// when every reference is loaded.
+    pub max_record_files: u64,
 }
 
 impl Default for ParseLimits {
@@ -103,16 +124,21 @@ impl Default for ParseLimits {
         ParseLimits {
             max_chunks: vzarr_core::MAX_CHUNKS,
             max_references: vzarr_core::MAX_REFERENCES,
+            max_generated: MAX_GENERATED,
+            max_record_files: MAX_RECORD_FILES,
         }
     }
 }
 
 impl ParseLimits {
-    /// Limits of at most `max_chunks` chunks (and as many references) in all.
+    /// Limits of at most `max_chunks` chunks (and as many references, generated ones and
+    /// record files) in all.
     pub fn with_max_chunks(max_chunks: u64) -> Self {
         ParseLimits {
             max_chunks,
             max_references: max_chunks,
+            max_generated: max_chunks,
+            max_record_files: max_chunks,
         }
     }
 }
@@ -219,10 +245,12 @@ pub fn parse_refs(
     }
     // Generated keys, expanded one at a time into the same manifests.
     if let Some(gen_) = &head.gen_ {
+        let before = b.references();
         gen_keys::expand(
             gen_,
             &templates,
-            limits.max_references,
+            &limits,
+            before,
             &mut |key, value| b.json_chunk(&key, value, &templates),
             &malformed,
         )?;
