@@ -308,3 +308,11 @@ def test_build_errors_carry_the_hint_in_pythons_terms():
     message = str(e.value)
     assert 'hint: combine them with concat_dim="time"' in message, message
     assert "--" not in message
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_the_build(tmp_path):
+    """As the CLI does: an output into a directory that does not exist fails before any source
+    is scanned (a source that does not exist would fail the scan otherwise)."""
+    with pytest.raises(vzarr.WriteError, match="does not exist") as e:
+        vzarr.build(tmp_path / "no-such-source.nc", output=tmp_path / "missing" / "out.json")
+    assert "no-such-source" not in str(e.value)

@@ -186,7 +186,8 @@ pub(crate) fn to_py_from(py: Python<'_>, e: &BuildError, call: Call) -> PyErr {
         | BuildError::Io { .. }
         | BuildError::Output(_)
         | BuildError::Icechunk(_)
-        | BuildError::Append { .. } => (WriteError::new_err(message), None),
+        | BuildError::Append { .. }
+        | BuildError::Unwritable { .. } => (WriteError::new_err(message), None),
         BuildError::Options(_) => (PyValueError::new_err(message), None),
         BuildError::UpgradeSource {
             source: vzarr_source::SourceError::NotAllowed(_),
@@ -296,6 +297,10 @@ fn build(
         })
         .transpose()
         .map_err(|e| to_py(py, &e))?;
+    // Before anything is scanned: a build that fails only once written wastes the build.
+    if let Some(out) = &output {
+        out.check_writable().map_err(|e| to_py(py, &e))?;
+    }
     if output.is_none() && (append || format != Format::Kerchunk) {
         return Err(PyValueError::new_err(
             "append and format=\"icechunk\" need output= (the file or repository)",
