@@ -21,6 +21,11 @@ fn vzarr_limited(args: &[&str]) -> Output {
         .arg("ulimit -v 1048576 && exec \"$0\" \"$@\"")
         .arg(env!("CARGO_BIN_EXE_vzarr"))
         .args(args)
+        // Rust's own report of panics the libraries catch, kept out (see src/panics.rs);
+        // glibc's per-thread malloc arenas (64 MiB of address space each) would make the
+        // limit fail thread starts that allocate nothing.
+        .env_remove("RUST_BACKTRACE")
+        .env("MALLOC_ARENA_MAX", "2")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -109,11 +109,18 @@ def vzarr_bin() -> str:
     return os.environ.get("VZARR_BIN") or str(ROOT / "target" / "debug" / "vzarr")
 
 
-def run(args: list, env: dict | None = None, cwd: Path | None = None) -> Run:
-    """Runs the binary with `args` under the memory and time limits; records peak memory."""
+def run(
+    args: list,
+    env: dict | None = None,
+    cwd: Path | None = None,
+    memory_limit: int = MEMORY_LIMIT,
+    time_limit: float = TIME_LIMIT,
+) -> Run:
+    """Runs the binary with `args` under the memory (address space) and time limits; records
+    peak memory."""
 
     def limits():
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     argv = [vzarr_bin(), *map(str, args)]
@@ -132,7 +139,7 @@ def run(args: list, env: dict | None = None, cwd: Path | None = None) -> Run:
         fired.set()
         p.kill()
 
-    timer = threading.Timer(TIME_LIMIT, kill)
+    timer = threading.Timer(time_limit, kill)
     timer.start()
     chunks: dict[str, bytes] = {}
     readers = [

@@ -1,12 +1,15 @@
 """The robustness suite in the test run (see robustness.py): a seeded sample of mutants of
 every fixture, every bomb and every tampered manifest, each through the vzarr binary under a
-memory and a time limit. `scripts/robustness N` runs more mutants and prints the report."""
+memory and a time limit. `scripts/robustness N` runs more mutants and prints the report.
+Mutants of reference files (robustness_refs.py): a seeded sample here, `scripts/robustness
+references N` for the campaign."""
 
 import os
 
 import pytest
 
 import robustness as rb
+import robustness_refs as rr
 
 
 @pytest.fixture()
@@ -39,3 +42,15 @@ def test_tampered_manifests(work):
     rb.run_tampered(work, report)
     check(report)
     assert report.ok == 0, "every tampered manifest must be refused"
+
+
+def test_reference_mutants(work):
+    """A seeded sample of the reference-file campaign: kerchunk JSON and Parquet, vzarr JSON,
+    Icechunk repositories, each mutant through cat, verify and upgrade under 1 GiB and 10 s."""
+    n = int(os.environ.get("VZARR_REF_MUTANTS", "120"))
+    t = rr.campaign(work, n, seed=20261202, jobs=1, keep=False)
+    print(t.report())
+    assert t.problem_count() == 0, "\n".join(t.problems[:20])
+    assert sum(t.mutants.values()) == n
+    runs = {o: sum(c[o] for c in t.outcomes.values()) for o in rr.OUTCOMES}
+    assert runs["ok"] > 0 and runs["clean error"] > 0, runs

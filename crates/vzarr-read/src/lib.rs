@@ -12,7 +12,7 @@
 //!   by the user, symbolic links resolved) before anything is fetched; sources are checked
 //!   for changes since the build (size, modification time, ETag) before they are read.
 //! - kerchunk's Parquet references are opened lazily ([`open_parquet`], and [`open`] of their
-//!   directory): `.zmetadata` at open, an array's record files when it is first read
+//!   directory): `.zmetadata` at open, the record file of each chunk a read needs
 //!   ([`Reader::manifest`]; [`Reader::load_all`] for everything).
 //! - [`ArrayReader`]: read boxes, selections (`tas[0:3,10,:]`) or whole arrays, as raw
 //!   native-endian bytes ([`RawArray`]) or `ndarray`s.

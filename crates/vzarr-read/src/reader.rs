@@ -3,8 +3,8 @@
 //! layer's policies, and give a [`Reader`]: the dataset, its provenance, its I/O counters and
 //! one `ArrayReader` per array (`Reader::array`, in `array.rs`, with how an array's boxes are
 //! batched, fetched and decoded). kerchunk's Parquet references are opened lazily
-//! ([`open_parquet`], and [`open`] of a directory of them): `.zmetadata` alone at open, an
-//! array's record files when it is first read (`lazy.rs`).
+//! ([`open_parquet`], and [`open`] of a directory of them): `.zmetadata` alone at open, the
+//! record file of each chunk a read needs (`lazy.rs`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -376,12 +376,14 @@ pub fn open_parsed(
 }
 
 /// Opens kerchunk's Parquet references lazily, as fsspec's `LazyReferenceMapper` reads them:
-/// `zmetadata` (the bytes of their `.zmetadata`) is parsed here, and nothing else is read; an
-/// array's record files are read through `fetch` when a chunk of it is first needed
-/// ([`Reader::array`], [`Reader::manifest`]), every URL they hold checked against the allowed
-/// prefixes then, before any byte of a source is fetched, and the array's manifest is kept.
-/// An error while loading (a record file unreadable or corrupt, a URL refused) is that read's
-/// error, naming the record file; other arrays stay readable. `origin` names the references.
+/// `zmetadata` (the bytes of their `.zmetadata`) is parsed here (the record files counted and
+/// bounded by `options.limits.max_record_files`), and nothing else is read; a read reads
+/// through `fetch` the record file of each chunk it needs (kept in a bounded cache), an
+/// array's whole manifest ([`Reader::manifest`], [`Reader::load_all`]) all of its record
+/// files (the manifest is then kept); every URL they hold is checked against the allowed
+/// prefixes then, before any byte of a source is fetched. An error while loading (a record
+/// file unreadable or corrupt, a URL refused) is that read's error, naming the record file;
+/// other arrays stay readable. `origin` names the references.
 pub fn open_parquet(
     zmetadata: &[u8],
     origin: &str,
@@ -480,8 +482,9 @@ impl Reader {
         self.shared.manifest(path.trim_start_matches('/'))
     }
 
-    /// The arrays of lazily opened Parquet references whose record files were not read yet
-    /// (none for other references), sorted.
+    /// The arrays of lazily opened Parquet references whose whole manifests were not loaded
+    /// yet ([`Reader::manifest`], [`Reader::load_all`]; reads load record files, not
+    /// manifests), none for other references, sorted.
     pub fn pending_arrays(&self) -> Vec<String> {
         self.shared
             .lazy
