@@ -316,3 +316,84 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_build(tmp_path):
     with pytest.raises(vzarr.WriteError, match="does not exist") as e:
         vzarr.build(tmp_path / "no-such-source.nc", output=tmp_path / "missing" / "out.json")
     assert "no-such-source" not in str(e.value)
+
+
+HOSTILE = FIXTURES.parent / "tests" / "cli" / "data" / "hostile"
+
+_REPLAY = r'''
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+import vzarr, vzarr.store
+allow = sys.argv[1]
+for location in sys.argv[2:]:
+    for name, call in [
+        ("open_dataset", lambda: vzarr.open_dataset(location, allow_prefixes=allow)["x"].values),
+        ("store", lambda: vzarr.store.VzarrStore(location, allow_prefixes=allow).get_sync("x/c/0")),
+    ]:
+        try:
+            call()
+        except Exception as e:  # what `except Exception` catches: not pyo3's PanicException
+            first = str(e).splitlines()[0]
+            print(f"{location}|{name}: {type(e).__module__}.{type(e).__name__}: {first}")
+        else:
+            print(f"{location}|{name}: no error")
+'''
+
+
+def _hostile_inputs(tmp_path):
+    """The reference files that crashed the readers (tests/cli/hostile.rs has the CLI's side):
+    `gen` arithmetic that overflows and a `gen` entry of 2^27 references, a 300-byte Parquet
+    `.zmetadata` of 2^31 one-row record files, and Icechunk `repo` files with one change each."""
+    (tmp_path / "d.bin").write_bytes(bytes(64))
+
+    def gen(name, n, offset):
+        zarray = {"zarr_format": 2, "shape": [n], "chunks": [1], "dtype": "<i2",
+                  "compressor": None, "filters": None, "fill_value": 0, "order": "C"}
+        refs = {"version": 1, "templates": {"u": str(tmp_path / "d.bin")},
+                "refs": {".zgroup": '{"zarr_format":2}', "x/.zarray": json.dumps(zarray),
+                         "x/.zattrs": '{"_ARRAY_DIMENSIONS":["x"]}'},
+                "gen": [{"key": "x/{{i}}", "url": "{{u}}", "offset": offset, "length": "2",
+                         "dimensions": {"i": {"stop": n}}}]}
+        (tmp_path / name).write_text(json.dumps(refs))
+        return tmp_path / name
+
+    low = "(-170141183460469231731687303715884105727 - 1)"
+    yield gen("div.json", 4, "{{ %s // -1 }}" % low), "integer overflow"
+    yield gen("big.json", 1 << 27, "{{ i * 2 }}"), "max_generated"
+    parq = tmp_path / "refs31"
+    parq.mkdir()
+    (parq / ".zmetadata").write_text(json.dumps({"record_size": 1, "metadata": {
+        ".zgroup": {"zarr_format": 2},
+        "x/.zarray": {"zarr_format": 2, "shape": [1 << 31], "chunks": [1], "dtype": "<i2",
+                      "compressor": None, "filters": None, "fill_value": 0, "order": "C"},
+        "x/.zattrs": {"_ARRAY_DIMENSIONS": ["x"]}}}))
+    yield parq, "max_record_files"
+    for d in sorted(HOSTILE.iterdir()):
+        if (d / "repo").is_file():
+            repo = tmp_path / d.name
+            repo.mkdir()
+            shutil.copy(d / "repo", repo / "repo")
+            yield repo, d.name
+
+
+def test_inputs_that_crashed_the_readers_are_exceptions_in_python(tmp_path):
+    """Each crashing input of the issue, opened from Python in a process limited to 1 GiB of
+    address space: an ``Exception`` naming the file (no abort, no PanicException, no
+    allocation failure), from vzarr.open_dataset and from the store."""
+    env = dict(os.environ, MALLOC_ARENA_MAX="2", OPENBLAS_NUM_THREADS="1",
+               OMP_NUM_THREADS="1")
+    inputs = list(_hostile_inputs(tmp_path))
+    assert len(inputs) >= 6, inputs
+    p = subprocess.run([sys.executable, "-c", _REPLAY, str(tmp_path),
+                        *[str(loc) for loc, _ in inputs]],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr[-2000:]}"
+    assert "PanicException" not in p.stdout + p.stderr and "panicked" not in p.stderr
+    lines = p.stdout.splitlines()
+    assert len(lines) == 2 * len(inputs), p.stdout + p.stderr
+    for (location, why), pair in zip(inputs, zip(lines[::2], lines[1::2])):
+        for line in pair:
+            assert line.startswith(f"{location}|"), line
+            said = line.split(": ", 1)[1]
+            assert said.startswith(("vzarr.", "builtins.ValueError")), f"{why}: {line}"
+            assert location.name in said, f"{why}: {line}"
