@@ -152,6 +152,38 @@ fn gen_entries_are_counted_before_they_are_expanded() {
 }
 
 #[test]
+fn a_few_references_in_a_huge_grid_upgrade_in_bounded_memory() {
+    // Found by the reference campaign: 16 references naming an int16 array of 2^31 - 1
+    // elements in chunks of 4 (a 900-byte file); `upgrade`'s small-chunk merge walked every
+    // chunk of the grid and asked for 512 MiB (an abort under 1 GiB).
+    let dir = tempfile::tempdir().unwrap();
+    let refs = gen_refs(dir.path(), "sparse.json", 16, "{{ i * 2 }}");
+    let text = std::fs::read_to_string(&refs)
+        .unwrap()
+        .replace(r#"\"shape\":[16]"#, r#"\"shape\":[2147483647]"#);
+    assert!(text.contains("2147483647"));
+    std::fs::write(&refs, text).unwrap();
+    let out = dir.path().join("upgraded.json");
+    let o = vzarr_limited(&[
+        "upgrade",
+        refs.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--allow-prefix",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", crate::common::text(&o.stderr));
+    let o = vzarr_limited(&[
+        "cat",
+        out.to_str().unwrap(),
+        "x[0:2]",
+        "--allow-prefix",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", crate::common::text(&o.stderr));
+}
+
+#[test]
 fn parquet_record_files_are_bounded_from_zmetadata() {
     // A 261-byte `.zmetadata`: one-row record files for 2^31 chunks aborted the process
     // asking for 48 GiB ("memory allocation of 51539607552 bytes failed"); 2^25 took 1.7 GB

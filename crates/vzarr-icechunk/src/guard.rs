@@ -106,13 +106,18 @@ struct Files<'s> {
     at: &'s str,
 }
 
+/// The error of the file `file` of the repository at `at`.
+fn corrupt(at: &str, file: &str, reason: impl Into<String>) -> IcechunkError {
+    IcechunkError::Corrupt {
+        location: at.to_string(),
+        file: file.to_string(),
+        reason: reason.into(),
+    }
+}
+
 impl Files<'_> {
     fn corrupt(&self, file: &str, reason: impl Into<String>) -> IcechunkError {
-        IcechunkError::Corrupt {
-            location: self.at.to_string(),
-            file: file.to_string(),
-            reason: reason.into(),
-        }
+        corrupt(self.at, file, reason)
     }
 
     /// The bytes of `path` (at most `limit`; more is this file's error), or `None` when it
@@ -169,14 +174,15 @@ impl Files<'_> {
 /// The decoded body of the repository file `bytes` (named `file`), which must be of type
 /// `kind`: the header checked, the decoded size bounded before anything is allocated.
 fn decode(
-    files: &Files<'_>,
+    at: &str,
     file: &str,
     bytes: &[u8],
     kind: FileTypeBin,
 ) -> Result<(SpecVersionBin, Vec<u8>), IcechunkError> {
-    let header = parse_file_header(bytes).map_err(|e| files.corrupt(file, e.to_string()))?;
+    let header = parse_file_header(bytes).map_err(|e| corrupt(at, file, e.to_string()))?;
     if header.file_type != kind {
-        return Err(files.corrupt(
+        return Err(corrupt(
+            at,
             file,
             format!(
                 "a {:?} file where a {kind:?} file belongs",
@@ -185,16 +191,17 @@ fn decode(
         ));
     }
     if header.compression != CompressionAlgorithmBin::Zstd {
-        return Err(files.corrupt(file, "not zstd-compressed"));
+        return Err(corrupt(at, file, "not zstd-compressed"));
     }
     let frame = &bytes[ICECHUNK_FILE_HEADER_LEN..];
     let bound = decoded_bound(bytes.len() as u64);
-    let out = match declared_size(files, file, frame, bound)? {
+    let out = match declared_size(at, file, frame, bound)? {
         Some(size) => zstd::bulk::decompress(frame, size as usize)
             .ok()
             .filter(|d| d.len() as u64 == size)
             .ok_or_else(|| {
-                files.corrupt(
+                corrupt(
+                    at,
                     file,
                     format!("does not decode to the {size} bytes it declares"),
                 )
@@ -202,12 +209,13 @@ fn decode(
         None => {
             let mut out = Vec::new();
             zstd::stream::read::Decoder::new(frame)
-                .map_err(|e| files.corrupt(file, format!("zstd: {e}")))?
+                .map_err(|e| corrupt(at, file, format!("zstd: {e}")))?
                 .take(bound + 1)
                 .read_to_end(&mut out)
-                .map_err(|e| files.corrupt(file, format!("zstd: {e}")))?;
+                .map_err(|e| corrupt(at, file, format!("zstd: {e}")))?;
             if out.len() as u64 > bound {
-                return Err(files.corrupt(
+                return Err(corrupt(
+                    at,
                     file,
                     format!(
                         "decodes to more than the {bound} bytes a file of {} bytes may (limit: {MAX_INFLATION} per byte, at most {MAX_DECODED_FILE})",
@@ -224,15 +232,16 @@ fn decode(
 /// The decoded size the zstd frame `frame` declares (`None` when it declares none), refused
 /// above `bound`.
 fn declared_size(
-    files: &Files<'_>,
+    at: &str,
     file: &str,
     frame: &[u8],
     bound: u64,
 ) -> Result<Option<u64>, IcechunkError> {
     let size = zstd::zstd_safe::get_frame_content_size(frame)
-        .map_err(|_| files.corrupt(file, "not a zstd frame"))?;
+        .map_err(|_| corrupt(at, file, "not a zstd frame"))?;
     match size {
-        Some(n) if n > bound => Err(files.corrupt(
+        Some(n) if n > bound => Err(corrupt(
+            at,
             file,
             format!(
                 "declares {n} decoded bytes, more than the {bound} its {} bytes may decode to (limit: {MAX_INFLATION} per byte, at most {MAX_DECODED_FILE})",
@@ -262,9 +271,9 @@ pub(crate) async fn check_repository(
     let Some(bytes) = files.read("repo", None, MAX_METADATA_FILE).await? else {
         return Ok(());
     };
-    let (_, decoded) = decode(&files, "repo", &bytes, FileTypeBin::RepoInfo)?;
+    let (_, decoded) = decode(at, "repo", &bytes, FileTypeBin::RepoInfo)?;
     drop(bytes);
-    check_repo_info(&files, &decoded)?;
+    check_repo_info(at, &decoded)?;
     let info = RepoInfo::from_buffer(decoded).map_err(|e| files.corrupt("repo", e.to_string()))?;
     let snapshot = match target {
         Target::RepoFile => return Ok(()),
@@ -284,8 +293,8 @@ pub(crate) async fn check_repository(
 
 /// The flatbuffer of the `repo` file as Icechunk verifies it, its flexbuffers and its
 /// commits' parents.
-fn check_repo_info(files: &Files<'_>, decoded: &[u8]) -> Result<(), IcechunkError> {
-    let bad = |reason: String| files.corrupt("repo", reason);
+fn check_repo_info(at: &str, decoded: &[u8]) -> Result<(), IcechunkError> {
+    let bad = |reason: String| corrupt(at, "repo", reason);
     RepoInfo::verify_buffer(decoded).map_err(|e| bad(e.to_string()))?;
     let repo = flatbuffers::root_with_opts::<generated::Repo<'_>>(&permissive(), decoded)
         .map_err(|e| bad(e.to_string()))?;
@@ -348,33 +357,10 @@ async fn check_snapshot(files: &Files<'_>, id: &SnapshotId) -> Result<(), Icechu
         // Icechunk says the snapshot is missing.
         return Ok(());
     };
-    let (version, decoded) = decode(files, &file, &bytes, FileTypeBin::Snapshot)?;
+    let (version, decoded) = decode(files.at, &file, &bytes, FileTypeBin::Snapshot)?;
     drop(bytes);
+    check_snapshot_body(files.at, &file, version, &decoded)?;
     let bad = |reason: String| files.corrupt(&file, reason);
-    Snapshot::verify_buffer(&decoded).map_err(|e| bad(e.to_string()))?;
-    {
-        let snap = flatbuffers::root_with_opts::<generated::Snapshot<'_>>(&permissive(), &decoded)
-            .map_err(|e| bad(e.to_string()))?;
-        if version != SpecVersionBin::V1 {
-            for item in snap.metadata() {
-                check_flex(item.value().bytes())
-                    .map_err(|e| bad(format!("metadata {:?}: {e}", item.name())))?;
-            }
-        }
-        for (i, node) in snap.nodes().iter().enumerate() {
-            let ok = match node.node_data_type() {
-                generated::NodeData::Array => node.node_data_as_array().is_some(),
-                generated::NodeData::Group => node.node_data_as_group().is_some(),
-                _ => false,
-            };
-            if !ok {
-                return Err(bad(format!(
-                    "node {i} ({:?}) is neither an array nor a group",
-                    node.path()
-                )));
-            }
-        }
-    }
     let snapshot = Snapshot::from_buffer(version, decoded).map_err(|e| bad(e.to_string()))?;
     let manifests: Vec<_> = snapshot
         .manifest_files()
@@ -414,15 +400,65 @@ async fn check_snapshot(files: &Files<'_>, id: &SnapshotId) -> Result<(), Icechu
             return Err(files.corrupt(&path, "not a zstd-compressed manifest"));
         }
         let frame = &head[ICECHUNK_FILE_HEADER_LEN..];
-        if declared_size(files, &path, frame, bound)?.is_none() {
+        if declared_size(files.at, &path, frame, bound)?.is_none() {
             // No declared size (older writers): Icechunk would decode it unbounded; decoded
             // here first, within the bound.
             if let Some(whole) = files.read(&path, None, stored).await? {
-                decode(files, &path, &whole, FileTypeBin::Manifest)?;
+                decode(files.at, &path, &whole, FileTypeBin::Manifest)?;
             }
         }
     }
     Ok(())
+}
+
+/// The decoded snapshot `file` (of spec `version`): the flatbuffer as Icechunk verifies it,
+/// the flexbuffers of the commit's metadata, the node types.
+fn check_snapshot_body(
+    at: &str,
+    file: &str,
+    version: SpecVersionBin,
+    decoded: &[u8],
+) -> Result<(), IcechunkError> {
+    let bad = |reason: String| corrupt(at, file, reason);
+    Snapshot::verify_buffer(decoded).map_err(|e| bad(e.to_string()))?;
+    let snap = flatbuffers::root_with_opts::<generated::Snapshot<'_>>(&permissive(), decoded)
+        .map_err(|e| bad(e.to_string()))?;
+    if version != SpecVersionBin::V1 {
+        for item in snap.metadata() {
+            check_flex(item.value().bytes())
+                .map_err(|e| bad(format!("metadata {:?}: {e}", item.name())))?;
+        }
+    }
+    for (i, node) in snap.nodes().iter().enumerate() {
+        let ok = match node.node_data_type() {
+            generated::NodeData::Array => node.node_data_as_array().is_some(),
+            generated::NodeData::Group => node.node_data_as_group().is_some(),
+            _ => false,
+        };
+        if !ok {
+            return Err(bad(format!(
+                "node {i} ({:?}) is neither an array nor a group",
+                node.path()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the bytes of one repository metadata file as a read checks them before Icechunk
+/// decodes them, without the rest of the repository: `file` is `repo` (the header, the
+/// decoded size, the flatbuffer, the flexbuffers, the commits' parents) or a snapshot
+/// (`snapshots/ID`: the same, and the node types). For fuzzing, and for tools that hold a
+/// file's bytes.
+pub fn check_metadata_file(file: &str, bytes: &[u8]) -> Result<(), IcechunkError> {
+    let at = "(bytes)";
+    if file == "repo" {
+        let (_, decoded) = decode(at, file, bytes, FileTypeBin::RepoInfo)?;
+        check_repo_info(at, &decoded)
+    } else {
+        let (version, decoded) = decode(at, file, bytes, FileTypeBin::Snapshot)?;
+        check_snapshot_body(at, file, version, &decoded)
+    }
 }
 
 /// Flatbuffer verification that refuses nothing Icechunk's own accepts: the structure is
@@ -677,6 +713,62 @@ mod tests {
         }
         std::panic::set_hook(previous);
         assert!(cycles > 0, "no mutant made a cycle");
+    }
+
+    /// A committed hostile `repo` file (tests/cli/data/hostile).
+    fn hostile(name: &str) -> Vec<u8> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        std::fs::read(root.join("tests/cli/data/hostile").join(name).join("repo")).unwrap()
+    }
+
+    #[test]
+    fn hostile_repo_files_are_refused_naming_why() {
+        check_metadata_file("repo", &hostile("icechunk-intact")).unwrap();
+        for (name, why) in [
+            (
+                "icechunk-config-cycle",
+                "configuration: Serde Error: nested more than 64 deep",
+            ),
+            (
+                "icechunk-metadata-length",
+                "more values than its size allows",
+            ),
+            (
+                "icechunk-declared-size",
+                "declares 4800000000 decoded bytes",
+            ),
+        ] {
+            let e = check_metadata_file("repo", &hostile(name)).unwrap_err();
+            assert!(
+                matches!(&e, IcechunkError::Corrupt { file, reason, .. } if file == "repo" && reason.contains(why)),
+                "{name}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_one_bit_flip_of_a_repo_file_is_checked_without_a_crash() {
+        // Icechunk's decoder overflowed the stack or exhausted memory on some of these; the
+        // checks end on each (a panic of the flexbuffers crate caught as the file's error).
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let good = hostile("icechunk-intact");
+        let mut refused = 0;
+        for i in 0..good.len() {
+            for bit in 0..8 {
+                let mut b = good.clone();
+                b[i] ^= 1 << bit;
+                if check_metadata_file("repo", &b).is_err() {
+                    refused += 1;
+                }
+            }
+        }
+        std::panic::set_hook(previous);
+        assert!(
+            refused > good.len(),
+            "{refused} of {} flips refused",
+            good.len() * 8
+        );
     }
 
     #[test]

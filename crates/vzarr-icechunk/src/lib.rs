@@ -39,7 +39,7 @@ mod url;
 mod write;
 
 pub use error::{IcechunkCause, IcechunkError};
-pub use guard::{MAX_DECODED_FILE, MAX_INFLATION, MAX_METADATA_FILE};
+pub use guard::{MAX_DECODED_FILE, MAX_INFLATION, MAX_METADATA_FILE, check_metadata_file};
 pub use location::{RepoLocation, container_for, s3_options_from_env};
 pub use read::{Commit, Opened, history, is_repository, open, provenance};
 pub use snapshot::{Snapshot, SnapshotChunk};

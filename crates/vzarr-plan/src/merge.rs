@@ -111,8 +111,19 @@ pub(crate) fn plan(a: &VirtualArray, target: u64, regular_only: bool) -> Option<
         return None;
     }
     // Positions before the axis: each chunked by 1, so one chunk per position.
-    let outer: u64 = dims[..axis].iter().map(DimGrid::extent).product();
+    let outer: u64 = dims[..axis]
+        .iter()
+        .map(|d| d.extent())
+        .try_fold(1u64, u64::checked_mul)?;
     let m = &a.manifest;
+    // The walk below visits every chunk of the grid, stored or not: a grid far larger than
+    // what is stored (a few references naming an array of 2^29 chunks, say) is not merged
+    // (a merge would store no fewer chunks), rather than walked in time and memory that the
+    // references do not bound.
+    let grid_chunks = n.checked_mul(outer)?;
+    if grid_chunks > (m.stored() as u64).saturating_mul(2).max(1 << 20) {
+        return None;
+    }
     let n_us = usize::try_from(n).ok()?;
     // joins[i]: chunks i and i + 1 can be one chunk at every outer position.
     let mut ok = vec![true; n_us];
