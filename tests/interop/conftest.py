@@ -537,3 +537,11 @@ def fake_gcs(tmp_path_factory):
             urllib.request.urlopen(req).close()
 
         yield upload, env
+
+
+@pytest.fixture
+def no_configured_prefixes(monkeypatch, tmp_path):
+    """Only what a test allows: no VZARR_ALLOW_PREFIXES, no configuration file (modules
+    that read references use it for every test: ``pytestmark``)."""
+    monkeypatch.delenv("VZARR_ALLOW_PREFIXES", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))

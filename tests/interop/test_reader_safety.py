@@ -30,11 +30,8 @@ ARCHIVE = FIXTURES / "archive"
 MONTHS = sorted(ARCHIVE.glob("tas_2023*.nc"))
 
 
-@pytest.fixture(autouse=True)
-def no_configured_prefixes(monkeypatch, tmp_path):
-    """Only what each test allows: no VZARR_ALLOW_PREFIXES, no configuration file."""
-    monkeypatch.delenv("VZARR_ALLOW_PREFIXES", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+# Only what each test allows: no VZARR_ALLOW_PREFIXES, no configuration file.
+pytestmark = pytest.mark.usefixtures("no_configured_prefixes")
 
 
 @pytest.fixture

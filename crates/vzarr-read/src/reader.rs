@@ -172,9 +172,12 @@ pub fn locate(refs: &str) -> Result<Located, ReadError> {
         Some(dir) => dir,
         None => match load_refs(refs) {
             Ok((bytes, record)) => return Ok(Located::File { bytes, record }),
-            Err(e) => match parquet_prefix(refs, &e) {
-                Some(dir) => dir,
-                None => return Err(e),
+            Err(e) => match &e {
+                ReadError::Load { source, .. } => match parquet_prefix(refs, source) {
+                    Some(dir) => dir,
+                    None => return Err(e),
+                },
+                _ => return Err(e),
             },
         },
     };
@@ -202,25 +205,16 @@ pub fn holds_references(location: &str, sniff: u64) -> bool {
             let text = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&head);
             text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
         }
-        Err(source) => {
-            let e = ReadError::Load {
-                origin: location.to_string(),
-                source,
-            };
-            parquet_prefix(location, &e).is_some()
-        }
+        Err(e) => parquet_prefix(location, &e).is_some(),
     }
 }
 
-/// The object-store prefix of Parquet references `refs` names, when reading it as a file
+/// The object-store prefix of Parquet references `refs` names, when opening it as a file
 /// failed with `e` because there is no such object, and a `.zmetadata` is below it.
-fn parquet_prefix(refs: &str, e: &ReadError) -> Option<String> {
-    let ReadError::Load { source, .. } = e else {
-        return None;
-    };
+fn parquet_prefix(refs: &str, e: &SourceError) -> Option<String> {
     let dir = refs.trim_end_matches('/');
     let below = || open_source(&format!("{dir}/.zmetadata")).is_ok();
-    (source.is_not_found() && !dir.is_empty() && below()).then(|| dir.to_string())
+    (e.is_not_found() && !dir.is_empty() && below()).then(|| dir.to_string())
 }
 
 /// The directory of kerchunk Parquet references `refs` names, when it names one: the
