@@ -38,11 +38,15 @@ pub(crate) fn build(
             print::plan_report(r);
         }
         print::small_chunks(&out.small_chunks, "build");
+        if let Some(a) = &out.appended {
+            print::appended(a);
+        }
         let action = if append { "append" } else { "build" };
         print::finish(
             &out.dataset,
             output,
             action,
+            out.appended.as_ref(),
             &out.failures,
             &out.summary,
             report,
@@ -121,6 +125,7 @@ fn combine_in_pool(
         &combined.dataset,
         output,
         "combine",
+        None,
         &failures,
         &summary,
         report,

@@ -124,11 +124,26 @@ pub(crate) fn survey_table(r: &vzarr_plan::CompactReport) -> String {
     out
 }
 
+/// How an append was planned: at the output's tail, or every file again and why.
+pub(crate) fn appended(a: &vzarr_build::Appended) {
+    match a {
+        vzarr_build::Appended::Tail { files, changed } => println!(
+            "appended at the tail: {files} file(s) planned (the output's last and the new), {} array(s) changed",
+            changed.len()
+        ),
+        vzarr_build::Appended::Full { reason } => {
+            println!("appended by planning every file again: {reason}")
+        }
+        _ => {}
+    }
+}
+
 /// Writes the output, the failure report and the summary; returns the exit status.
 pub(crate) fn finish(
     ds: &vzarr_core::VirtualDataset,
     output: &Output,
     action: &str,
+    appended: Option<&vzarr_build::Appended>,
     failures: &[Failure],
     summary: &BatchSummary,
     report: &ReportArgs,
@@ -150,6 +165,7 @@ pub(crate) fn finish(
         output,
         action,
         action == "append",
+        appended.and_then(vzarr_build::Appended::changed),
         Some(crate::release_free_memory),
     );
     // The write counts in the summary's time (for a large Icechunk build, most of it).

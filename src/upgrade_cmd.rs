@@ -97,7 +97,15 @@ pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode> {
         total_seconds: started.elapsed().as_secs_f64(),
         ..Default::default()
     };
-    print::finish(&up.dataset, &output, "upgrade", &[], &summary, &args.report)
+    print::finish(
+        &up.dataset,
+        &output,
+        "upgrade",
+        None,
+        &[],
+        &summary,
+        &args.report,
+    )
 }
 
 /// `vzarr upgrade --rescan`: `vzarr build` of the sources the references point into.
@@ -125,6 +133,7 @@ fn rescan(
             &out.dataset,
             output,
             "upgrade",
+            None,
             &out.failures,
             &out.summary,
             &args.report,

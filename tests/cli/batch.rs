@@ -324,8 +324,13 @@ fn append_equals_a_full_rebuild_and_scans_only_new_files() {
     let v = summary(&sum);
     assert_eq!(
         (v["scanned"].as_u64(), v["cache_hits"].as_u64()),
-        (Some(6), Some(6)),
-        "only the new months are scanned"
+        (Some(6), Some(1)),
+        "only the new months are scanned, and only the output's last month is planned again"
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("appended at the tail: 7 file(s) planned"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
     );
 
     let full = dir.path().join("full.json");

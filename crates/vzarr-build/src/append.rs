@@ -1,6 +1,8 @@
-//! Appending to an existing output: its recorded sources plus the new ones are planned again
-//! (the old ones' scans come from the scan cache when given), which gives the same output as
-//! a full rebuild.
+//! Appending to an existing output: what it records (its provenance, read from the start of
+//! a reference file or from a repository's tip commit), and the sources of an append. Where
+//! an append cannot be planned at the output's tail (`tail`), its recorded sources plus the
+//! new ones are planned again (the old ones' scans from the scan cache when given), which
+//! gives the same output as a full rebuild.
 
 use std::path::Path;
 
@@ -76,6 +78,14 @@ pub fn recorded_sources_at(
     let url = output.url();
     let src = vzarr_source::open_source(&url).map_err(BuildError::Output)?;
     recorded(&url, vzarr_source::SourceReader::new(src))
+}
+
+/// How many sources a provenance records.
+pub(crate) fn recorded_count(prov: &Provenance) -> usize {
+    match &prov.concat {
+        Some(c) => c.pieces.len(),
+        None => prov.sources.len(),
+    }
 }
 
 /// The sources a provenance records, in concatenation order.

@@ -26,6 +26,8 @@ pub struct BuildOutcome {
     pub failures: Vec<Failure>,
     /// Variables and attributes the scanners left out, as `source: path: reason`.
     pub warnings: Vec<String>,
+    /// How an append was planned (`None` for a build).
+    pub appended: Option<crate::Appended>,
 }
 
 /// Scanned datasets with their input positions, plus failures and warnings.
@@ -240,6 +242,7 @@ pub fn build(
         summary,
         failures,
         warnings: scanned.warnings,
+        appended: None,
     })
 }
 

@@ -4,8 +4,9 @@
 //!   asked, and combines the scans with the planner ([`scan_sources`], [`combine`]).
 //! - [`shard`]: the same work split across processes (`vzarr scan --shard K/N` writes a
 //!   partial, `vzarr combine` plans from all of them).
-//! - [`append`]: an existing output rebuilt with new files, reusing cached scans of the old
-//!   ones.
+//! - [`append`] and `tail`: new files added to an existing output, planned with its last file
+//!   only and joined to it ([`Appended::Tail`]), or, where that cannot give what a full plan
+//!   gives, planned with every recorded file again (their scans from the scan cache).
 //!
 //! ```no_run
 //! use vzarr_build::{BuildOptions, build};
@@ -32,6 +33,7 @@ pub mod output;
 mod report;
 mod run;
 pub mod shard;
+mod tail;
 pub mod upgrade;
 
 pub use build::{
@@ -43,3 +45,5 @@ pub use options::{BuildOptions, DEFAULT_FILE_TIMEOUT_SECS, OnError, Settings, pa
 pub use output::{Format, Output, Written};
 pub use report::{Failure, write_report};
 pub use run::{Progress, run};
+pub use tail::Appended;
+pub use vzarr_plan::Changed;

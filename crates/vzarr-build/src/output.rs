@@ -221,16 +221,16 @@ fn upload_error(loc: &vzarr_source::Location, e: vzarr_kerchunk::WriteError) -> 
     }
 }
 
-/// The sources of an append to `output`: the sources it records followed by those of
-/// `inputs` that are new; `opts` gets how it was combined (see
+/// The sources of an append to `output`: the sources it records and those of `inputs` that
+/// are new; `opts` gets how it was combined (see
 /// [`crate::append::plan_append_recorded`]).
 pub fn plan_append(
     output: &Output,
     inputs: Vec<SourceRef>,
     opts: &mut BuildOptions,
-) -> Result<Vec<SourceRef>, BuildError> {
+) -> Result<Appending, BuildError> {
     let at = output.display();
-    let prov = match output {
+    let provenance = match output {
         Output::Kerchunk(loc) if loc.scheme == Scheme::File => {
             crate::append::recorded_sources(&loc.local_path())?.1
         }
@@ -245,19 +245,41 @@ pub fn plan_append(
             ),
         })?,
     };
-    crate::append::plan_append_recorded(&at, &prov, inputs, opts)
+    let mut sources = crate::append::plan_append_recorded(&at, &provenance, inputs, opts)?;
+    let new = sources.split_off(crate::append::recorded_count(&provenance));
+    Ok(Appending {
+        provenance,
+        recorded: sources,
+        new,
+    })
+}
+
+/// What an append starts from: the output's provenance, the sources it records and the new
+/// ones.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Appending {
+    /// The output's provenance.
+    pub provenance: vzarr_core::Provenance,
+    /// Its sources, in concatenation order.
+    pub recorded: Vec<SourceRef>,
+    /// The sources to add.
+    pub new: Vec<SourceRef>,
 }
 
 /// Writes `ds` to `output` (atomically: a reference file appears whole or not at all; an
-/// Icechunk build's branch gains all its commits, one per piece, or none). `action` names what made it in an Icechunk commit
-/// message (`build`, `append`, `combine`); `append` says the repository must exist;
-/// `after_piece` runs between the pieces of an Icechunk build (see
+/// Icechunk build's branch gains all its commits, one per piece, or none). `action` names
+/// what made it in an Icechunk commit message (`build`, `append`, `combine`); `append` says
+/// the repository must exist; `changed` (an append planned at the tail,
+/// [`crate::Appended::Tail`]) says what changed, and an Icechunk commit then writes only
+/// that, leaving the rest of the repository as it is; `after_piece` runs between the pieces of an Icechunk build (see
 /// [`vzarr_icechunk::WriteOptions::after_piece`]).
 pub fn write(
     ds: &VirtualDataset,
     output: &Output,
     action: &str,
     append: bool,
+    changed: Option<&std::collections::BTreeMap<String, vzarr_plan::Changed>>,
     after_piece: Option<fn()>,
 ) -> Result<Written, BuildError> {
     match output {
@@ -294,6 +316,12 @@ pub fn write(
                 piece_refs: *piece_refs,
                 commits: *commits,
                 after_piece,
+                update: changed.filter(|_| append).map(|c| vzarr_icechunk::Update {
+                    arrays: c
+                        .iter()
+                        .map(|(p, c)| (p.clone(), (c.axis, c.from)))
+                        .collect(),
+                }),
             };
             Ok(Written::Icechunk(vzarr_icechunk::write(
                 ds, location, &opts,

@@ -4,7 +4,8 @@
 
 use vzarr_scan::inputs::SourceRef;
 
-use crate::{BuildError, BuildOptions, BuildOutcome, Output, build, with_jobs};
+use crate::tail::Tail;
+use crate::{Appended, BuildError, BuildOptions, BuildOutcome, Output, build, with_jobs};
 
 /// What a build run tells its caller as it goes (a progress bar, a log).
 #[derive(Clone, Copy, Debug)]
@@ -18,11 +19,12 @@ pub enum Progress<'a> {
     Done,
 }
 
-/// Builds `sources` as `opts` says: with `append_to`, the sources that output records come
-/// first and its settings into `opts` ([`crate::output::plan_append`]); the scan, the plan
-/// and `finish` (which writes the outcome, [`crate::output::write`], or renders it) run with
-/// the parallel parts on `opts.jobs` threads ([`with_jobs`]); `progress` hears of the
-/// sources as they are scanned.
+/// Builds `sources` as `opts` says: with `append_to`, an append to that output
+/// ([`crate::output::plan_append`]: its settings into `opts`), planned at its tail when that
+/// gives what a plan of every file gives, else with the sources it records first
+/// ([`crate::Appended`] says which); the scan, the plan and `finish` (which writes the
+/// outcome, [`crate::output::write`], or renders it) run with the parallel parts on
+/// `opts.jobs` threads ([`with_jobs`]); `progress` hears of the sources as they are scanned.
 pub fn run<T: Send>(
     sources: Vec<SourceRef>,
     mut opts: BuildOptions,
@@ -30,16 +32,41 @@ pub fn run<T: Send>(
     progress: &(dyn Fn(Progress<'_>) + Sync),
     finish: impl FnOnce(BuildOutcome) -> T + Send,
 ) -> Result<T, BuildError> {
-    let sources = match append_to {
-        Some(output) => crate::output::plan_append(output, sources, &mut opts)?,
-        None => sources,
+    let appending = match append_to {
+        Some(output) => Some((
+            output,
+            crate::output::plan_append(output, sources.clone(), &mut opts)?,
+        )),
+        None => None,
     };
     let opts = &opts;
     with_jobs(opts.jobs, || {
+        let (sources, full) = match appending {
+            None => (sources, None),
+            Some((output, a)) => {
+                match crate::tail::append(output, &a.provenance, &a.new, opts, progress) {
+                    Ok(Tail::Done(out)) => {
+                        progress(Progress::Done);
+                        return Ok(finish(*out));
+                    }
+                    Ok(Tail::Full(reason)) => {
+                        let mut all = a.recorded;
+                        all.extend(a.new);
+                        (all, Some(reason))
+                    }
+                    Err(e) => {
+                        progress(Progress::Done);
+                        return Err(e);
+                    }
+                }
+            }
+        };
         progress(Progress::Sources(sources.len()));
         let out = build(&sources, opts, &|s, ok| progress(Progress::Scanned(s, ok)));
         progress(Progress::Done);
-        Ok(finish(out?))
+        let mut out = out?;
+        out.appended = full.map(|reason| Appended::Full { reason });
+        Ok(finish(out))
     })
 }
 

@@ -44,7 +44,7 @@ pub use location::{RepoLocation, container_for, s3_options_from_env};
 pub use read::{Commit, Opened, history, is_repository, open, provenance};
 pub use snapshot::{Snapshot, SnapshotChunk};
 pub use write::{
-    Commits, MANIFEST_REFS, PIECE_REFS, WriteMode, WriteOptions, Written, array_document,
+    Commits, MANIFEST_REFS, PIECE_REFS, Update, WriteMode, WriteOptions, Written, array_document,
     commit_message, container_prefixes, write,
 };
 

@@ -41,6 +41,7 @@
 //! | `compat`  | what must agree between files; static variables identical in every file |
 //! | `concat`  | concatenation along an existing dimension: edges, rectilinear grids, padded edge chunks |
 //! | `stack`   | stacking along a new dimension |
+//! | `extend`  | an output extended at its tail: its last file and new files planned, joined to it |
 //! | `inline`  | arrays and chunks the planner encodes itself, stored inline |
 //! | `time`    | CF time: recognising, converting and re-encoding time coordinates |
 //! | `values`  | reading chunk and array bytes through a manifest; numbers from bytes |
@@ -56,6 +57,7 @@ mod compact;
 mod compat;
 mod concat;
 mod error;
+mod extend;
 mod inline;
 mod input;
 mod merge;
@@ -76,6 +78,7 @@ pub use compact::{
     READ_BATCH_BYTES, compact, survey,
 };
 pub use error::{Boundary, EdgeChunkError, FilePair, Gap, PlanError, ReadError};
+pub use extend::{Changed, Extended, NotExtendable, extend};
 
 /// How files are combined.
 #[derive(Clone, Debug, PartialEq)]

@@ -359,6 +359,9 @@ fn build(
                         target,
                         action,
                         append,
+                        out.appended
+                            .as_ref()
+                            .and_then(vzarr_build::Appended::changed),
                         Some(release_free_memory),
                     )?;
                     (None, Some(written_json(&w)))

@@ -99,7 +99,8 @@ pub(crate) fn upgrade(
             .collect();
         Ok(match &output {
             Some(target) => {
-                let w = vzarr_build::output::write(&up.dataset, target, "upgrade", false, None)?;
+                let w =
+                    vzarr_build::output::write(&up.dataset, target, "upgrade", false, None, None)?;
                 (None, warnings, Some(crate::written_json(&w)))
             }
             None => (Some(vzarr_kerchunk::to_bytes(&up.dataset)?), warnings, None),
@@ -137,8 +138,14 @@ fn rescan_sources(
             warnings.extend(out.plan.iter().flat_map(|p| p.left_out.iter().cloned()));
             Ok(match output {
                 Some(target) => {
-                    let w =
-                        vzarr_build::output::write(&out.dataset, target, "upgrade", false, None)?;
+                    let w = vzarr_build::output::write(
+                        &out.dataset,
+                        target,
+                        "upgrade",
+                        false,
+                        None,
+                        None,
+                    )?;
                     (None, warnings, Some(crate::written_json(&w)))
                 }
                 None => (

@@ -106,6 +106,20 @@ pub struct WriteOptions {
     /// (a program may return freed memory to the system there: with glibc's malloc, freed
     /// memory otherwise stays in the arena of the thread that freed it). `None` by default.
     pub after_piece: Option<fn()>,
+    /// An append that changed only some arrays from some chunk on ([`Update`]): the commit
+    /// writes those and leaves the rest of the repository as it is. `None` (the default):
+    /// the dataset replaces the branch's content.
+    pub update: Option<Update>,
+}
+
+/// What an append changed: the arrays whose chunks from an index along one axis on are new
+/// or replaced (their documents are written again too, as are the groups'); every other
+/// array of the repository is the dataset's already. Icechunk then writes new manifests only
+/// for the manifest splits that hold a changed chunk.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Update {
+    /// By array path: (axis, the first changed chunk index along it).
+    pub arrays: std::collections::BTreeMap<String, (usize, u64)>,
 }
 
 impl Default for WriteOptions {
@@ -117,6 +131,7 @@ impl Default for WriteOptions {
             piece_refs: PIECE_REFS,
             commits: Commits::Auto,
             after_piece: None,
+            update: None,
         }
     }
 }
@@ -205,6 +220,11 @@ fn ice<E: Into<crate::IcechunkCause>>(at: &str, op: &str) -> impl FnOnce(E) -> I
 /// next, so a chain of amends writes every earlier piece's log again (bytes growing with
 /// the square of the pieces). Each piece's log holds that piece only, and every byte the
 /// write stores stays reachable from the branch.
+///
+/// An append planned at the tail ([`WriteOptions::update`]) of at most `opts.piece_refs`
+/// chunks is one commit that writes the group documents and the changed arrays' documents
+/// and chunks only: Icechunk keeps every manifest split without a changed chunk as it is, so
+/// an append along the first axis adds the splits it touches, not the repository again.
 ///
 /// Manifests are split along the arrays' axes so that none holds more than
 /// [`MANIFEST_REFS`] references (or `opts.piece_refs`, if fewer), and pieces are cut
@@ -391,6 +411,23 @@ async fn write_async(
         locations: &locations,
         at: &at,
     };
+    let update = opts
+        .update
+        .as_ref()
+        .filter(|u| exists && update_chunks(&arrays, u) <= piece_refs as u64);
+    if let Some(update) = update {
+        // An append: the changed arrays only, in one session (one piece: a larger one
+        // replaces the branch's content in pieces instead, below).
+        let store = w.store(&opts.branch).await?;
+        w.write_update(&store, update, &mut written).await?;
+        written.pieces = 1;
+        written.commits = 1;
+        written.snapshot = w
+            .commit(&store, &opts.message, Some(props))
+            .await?
+            .to_string();
+        return Ok(written);
+    }
     if pieces.len() <= 1 || opts.commits == Commits::One {
         // One session holds everything.
         let store = w.store(&opts.branch).await?;
@@ -462,6 +499,23 @@ async fn write_async(
     written.commits = written.pieces;
     written.snapshot = last.to_string();
     Ok(written)
+}
+
+/// At most how many chunks an [`Update`] writes (every chunk of an array changed along an
+/// axis other than the first).
+fn update_chunks(arrays: &[(&str, &VirtualArray)], update: &Update) -> u64 {
+    arrays
+        .iter()
+        .filter_map(|(path, a)| {
+            let &(axis, from) = update.arrays.get(*path)?;
+            let n = a.manifest.len() as u64;
+            if axis != 0 {
+                return Some(n);
+            }
+            let inner: u64 = a.grid.grid_shape().iter().skip(1).product();
+            Some(n.saturating_sub(from.saturating_mul(inner)))
+        })
+        .sum()
 }
 
 /// The message of a piece's own commit (not the last).

@@ -18,7 +18,7 @@ use vzarr_core::{ChunkRef, DimGrid, VirtualArray, VirtualDataset};
 
 use super::containers::Locations;
 use super::manifests::Segment;
-use super::{Written, ice};
+use super::{Update, Written, ice};
 use crate::IcechunkError;
 
 /// References handed to Icechunk's store at once (bounds the temporary vector only).
@@ -103,6 +103,20 @@ impl Writer<'_> {
                 .await
                 .map_err(ice(at, "clearing the branch"))?;
         }
+        self.write_groups(store).await?;
+        for (path, array) in self.arrays {
+            let key = meta_key(path);
+            store
+                .set(&key, Bytes::from(array_document(array).to_string()))
+                .await
+                .map_err(ice(at, &format!("writing {key}")))?;
+        }
+        Ok(())
+    }
+
+    /// The group documents.
+    async fn write_groups(&self, store: &Store) -> Result<(), IcechunkError> {
+        let at = self.at;
         store
             .set(
                 "zarr.json",
@@ -120,12 +134,48 @@ impl Writer<'_> {
                 .await
                 .map_err(ice(at, &format!("writing {key}")))?;
         }
-        for (path, array) in self.arrays {
+        Ok(())
+    }
+
+    /// What an append changed ([`Update`]): the group documents, and of each changed array
+    /// its document and its chunks from the first changed index on.
+    pub(super) async fn write_update(
+        &self,
+        store: &Store,
+        update: &Update,
+        written: &mut Written,
+    ) -> Result<(), IcechunkError> {
+        let at = self.at;
+        self.write_groups(store).await?;
+        for (k, (path, array)) in self.arrays.iter().enumerate() {
+            let Some(&(axis, from)) = update.arrays.get(*path) else {
+                continue;
+            };
             let key = meta_key(path);
             store
                 .set(&key, Bytes::from(array_document(array).to_string()))
                 .await
                 .map_err(ice(at, &format!("writing {key}")))?;
+            // In C order, the chunks from `from` on along axis 0 are a suffix.
+            let first = if axis == 0 {
+                let inner: u64 = array.grid.grid_shape()[1..].iter().product();
+                usize::try_from(from.saturating_mul(inner)).unwrap_or(usize::MAX)
+            } else {
+                0
+            };
+            let range = first.min(array.manifest.len())..array.manifest.len();
+            let (v, n) = write_chunks(
+                store,
+                path,
+                array,
+                range,
+                Some((axis, from)),
+                &self.locations[k],
+                at,
+            )
+            .await?;
+            written.virtual_refs += v;
+            written.native_chunks += n;
         }
         Ok(())
     }
@@ -144,6 +194,7 @@ impl Writer<'_> {
                 path,
                 array,
                 s.range.clone(),
+                None,
                 &self.locations[s.array],
                 self.at,
             )
@@ -171,13 +222,15 @@ impl Writer<'_> {
     }
 }
 
-/// Writes the stored chunks of `array` at C-order positions `range`: references in batches,
+/// Writes the stored chunks of `array` at C-order positions `range` (with `from` =
+/// `(axis, i)`, only those at index `i` or later along `axis`): references in batches,
 /// inline chunks as Icechunk chunks. Returns (references, native chunks).
 async fn write_chunks(
     store: &Store,
     path: &str,
     array: &VirtualArray,
     range: Range<usize>,
+    from: Option<(usize, u64)>,
     locations: &Locations<'_>,
     at: &str,
 ) -> Result<(u64, u64), IcechunkError> {
@@ -212,6 +265,11 @@ async fn write_chunks(
     };
     for (i, chunk) in array.manifest.iter_stored_in(range) {
         let index = array.grid.chunk_index(i as u64);
+        if let Some((axis, first)) = from
+            && index.get(axis).is_some_and(|&x| x < first)
+        {
+            continue;
+        }
         let coords = index
             .iter()
             .map(|&c| u32::try_from(c))

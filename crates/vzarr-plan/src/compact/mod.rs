@@ -52,6 +52,7 @@ use vzarr_source::SourceStore;
 use crate::error::PlanError;
 use crate::merge;
 use read::inline_all;
+pub(crate) use read::kept_inline;
 use select::{action, candidates, expected_inline, within_total};
 
 /// Referenced bytes read for inlining at once at most.

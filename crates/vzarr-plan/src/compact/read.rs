@@ -269,7 +269,11 @@ fn inline_codecs(a: &VirtualArray, decoded: u64) -> Vec<Codec> {
 
 /// `template` holding `raw` (its whole C-order bytes, in its byte order) in inline chunks of
 /// up to `target` bytes along axis 0, compressed as the module documentation says.
-fn kept_inline(template: &VirtualArray, raw: &[u8], target: u64) -> Result<VirtualArray, String> {
+pub(crate) fn kept_inline(
+    template: &VirtualArray,
+    raw: &[u8],
+    target: u64,
+) -> Result<VirtualArray, String> {
     let dt = template.data_type.clone();
     let fill = template.fill_value.bytes_in(dt.clone(), template.endian);
     let shape = template.shape();
