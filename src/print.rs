@@ -247,7 +247,11 @@ pub(crate) fn finish(
         );
     }
     if let Some(p) = &report.summary_json {
-        std::fs::write(p, serde_json::to_string_pretty(&summary)? + "\n")
+        let mut json = serde_json::to_value(&summary)?;
+        if let (Some(a), Some(map)) = (appended, json.as_object_mut()) {
+            map.insert("append".into(), a.to_json());
+        }
+        std::fs::write(p, serde_json::to_string_pretty(&json)? + "\n")
             .with_context(|| format!("writing {}", p.display()))?;
     }
     if failures.is_empty() {

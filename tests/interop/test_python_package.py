@@ -443,8 +443,10 @@ def test_output_to_object_storage(tmp_path, moto_server, monkeypatch):
     run_vzarr("build", *MONTHS[:2], "--concat-dim", "time", "-o", "s3://pyvz-out/refs/cli.json",
               env=env)
     assert get("refs/cli.json") == want
-    # Appending the next month rewrites the object as a build of the three.
-    vzarr.build(MONTHS[2], output="s3://pyvz-out/refs/tas.json", append=True)
+    # Appending the next month rewrites the object as a build of the three, planning only
+    # the object's last month and the new one (the object read from S3).
+    r = vzarr.build(MONTHS[2], output="s3://pyvz-out/refs/tas.json", append=True)
+    assert r.summary["append"] == {"planned": "tail", "files": 2}, r.summary
     assert get("refs/tas.json") == cli_bytes(tmp_path, *MONTHS[:3], "--concat-dim", "time")
     with pytest.raises(vzarr.WriteError, match="nothing to append"):
         vzarr.build(MONTHS[2], output="s3://pyvz-out/refs/tas.json", append=True)

@@ -34,6 +34,15 @@ pub enum Appended {
 }
 
 impl Appended {
+    /// How the append was planned, for a summary in JSON: `{"planned": "tail", "files": N}`
+    /// or `{"planned": "full", "reason": "..."}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Appended::Tail { files, .. } => serde_json::json!({"planned": "tail", "files": files}),
+            Appended::Full { reason } => serde_json::json!({"planned": "full", "reason": reason}),
+        }
+    }
+
     /// The arrays an append at the tail changed, and from which chunk on.
     pub fn changed(&self) -> Option<&BTreeMap<String, Changed>> {
         match self {

@@ -373,8 +373,12 @@ fn build(
         })?
     })?;
     let (bytes, out, written) = result.map_err(|e| to_py(py, &e))?;
-    let summary = serde_json::to_string(&out.summary)
+    let mut summary = serde_json::to_value(&out.summary)
         .map_err(|e| VzarrError::new_err(format!("summary: {e}")))?;
+    if let (Some(a), Some(map)) = (&out.appended, summary.as_object_mut()) {
+        map.insert("append".into(), a.to_json());
+    }
+    let summary = summary.to_string();
     let mut warnings = out.warnings;
     if format == Format::Kerchunk {
         warnings.extend(

@@ -177,9 +177,11 @@ def build(
     one_commit: with ``format="icechunk"``, one commit whatever the size, the whole build held
         in Icechunk's memory until it commits (a few hundred bytes a reference: several GB at
         10 million); ``piece_refs`` is then ignored.
-    append: extend the existing ``output`` with the new files among ``inputs``: its recorded
-        sources are combined with them again (their scans come from ``cache_dir`` when
-        cached there), which equals a full rebuild; a repository gets it as a new commit.
+    append: extend the existing ``output`` with the new files among ``inputs``, which equals a
+        full rebuild: only the new files and the output's last one are planned and joined to
+        the output (or, where that cannot be sure, every recorded source is planned again,
+        their scans from ``cache_dir`` when cached there; ``summary["append"]`` says which);
+        a repository gets it as one new commit that writes only what changed.
     catalog: file(s) with one path or URL per line (# starts a comment).
     include / exclude: glob(s) keeping / leaving out files found in directories or prefixes.
     jobs: scans in flight at once, and threads that plan and write (0: every core; at least
