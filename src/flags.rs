@@ -374,6 +374,10 @@ pub(crate) enum Command {
     Verify(VerifyArgs),
     /// Print values through the references, e.g. `vzarr cat OUT.json 'tas[0:3,10,:]'`.
     Cat(CatArgs),
+    /// Bring an output in line with its sources: list again where it was built from, append
+    /// new files, rebuild for changed ones (one atomic write or one commit), refuse removed
+    /// ones unless --allow-removal.
+    Sync(crate::sync_cmd::SyncArgs),
     /// Upgrade existing references (kerchunk's JSON or Parquet, Zarr v2 metadata) to Zarr v3
     /// references or an Icechunk repository, their sources checked and recorded and small
     /// chunks merged and inlined as a build does.
@@ -395,8 +399,9 @@ pub(crate) enum Command {
 impl Command {
     /// Every subcommand's name, as typed.
     #[cfg(test)]
-    pub(crate) const NAMES: [&'static str; 9] = [
+    pub(crate) const NAMES: [&'static str; 10] = [
         "build",
+        "sync",
         "scan",
         "combine",
         "inspect",
@@ -416,6 +421,7 @@ impl Command {
             Command::Inspect { .. } => "inspect",
             Command::Verify(_) => "verify",
             Command::Cat(_) => "cat",
+            Command::Sync(_) => "sync",
             Command::Upgrade(_) => "upgrade",
             Command::VerifyWorker => "__verify-worker",
             Command::ScanWorker { .. } => "__scan-worker",
@@ -464,6 +470,8 @@ pub(crate) enum Run {
     Verify(VerifyArgs),
     /// `vzarr cat`.
     Cat(CatArgs),
+    /// `vzarr sync`.
+    Sync(crate::sync_cmd::SyncArgs),
     /// `vzarr upgrade`.
     Upgrade(crate::upgrade_cmd::UpgradeArgs),
     /// The worker process of `vzarr verify`.
@@ -491,7 +499,10 @@ pub(crate) fn validate(command: Command) -> Result<Run> {
                     report,
                 },
         } => Run::Build {
-            opts: build_options(&sources, Some((&combine, &small)))?,
+            opts: BuildOptions {
+                inputs: recorded_inputs(&sources)?,
+                ..build_options(&sources, Some((&combine, &small)))?
+            },
             sources: collect(&sources)?,
             output: output.output()?,
             append,
@@ -563,6 +574,7 @@ pub(crate) fn validate(command: Command) -> Result<Run> {
         }
         Command::Verify(args) => Run::Verify(args),
         Command::Cat(args) => Run::Cat(args),
+        Command::Sync(args) => Run::Sync(args),
         Command::Upgrade(args) => Run::Upgrade(args),
         Command::VerifyWorker => Run::VerifyWorker,
         Command::ScanWorker {
@@ -729,7 +741,7 @@ fn scan_options(a: &ScanArgs, timeout_secs: u64) -> Result<vzarr_scan::ScanOptio
 }
 
 /// The build options these flags ask for (validated by the library's [`Settings`]).
-fn build_options(
+pub(crate) fn build_options(
     s: &SourceArgs,
     c: Option<(&CombineArgs, &SmallChunkArgs)>,
 ) -> Result<BuildOptions> {
@@ -750,6 +762,17 @@ fn build_options(
         None => base,
     };
     Ok(settings.options()?)
+}
+
+/// The inputs these flags name, as the output records them (for `vzarr sync`).
+fn recorded_inputs(s: &SourceArgs) -> Result<Option<vzarr_core::Inputs>> {
+    let filters = Filters {
+        include: s.include.clone(),
+        exclude: s.exclude.clone(),
+    };
+    Ok(vzarr_scan::inputs::recorded_inputs(
+        &s.inputs, &s.catalog, &filters,
+    )?)
 }
 
 /// The sources these flags name, in order.

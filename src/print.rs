@@ -133,6 +133,22 @@ pub(crate) fn finish(
     summary: &BatchSummary,
     report: &ReportArgs,
 ) -> Result<ExitCode> {
+    finish_as(ds, output, action, failures, summary, report, &|s| {
+        Ok(serde_json::to_value(s)?)
+    })
+}
+
+/// [`finish`] with the summary written to `--summary-json` as `summary_doc` makes it of the
+/// build's summary.
+pub(crate) fn finish_as(
+    ds: &vzarr_core::VirtualDataset,
+    output: &Output,
+    action: &str,
+    failures: &[Failure],
+    summary: &BatchSummary,
+    report: &ReportArgs,
+    summary_doc: &dyn Fn(&BatchSummary) -> Result<serde_json::Value>,
+) -> Result<ExitCode> {
     let s = summarize(ds);
     if let Output::Kerchunk(_) = output
         && let Some(w) = vzarr_build::output::reference_file_warning(ds)
@@ -231,7 +247,7 @@ pub(crate) fn finish(
         );
     }
     if let Some(p) = &report.summary_json {
-        std::fs::write(p, serde_json::to_string_pretty(&summary)? + "\n")
+        std::fs::write(p, serde_json::to_string_pretty(&summary_doc(&summary)?)? + "\n")
             .with_context(|| format!("writing {}", p.display()))?;
     }
     if failures.is_empty() {

@@ -6,6 +6,8 @@
 //!   partial, `vzarr combine` plans from all of them).
 //! - [`append`]: an existing output rebuilt with new files, reusing cached scans of the old
 //!   ones.
+//! - [`sync`]: an existing output brought in line with its sources as they are now (new,
+//!   changed and removed files found by listing again where it was built from).
 //!
 //! ```no_run
 //! use vzarr_build::{BuildOptions, build};
@@ -32,6 +34,7 @@ pub mod output;
 mod report;
 mod run;
 pub mod shard;
+pub mod sync;
 pub mod upgrade;
 
 pub use build::{

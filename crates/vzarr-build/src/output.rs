@@ -221,16 +221,11 @@ fn upload_error(loc: &vzarr_source::Location, e: vzarr_kerchunk::WriteError) -> 
     }
 }
 
-/// The sources of an append to `output`: the sources it records followed by those of
-/// `inputs` that are new; `opts` gets how it was combined (see
-/// [`crate::append::plan_append_recorded`]).
-pub fn plan_append(
-    output: &Output,
-    inputs: Vec<SourceRef>,
-    opts: &mut BuildOptions,
-) -> Result<Vec<SourceRef>, BuildError> {
-    let at = output.display();
-    let prov = match output {
+/// The provenance `output` records: a reference file's `vzarr` block (read only as far as
+/// it), or the metadata of the tip commit of an Icechunk branch; an error naming the output
+/// when it records none.
+pub fn recorded(output: &Output) -> Result<vzarr_core::Provenance, BuildError> {
+    Ok(match output {
         Output::Kerchunk(loc) if loc.scheme == Scheme::File => {
             crate::append::recorded_sources(&loc.local_path())?.1
         }
@@ -238,14 +233,82 @@ pub fn plan_append(
         Output::Icechunk {
             location, branch, ..
         } => vzarr_icechunk::provenance(location, branch)?.ok_or_else(|| BuildError::Append {
-            output: at.clone(),
+            output: output.display(),
             reason: format!(
                 "the tip of branch {branch:?} records no vzarr provenance; rebuild it instead \
                      of appending"
             ),
         })?,
-    };
+    })
+}
+
+/// The sources of an append to `output`: the sources it records followed by those of
+/// `inputs` that are new; `opts` gets how it was combined (see
+/// [`crate::append::plan_append_recorded`]) and the inputs to record: those the output
+/// records followed by the append's own ([`merged_inputs`]).
+pub fn plan_append(
+    output: &Output,
+    inputs: Vec<SourceRef>,
+    opts: &mut BuildOptions,
+) -> Result<Vec<SourceRef>, BuildError> {
+    let at = output.display();
+    let prov = recorded(output)?;
+    opts.inputs = merged_inputs(&at, &prov, opts.inputs.take(), &inputs)?;
     crate::append::plan_append_recorded(&at, &prov, inputs, opts)
+}
+
+/// The inputs an append to the output named `output` (recording `prov`) records: those `prov`
+/// records followed by the append's own (`given`, or when it named files one by one, those
+/// files `sources`). An output whose sources were named one by one records none: they are
+/// its sources, named again if the append lists a directory. `None` while neither lists a
+/// directory, a prefix or a catalog. Patterns apply to every directory and prefix listed
+/// again, so two different sets of patterns are refused.
+pub fn merged_inputs(
+    output: &str,
+    prov: &vzarr_core::Provenance,
+    given: Option<vzarr_core::Inputs>,
+    sources: &[SourceRef],
+) -> Result<Option<vzarr_core::Inputs>, BuildError> {
+    let as_files = |urls: Vec<String>| vzarr_core::Inputs {
+        locations: urls,
+        ..Default::default()
+    };
+    let (mut base, add) = match (prov.inputs.clone(), given) {
+        (None, None) => return Ok(None),
+        (Some(b), None) => (b, as_files(sources.iter().map(SourceRef::url).collect())),
+        (b, Some(a)) => (
+            b.unwrap_or_else(|| as_files(prov.sources.iter().map(|s| s.url.clone()).collect())),
+            a,
+        ),
+    };
+    let patterns = |i: &vzarr_core::Inputs| (i.include.clone(), i.exclude.clone());
+    let lists = |i: &vzarr_core::Inputs| {
+        !i.catalogs.is_empty() || i.locations.iter().any(|l| l.ends_with('/'))
+    };
+    if lists(&base) && lists(&add) && patterns(&base) != patterns(&add) {
+        return Err(BuildError::Append {
+            output: output.to_string(),
+            reason: format!(
+                "its directories were listed with the patterns include {:?}, exclude {:?}, \
+                 the new inputs with include {:?}, exclude {:?}: give the same patterns",
+                base.include, base.exclude, add.include, add.exclude
+            ),
+        });
+    }
+    if !lists(&base) {
+        (base.include, base.exclude) = patterns(&add);
+    }
+    for l in add.locations {
+        if !base.locations.contains(&l) {
+            base.locations.push(l);
+        }
+    }
+    for c in add.catalogs {
+        if !base.catalogs.contains(&c) {
+            base.catalogs.push(c);
+        }
+    }
+    Ok(Some(base))
 }
 
 /// Writes `ds` to `output` (atomically: a reference file appears whole or not at all; an
