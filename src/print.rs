@@ -247,8 +247,11 @@ pub(crate) fn finish_as(
         );
     }
     if let Some(p) = &report.summary_json {
-        std::fs::write(p, serde_json::to_string_pretty(&summary_doc(&summary)?)? + "\n")
-            .with_context(|| format!("writing {}", p.display()))?;
+        std::fs::write(
+            p,
+            serde_json::to_string_pretty(&summary_doc(&summary)?)? + "\n",
+        )
+        .with_context(|| format!("writing {}", p.display()))?;
     }
     if failures.is_empty() {
         return Ok(ExitCode::SUCCESS);
