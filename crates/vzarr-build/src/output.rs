@@ -458,4 +458,47 @@ mod tests {
         assert!(w.contains("Icechunk"), "{w}");
         assert_eq!(reference_file_warning(&VirtualDataset::new()), None);
     }
+
+    #[test]
+    fn appends_record_the_inputs_before_theirs() {
+        let files = |urls: &[&str]| vzarr_core::Inputs {
+            locations: urls.iter().map(|u| u.to_string()).collect(),
+            ..Default::default()
+        };
+        let mut prov = vzarr_core::Provenance::default();
+        prov.sources.push(vzarr_core::SourceRecord {
+            url: "file:///d/a.nc".into(),
+            size: 1,
+            mtime_ns: None,
+            etag: None,
+            fingerprint: None,
+        });
+        let src = |u: &str| SourceRef::parse(u).unwrap();
+        // Files named one by one, then files: nothing to record.
+        let none = merged_inputs("o", &prov, None, &[src("/d/b.nc")]).unwrap();
+        assert_eq!(none, None);
+        // Files, then a directory: the files named before come first.
+        let dir = vzarr_core::Inputs {
+            include: vec!["*.nc".into()],
+            ..files(&["file:///d/"])
+        };
+        let m = merged_inputs("o", &prov, Some(dir.clone()), &[])
+            .unwrap()
+            .unwrap();
+        assert_eq!(m.locations, ["file:///d/a.nc", "file:///d/"]);
+        assert_eq!(m.include, ["*.nc"]);
+        // A directory, then files: the files are added, the patterns kept.
+        prov.inputs = Some(dir.clone());
+        let m = merged_inputs("o", &prov, None, &[src("/e/c.nc")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(m.locations, ["file:///d/", "file:///e/c.nc"]);
+        assert_eq!(m.include, ["*.nc"]);
+        // The same directory again: recorded once.
+        let m = merged_inputs("o", &prov, Some(dir), &[]).unwrap().unwrap();
+        assert_eq!(m.locations, ["file:///d/"]);
+        // Another directory with other patterns: refused.
+        let e = merged_inputs("o", &prov, Some(files(&["s3://b/x/"])), &[]).unwrap_err();
+        assert!(e.to_string().contains("give the same patterns"), "{e}");
+    }
 }

@@ -363,3 +363,85 @@ pub fn action_name(action: SyncAction) -> &'static str {
         _ => "sync",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(path: &std::path::Path) -> SourceRecord {
+        let mut r = vzarr_source::local_record(path).unwrap();
+        r.fingerprint = Some(vzarr_source::fingerprint_of(&std::fs::read(path).unwrap()));
+        r
+    }
+
+    #[test]
+    fn sources_are_sorted_into_added_changed_removed_and_unchanged() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("arch");
+        std::fs::create_dir(&dir).unwrap();
+        let file = |n: &str| dir.join(n);
+        for n in ["a.nc", "b.nc", "c.nc", "gone.nc"] {
+            std::fs::write(file(n), n.repeat(10)).unwrap();
+        }
+        let sources: Vec<SourceRecord> = ["a.nc", "b.nc", "c.nc", "gone.nc"]
+            .iter()
+            .map(|n| record(&file(n)))
+            .collect();
+        let url = |n: &str| vzarr_source::file_url(&file(n)).unwrap();
+        let prov = Provenance {
+            sources,
+            inputs: Some(vzarr_core::Inputs {
+                locations: vec![format!("{}/", vzarr_source::file_url(&dir).unwrap())],
+                exclude: vec!["*.txt".into()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        // b.nc rewritten with other bytes of the same size, its time put back: only the
+        // fingerprint tells. c.nc grows. gone.nc goes; new.nc comes; notes.txt is excluded.
+        let b = file("b.nc");
+        let mtime = std::fs::metadata(&b).unwrap().modified().unwrap();
+        std::fs::write(&b, "B.NC".repeat(10)).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&b)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        std::fs::write(file("c.nc"), "longer".repeat(10)).unwrap();
+        std::fs::remove_file(file("gone.nc")).unwrap();
+        std::fs::write(file("new.nc"), "new").unwrap();
+        std::fs::write(file("notes.txt"), "x").unwrap();
+        let allow = vec![dir.display().to_string()];
+        let p = plan_recorded("out.json", prov.clone(), &SyncOptions::new(allow.clone())).unwrap();
+        assert_eq!(p.added, [url("new.nc")]);
+        let changed: Vec<&str> = p.changed.iter().map(|c| c.url.as_str()).collect();
+        assert_eq!(changed, [url("b.nc"), url("c.nc")]);
+        assert!(
+            p.changed[0].changes[0].contains("fingerprint"),
+            "{:?}",
+            p.changed
+        );
+        assert!(
+            p.changed[1].changes[0].contains("size changed"),
+            "{:?}",
+            p.changed
+        );
+        assert_eq!(p.removed, [url("gone.nc")]);
+        assert_eq!(p.unchanged, [url("a.nc")]);
+        assert_eq!(p.action, SyncAction::Refuse);
+        assert!(p.in_place);
+        let mut o = SyncOptions::new(allow);
+        o.allow_removal = true;
+        let p = plan_recorded("out.json", prov.clone(), &o).unwrap();
+        assert_eq!(p.action, SyncAction::Rebuild);
+        assert_eq!(p.to_scan().len(), 4);
+        // Nothing allowed: refused before anything is listed, naming the output.
+        let e = plan_recorded("out.json", prov, &SyncOptions::default()).unwrap_err();
+        assert!(
+            matches!(&e, BuildError::SyncSource { output, source: SourceError::NotAllowed(_) }
+                if output == "out.json"),
+            "{e:?}"
+        );
+    }
+}

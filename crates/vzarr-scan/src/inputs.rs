@@ -409,4 +409,39 @@ mod tests {
         assert!(collect(&["s3://bucket/../x".into()], &[], &Filters::default()).is_err());
         assert!(is_url("gs://b/x") && !is_url("/tmp/x") && !is_url("a:b"));
     }
+
+    #[test]
+    fn inputs_are_recorded_when_something_is_listed_and_listed_again() {
+        let d = tempfile::tempdir().unwrap();
+        for f in ["a/x.nc", "a/y.nc", "a/z.txt", "b.nc"] {
+            touch(&d.path().join(f));
+        }
+        let p = |f: &str| d.path().join(f).display().to_string();
+        let filters = Filters {
+            include: vec!["*.nc".into()],
+            exclude: vec![],
+        };
+        // Files named one by one: nothing to record.
+        assert_eq!(recorded_inputs(&[p("b.nc")], &[], &filters).unwrap(), None);
+        let rec = recorded_inputs(&[p("a"), p("b.nc")], &[], &filters)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            rec.locations,
+            [
+                format!("file://{}/", p("a")),
+                format!("file://{}", p("b.nc"))
+            ]
+        );
+        assert_eq!(rec.include, ["*.nc"]);
+        touch(&d.path().join("a/w.nc"));
+        std::fs::remove_file(d.path().join("b.nc")).unwrap();
+        let names: Vec<String> = collect_recorded(&rec)
+            .unwrap()
+            .iter()
+            .map(|s| s.display().rsplit('/').next().unwrap().to_string())
+            .collect();
+        // The file named on its own and gone is left out, not an error.
+        assert_eq!(names, ["w.nc", "x.nc", "y.nc"]);
+    }
 }
