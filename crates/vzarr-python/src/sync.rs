@@ -53,8 +53,8 @@ pub(crate) fn sync(
     } else {
         Format::Kerchunk
     };
-    let target = Output::parse(&output, format, branch)
-        .map_err(|e| crate::to_py_from(py, &e, call))?;
+    let target =
+        Output::parse(&output, format, branch).map_err(|e| crate::to_py_from(py, &e, call))?;
     if !dry_run {
         target
             .check_writable()
@@ -69,9 +69,7 @@ pub(crate) fn sync(
         ..Settings::new()
     };
     let mut allow = allow_prefixes;
-    allow.extend(
-        vzarr_read::configured_prefixes().map_err(|e| crate::open::to_py(&e, &output))?,
-    );
+    allow.extend(vzarr_read::configured_prefixes().map_err(|e| crate::open::to_py(&e, &output))?);
     let mut sync_opts = SyncOptions::new(allow);
     sync_opts.trust_recorded = trust_references;
     sync_opts.allow_removal = allow_removal;
