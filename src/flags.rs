@@ -374,9 +374,7 @@ pub(crate) enum Command {
     Verify(VerifyArgs),
     /// Print values through the references, e.g. `vzarr cat OUT.json 'tas[0:3,10,:]'`.
     Cat(CatArgs),
-    /// Bring an output in line with its sources: list again where it was built from, append
-    /// new files, rebuild for changed ones (one atomic write or one commit), refuse removed
-    /// ones unless --allow-removal.
+    /// Bring an output in line with its sources: new files appended, changed ones replaced.
     Sync(crate::sync_cmd::SyncArgs),
     /// Upgrade existing references (kerchunk's JSON or Parquet, Zarr v2 metadata) to Zarr v3
     /// references or an Icechunk repository, their sources checked and recorded and small
@@ -499,10 +497,7 @@ pub(crate) fn validate(command: Command) -> Result<Run> {
                     report,
                 },
         } => Run::Build {
-            opts: BuildOptions {
-                inputs: recorded_inputs(&sources)?,
-                ..build_options(&sources, Some((&combine, &small)))?
-            },
+            opts: build_options(&sources, Some((&combine, &small)))?,
             sources: collect(&sources)?,
             output: output.output()?,
             append,
@@ -740,7 +735,8 @@ fn scan_options(a: &ScanArgs, timeout_secs: u64) -> Result<vzarr_scan::ScanOptio
         .with_libhdf5_worker(worker))
 }
 
-/// The build options these flags ask for (validated by the library's [`Settings`]).
+/// The build options these flags ask for (validated by the library's [`Settings`]), with the
+/// inputs to record.
 pub(crate) fn build_options(
     s: &SourceArgs,
     c: Option<(&CombineArgs, &SmallChunkArgs)>,
@@ -761,28 +757,25 @@ pub(crate) fn build_options(
         Some((c, small)) => small.settings(c.settings(base)),
         None => base,
     };
-    Ok(settings.options()?)
+    let mut opts = settings.options()?;
+    opts.inputs = vzarr_scan::inputs::recorded_inputs(&s.inputs, &s.catalog, &filters(s))?;
+    Ok(opts)
 }
 
-/// The inputs these flags name, as the output records them (for `vzarr sync`).
-fn recorded_inputs(s: &SourceArgs) -> Result<Option<vzarr_core::Inputs>> {
-    let filters = Filters {
+/// The include/exclude patterns these flags give.
+fn filters(s: &SourceArgs) -> Filters {
+    Filters {
         include: s.include.clone(),
         exclude: s.exclude.clone(),
-    };
-    Ok(vzarr_scan::inputs::recorded_inputs(
-        &s.inputs, &s.catalog, &filters,
-    )?)
+    }
 }
 
 /// The sources these flags name, in order.
 fn collect(s: &SourceArgs) -> Result<Vec<SourceRef>> {
-    let filters = Filters {
-        include: s.include.clone(),
-        exclude: s.exclude.clone(),
-    };
     Ok(vzarr_scan::inputs::collect(
-        &s.inputs, &s.catalog, &filters,
+        &s.inputs,
+        &s.catalog,
+        &filters(s),
     )?)
 }
 
