@@ -71,7 +71,7 @@ pub(crate) fn scan(
     bar.finish_and_clear();
     let scanned = scanned?;
     print::warnings(&scanned.warnings);
-    vzarr_build::shard::write_partial(output, shard, all.len(), &scanned)?;
+    vzarr_build::shard::write_partial(output, shard, all.len(), &scanned, opts.inputs.as_ref())?;
     println!(
         "wrote {}: shard {}/{}, {mine} of {} sources ({} scanned, {} from the cache, {} failed)",
         output.display(),
@@ -106,10 +106,11 @@ fn combine_in_pool(
     report: &ReportArgs,
 ) -> Result<ExitCode> {
     let started = Instant::now();
-    let (datasets, mut failures, warnings) = vzarr_build::shard::read_partials(partials)?;
+    let (datasets, mut failures, warnings, inputs) = vzarr_build::shard::read_partials(partials)?;
     print::warnings(&warnings);
     let files = datasets.len() + failures.len();
-    let combined = vzarr_build::combine(datasets, opts)?;
+    let mut combined = vzarr_build::combine(datasets, opts)?;
+    combined.dataset.provenance.inputs = inputs;
     failures.extend(combined.failures.iter().cloned());
     if let Some(r) = &combined.plan {
         print::plan_report(r);

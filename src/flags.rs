@@ -374,6 +374,8 @@ pub(crate) enum Command {
     Verify(VerifyArgs),
     /// Print values through the references, e.g. `vzarr cat OUT.json 'tas[0:3,10,:]'`.
     Cat(CatArgs),
+    /// Bring an output in line with its sources: new files appended, changed ones replaced.
+    Sync(crate::sync_cmd::SyncArgs),
     /// Upgrade existing references (kerchunk's JSON or Parquet, Zarr v2 metadata) to Zarr v3
     /// references or an Icechunk repository, their sources checked and recorded and small
     /// chunks merged and inlined as a build does.
@@ -395,8 +397,9 @@ pub(crate) enum Command {
 impl Command {
     /// Every subcommand's name, as typed.
     #[cfg(test)]
-    pub(crate) const NAMES: [&'static str; 9] = [
+    pub(crate) const NAMES: [&'static str; 10] = [
         "build",
+        "sync",
         "scan",
         "combine",
         "inspect",
@@ -416,6 +419,7 @@ impl Command {
             Command::Inspect { .. } => "inspect",
             Command::Verify(_) => "verify",
             Command::Cat(_) => "cat",
+            Command::Sync(_) => "sync",
             Command::Upgrade(_) => "upgrade",
             Command::VerifyWorker => "__verify-worker",
             Command::ScanWorker { .. } => "__scan-worker",
@@ -464,6 +468,8 @@ pub(crate) enum Run {
     Verify(VerifyArgs),
     /// `vzarr cat`.
     Cat(CatArgs),
+    /// `vzarr sync`.
+    Sync(crate::sync_cmd::SyncArgs),
     /// `vzarr upgrade`.
     Upgrade(crate::upgrade_cmd::UpgradeArgs),
     /// The worker process of `vzarr verify`.
@@ -563,6 +569,7 @@ pub(crate) fn validate(command: Command) -> Result<Run> {
         }
         Command::Verify(args) => Run::Verify(args),
         Command::Cat(args) => Run::Cat(args),
+        Command::Sync(args) => Run::Sync(args),
         Command::Upgrade(args) => Run::Upgrade(args),
         Command::VerifyWorker => Run::VerifyWorker,
         Command::ScanWorker {
@@ -728,8 +735,9 @@ fn scan_options(a: &ScanArgs, timeout_secs: u64) -> Result<vzarr_scan::ScanOptio
         .with_libhdf5_worker(worker))
 }
 
-/// The build options these flags ask for (validated by the library's [`Settings`]).
-fn build_options(
+/// The build options these flags ask for (validated by the library's [`Settings`]), with the
+/// inputs to record.
+pub(crate) fn build_options(
     s: &SourceArgs,
     c: Option<(&CombineArgs, &SmallChunkArgs)>,
 ) -> Result<BuildOptions> {
@@ -749,17 +757,25 @@ fn build_options(
         Some((c, small)) => small.settings(c.settings(base)),
         None => base,
     };
-    Ok(settings.options()?)
+    let mut opts = settings.options()?;
+    opts.inputs = vzarr_scan::inputs::recorded_inputs(&s.inputs, &s.catalog, &filters(s))?;
+    Ok(opts)
+}
+
+/// The include/exclude patterns these flags give.
+fn filters(s: &SourceArgs) -> Filters {
+    Filters {
+        include: s.include.clone(),
+        exclude: s.exclude.clone(),
+    }
 }
 
 /// The sources these flags name, in order.
 fn collect(s: &SourceArgs) -> Result<Vec<SourceRef>> {
-    let filters = Filters {
-        include: s.include.clone(),
-        exclude: s.exclude.clone(),
-    };
     Ok(vzarr_scan::inputs::collect(
-        &s.inputs, &s.catalog, &filters,
+        &s.inputs,
+        &s.catalog,
+        &filters(s),
     )?)
 }
 

@@ -34,6 +34,8 @@ pub(crate) enum Hint {
     InlineLimits,
     /// A reference file too large to open quickly: the Icechunk format.
     IcechunkFormat,
+    /// A sync refused because recorded sources are gone.
+    AllowRemoval,
 }
 
 /// Whether `cmd` takes the long option `flag` (`--name`).
@@ -72,6 +74,7 @@ impl Hint {
                         why: Unwritable::NoDirectory(dir),
                         ..
                     } => return Some(Hint::CreateDirectory(dir.clone())),
+                    BuildError::Removed { .. } => return Some(Hint::AllowRemoval),
                     _ => {}
                 }
             }
@@ -195,6 +198,11 @@ impl Hint {
             Hint::InlineLimits => return None,
             Hint::IcechunkFormat if has("--format") => "write --format icechunk instead".into(),
             Hint::IcechunkFormat => return None,
+            Hint::AllowRemoval if has("--allow-removal") => {
+                "if they were removed on purpose, pass --allow-removal to rebuild without them"
+                    .into()
+            }
+            Hint::AllowRemoval => return None,
         })
     }
 }
@@ -254,6 +262,7 @@ mod tests {
             Hint::PrefixWithoutSlash("s3://bucket/dir".into()),
             Hint::InlineLimits,
             Hint::IcechunkFormat,
+            Hint::AllowRemoval,
         ]
     }
 

@@ -18,6 +18,7 @@ mod hints;
 mod panics;
 mod print;
 mod read_cmds;
+mod sync_cmd;
 mod upgrade_cmd;
 
 use flags::Run;
@@ -90,6 +91,7 @@ fn run(command: Run) -> Result<ExitCode> {
         } => build_cmds::inspect_repo(&location, &branch, json),
         Run::Verify(args) => read_cmds::verify(args),
         Run::Cat(args) => read_cmds::cat(args).map(|()| ExitCode::SUCCESS),
+        Run::Sync(args) => sync_cmd::sync(args),
         Run::Upgrade(args) => upgrade_cmd::upgrade(args),
         Run::VerifyWorker => verify_worker(),
         Run::ScanWorker {

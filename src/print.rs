@@ -148,6 +148,37 @@ pub(crate) fn finish(
     summary: &BatchSummary,
     report: &ReportArgs,
 ) -> Result<ExitCode> {
+    finish_as(
+        ds,
+        output,
+        action,
+        appended,
+        failures,
+        summary,
+        report,
+        &|s| {
+            let mut json = serde_json::to_value(s)?;
+            if let (Some(a), Some(map)) = (appended, json.as_object_mut()) {
+                map.insert("append".into(), a.to_json());
+            }
+            Ok(json)
+        },
+    )
+}
+
+/// [`finish`] with the summary written to `--summary-json` as `summary_doc` makes it of the
+/// build's summary.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn finish_as(
+    ds: &vzarr_core::VirtualDataset,
+    output: &Output,
+    action: &str,
+    appended: Option<&vzarr_build::Appended>,
+    failures: &[Failure],
+    summary: &BatchSummary,
+    report: &ReportArgs,
+    summary_doc: &dyn Fn(&BatchSummary) -> Result<serde_json::Value>,
+) -> Result<ExitCode> {
     let s = summarize(ds);
     if let Output::Kerchunk(_) = output
         && let Some(w) = vzarr_build::output::reference_file_warning(ds)
@@ -247,12 +278,11 @@ pub(crate) fn finish(
         );
     }
     if let Some(p) = &report.summary_json {
-        let mut json = serde_json::to_value(&summary)?;
-        if let (Some(a), Some(map)) = (appended, json.as_object_mut()) {
-            map.insert("append".into(), a.to_json());
-        }
-        std::fs::write(p, serde_json::to_string_pretty(&json)? + "\n")
-            .with_context(|| format!("writing {}", p.display()))?;
+        std::fs::write(
+            p,
+            serde_json::to_string_pretty(&summary_doc(&summary)?)? + "\n",
+        )
+        .with_context(|| format!("writing {}", p.display()))?;
     }
     if failures.is_empty() {
         return Ok(ExitCode::SUCCESS);

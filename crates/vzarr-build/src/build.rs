@@ -218,7 +218,7 @@ pub fn left_out(
         .collect())
 }
 
-/// Scans and combines `sources`.
+/// Scans and combines `sources`; the dataset's provenance records [`BuildOptions::inputs`].
 pub fn build(
     sources: &[SourceRef],
     opts: &BuildOptions,
@@ -230,7 +230,8 @@ pub fn build(
     }
     let scanned = scan_sources(sources, opts, progress)?;
     let mut summary = scanned.summary;
-    let combined = combine(scanned.datasets.into_iter().map(|(_, d)| d).collect(), opts)?;
+    let mut combined = combine(scanned.datasets.into_iter().map(|(_, d)| d).collect(), opts)?;
+    combined.dataset.provenance.inputs.clone_from(&opts.inputs);
     fill_totals(&mut summary, &combined, started);
     let mut failures: Vec<Failure> = scanned.failures.into_iter().map(|(_, f)| f).collect();
     summary.failed += combined.failures.len();

@@ -128,6 +128,36 @@ pub enum BuildError {
         /// Why.
         reason: String,
     },
+    /// An existing output cannot be synced with its sources.
+    #[error("{output}: {reason}")]
+    Sync {
+        /// The output.
+        output: String,
+        /// Why.
+        reason: String,
+    },
+    /// A location or source an output records could not be listed or opened for a sync
+    /// (refused by the allowed prefixes, unreadable).
+    #[error("{output}: {source}")]
+    SyncSource {
+        /// The output.
+        output: String,
+        /// Why.
+        #[source]
+        source: vzarr_source::SourceError,
+    },
+    /// Sources an output records are gone, and a sync was not allowed to remove them.
+    #[error(
+        "{output}: {} recorded source(s) no longer there: {}; nothing written",
+        removed.len(),
+        removed.join(", ")
+    )]
+    Removed {
+        /// The output.
+        output: String,
+        /// The sources that are gone (URLs).
+        removed: Vec<String>,
+    },
 }
 
 /// Why an output cannot be written where it is to go.

@@ -7,6 +7,8 @@
 //! - [`append`] and `tail`: new files added to an existing output, planned with its last file
 //!   only and joined to it ([`Appended::Tail`]), or, where that cannot give what a full plan
 //!   gives, planned with every recorded file again (their scans from the scan cache).
+//! - [`sync`]: an existing output brought in line with its sources as they are now (new,
+//!   changed and removed files found by listing again where it was built from).
 //!
 //! ```no_run
 //! use vzarr_build::{BuildOptions, build};
@@ -33,6 +35,7 @@ pub mod output;
 mod report;
 mod run;
 pub mod shard;
+pub mod sync;
 mod tail;
 pub mod upgrade;
 

@@ -45,6 +45,10 @@ pub struct BuildOptions {
     /// What to do with small chunks (`None`: the default policy, or on an append the one the
     /// output records).
     pub small_chunks: Option<SmallChunkPolicy>,
+    /// Where the sources were found (directories, prefixes, catalogs, with their patterns),
+    /// recorded in the output's provenance so that a sync can list them again
+    /// ([`vzarr_scan::inputs::recorded_inputs`]); an append adds those its output records.
+    pub inputs: Option<vzarr_core::Inputs>,
 }
 
 /// Parses a byte size with an optional unit (B, KB, KiB, MB, MiB, GB, GiB), e.g. `4MiB`;
@@ -244,6 +248,7 @@ impl Settings {
             time_limit: (self.file_timeout_secs > 0)
                 .then(|| std::time::Duration::from_secs(self.file_timeout_secs)),
             small_chunks,
+            inputs: None,
         })
     }
 }

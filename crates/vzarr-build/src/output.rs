@@ -221,16 +221,11 @@ fn upload_error(loc: &vzarr_source::Location, e: vzarr_kerchunk::WriteError) -> 
     }
 }
 
-/// The sources of an append to `output`: the sources it records and those of `inputs` that
-/// are new; `opts` gets how it was combined (see
-/// [`crate::append::plan_append_recorded`]).
-pub fn plan_append(
-    output: &Output,
-    inputs: Vec<SourceRef>,
-    opts: &mut BuildOptions,
-) -> Result<Appending, BuildError> {
-    let at = output.display();
-    let provenance = match output {
+/// The provenance `output` records: a reference file's `vzarr` block (read only as far as
+/// it), or the metadata of the tip commit of an Icechunk branch; an error naming the output
+/// when it records none.
+pub fn recorded(output: &Output) -> Result<vzarr_core::Provenance, BuildError> {
+    Ok(match output {
         Output::Kerchunk(loc) if loc.scheme == Scheme::File => {
             crate::append::recorded_sources(&loc.local_path())?.1
         }
@@ -238,13 +233,27 @@ pub fn plan_append(
         Output::Icechunk {
             location, branch, ..
         } => vzarr_icechunk::provenance(location, branch)?.ok_or_else(|| BuildError::Append {
-            output: at.clone(),
+            output: output.display(),
             reason: format!(
                 "the tip of branch {branch:?} records no vzarr provenance; rebuild it instead \
                      of appending"
             ),
         })?,
-    };
+    })
+}
+
+/// The sources of an append to `output`: the sources it records and those of `inputs` that
+/// are new; `opts` gets how it was combined (see [`crate::append::plan_append_recorded`])
+/// and the inputs to record: those the output records followed by the append's own
+/// ([`merged_inputs`]).
+pub fn plan_append(
+    output: &Output,
+    inputs: Vec<SourceRef>,
+    opts: &mut BuildOptions,
+) -> Result<Appending, BuildError> {
+    let at = output.display();
+    let provenance = recorded(output)?;
+    opts.inputs = merged_inputs(&at, &provenance, opts.inputs.take(), &inputs)?;
     let mut sources = crate::append::plan_append_recorded(&at, &provenance, inputs, opts)?;
     let new = sources.split_off(crate::append::recorded_count(&provenance));
     Ok(Appending {
@@ -265,6 +274,60 @@ pub struct Appending {
     pub recorded: Vec<SourceRef>,
     /// The sources to add.
     pub new: Vec<SourceRef>,
+}
+
+/// The inputs an append to the output named `output` (recording `prov`) records: those `prov`
+/// records followed by the append's own (`given`, or when it named files one by one, those
+/// files `sources`). An output whose sources were named one by one records none: they are
+/// its sources, named again if the append lists a directory. `None` while neither lists a
+/// directory, a prefix or a catalog. Patterns apply to every directory and prefix listed
+/// again, so two different sets of patterns are refused.
+pub fn merged_inputs(
+    output: &str,
+    prov: &vzarr_core::Provenance,
+    given: Option<vzarr_core::Inputs>,
+    sources: &[SourceRef],
+) -> Result<Option<vzarr_core::Inputs>, BuildError> {
+    let as_files = |urls: Vec<String>| vzarr_core::Inputs {
+        locations: urls,
+        ..Default::default()
+    };
+    let (mut base, add) = match (prov.inputs.clone(), given) {
+        (None, None) => return Ok(None),
+        (Some(b), None) => (b, as_files(sources.iter().map(SourceRef::url).collect())),
+        (b, Some(a)) => (
+            b.unwrap_or_else(|| as_files(prov.sources.iter().map(|s| s.url.clone()).collect())),
+            a,
+        ),
+    };
+    let patterns = |i: &vzarr_core::Inputs| (i.include.clone(), i.exclude.clone());
+    let lists = |i: &vzarr_core::Inputs| {
+        !i.catalogs.is_empty() || i.locations.iter().any(|l| l.ends_with('/'))
+    };
+    if lists(&base) && lists(&add) && patterns(&base) != patterns(&add) {
+        return Err(BuildError::Append {
+            output: output.to_string(),
+            reason: format!(
+                "its directories were listed with the patterns include {:?}, exclude {:?}, \
+                 the new inputs with include {:?}, exclude {:?}: give the same patterns",
+                base.include, base.exclude, add.include, add.exclude
+            ),
+        });
+    }
+    if !lists(&base) {
+        (base.include, base.exclude) = patterns(&add);
+    }
+    for l in add.locations {
+        if !base.locations.contains(&l) {
+            base.locations.push(l);
+        }
+    }
+    for c in add.catalogs {
+        if !base.catalogs.contains(&c) {
+            base.catalogs.push(c);
+        }
+    }
+    Ok(Some(base))
 }
 
 /// Writes `ds` to `output` (atomically: a reference file appears whole or not at all; an
@@ -422,5 +485,48 @@ mod tests {
         assert!(w.starts_with("5000001 chunks in one reference file"), "{w}");
         assert!(w.contains("Icechunk"), "{w}");
         assert_eq!(reference_file_warning(&VirtualDataset::new()), None);
+    }
+
+    #[test]
+    fn appends_record_the_inputs_before_theirs() {
+        let files = |urls: &[&str]| vzarr_core::Inputs {
+            locations: urls.iter().map(|u| u.to_string()).collect(),
+            ..Default::default()
+        };
+        let mut prov = vzarr_core::Provenance::default();
+        prov.sources.push(vzarr_core::SourceRecord {
+            url: "file:///d/a.nc".into(),
+            size: 1,
+            mtime_ns: None,
+            etag: None,
+            fingerprint: None,
+        });
+        let src = |u: &str| SourceRef::parse(u).unwrap();
+        // Files named one by one, then files: nothing to record.
+        let none = merged_inputs("o", &prov, None, &[src("/d/b.nc")]).unwrap();
+        assert_eq!(none, None);
+        // Files, then a directory: the files named before come first.
+        let dir = vzarr_core::Inputs {
+            include: vec!["*.nc".into()],
+            ..files(&["file:///d/"])
+        };
+        let m = merged_inputs("o", &prov, Some(dir.clone()), &[])
+            .unwrap()
+            .unwrap();
+        assert_eq!(m.locations, ["file:///d/a.nc", "file:///d/"]);
+        assert_eq!(m.include, ["*.nc"]);
+        // A directory, then files: the files are added, the patterns kept.
+        prov.inputs = Some(dir.clone());
+        let m = merged_inputs("o", &prov, None, &[src("/e/c.nc")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(m.locations, ["file:///d/", "file:///e/c.nc"]);
+        assert_eq!(m.include, ["*.nc"]);
+        // The same directory again: recorded once.
+        let m = merged_inputs("o", &prov, Some(dir), &[]).unwrap().unwrap();
+        assert_eq!(m.locations, ["file:///d/"]);
+        // Another directory with other patterns: refused.
+        let e = merged_inputs("o", &prov, Some(files(&["s3://b/x/"])), &[]).unwrap_err();
+        assert!(e.to_string().contains("give the same patterns"), "{e}");
     }
 }

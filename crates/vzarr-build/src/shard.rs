@@ -73,12 +73,14 @@ pub fn scan_shard(
 }
 
 /// Writes the scans of `shard` (positions in `scanned` are positions among all `total`
-/// sources) to `path`, atomically.
+/// sources) to `path`, atomically, with the inputs the sources were found in (for the
+/// combined output to record: [`crate::BuildOptions::inputs`]).
 pub fn write_partial(
     path: &Path,
     shard: Shard,
     total: usize,
     scanned: &Scanned,
+    inputs: Option<&vzarr_core::Inputs>,
 ) -> Result<(), BuildError> {
     let mut entries: Vec<(usize, Value)> = scanned
         .datasets
@@ -92,13 +94,16 @@ pub fn write_partial(
             .map(|(i, f)| (*i, json!({"index": i, "failure": f}))),
     );
     entries.sort_by_key(|(i, _)| *i);
-    let doc = json!({
+    let mut doc = json!({
         "vzarr_partial": 1,
         "shard": [shard.k, shard.n],
         "total": total,
         "warnings": scanned.warnings,
         "scans": entries.into_iter().map(|(_, v)| v).collect::<Vec<_>>(),
     });
+    if let Some(i) = inputs {
+        doc["inputs"] = json!(i);
+    }
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -112,15 +117,22 @@ pub fn write_partial(
     Ok(())
 }
 
-/// The content of all partial scans: datasets in source order, failures, warnings.
-pub type Partials = (Vec<VirtualDataset>, Vec<Failure>, Vec<String>);
+/// The content of all partial scans: datasets in source order, failures, warnings, and the
+/// inputs the sources were found in (when they record them).
+pub type Partials = (
+    Vec<VirtualDataset>,
+    Vec<Failure>,
+    Vec<String>,
+    Option<vzarr_core::Inputs>,
+);
 
-/// Reads the partials of every shard and returns the datasets in source order, the failures
-/// and the warnings; a missing, repeated or inconsistent shard is an error.
+/// Reads the partials of every shard and returns the datasets in source order, the failures,
+/// the warnings and the inputs; a missing, repeated or inconsistent shard is an error.
 pub fn read_partials(paths: &[PathBuf]) -> Result<Partials, BuildError> {
     let mut shards: Vec<(usize, usize, usize)> = Vec::new();
     let mut entries: Vec<(usize, Result<VirtualDataset, Failure>)> = Vec::new();
     let mut warnings = Vec::new();
+    let mut inputs: Vec<Option<vzarr_core::Inputs>> = Vec::new();
     for p in paths {
         let text = std::fs::read(p).map_err(|e| BuildError::io(p, e))?;
         let bad = |what: &str| BuildError::NotAPartial {
@@ -148,6 +160,10 @@ pub fn read_partials(paths: &[PathBuf]) -> Result<Partials, BuildError> {
             .and_then(Value::as_u64)
             .ok_or_else(|| bad("total"))? as usize;
         shards.push((k, n, total));
+        inputs.push(match v.get("inputs") {
+            Some(i) => Some(serde_json::from_value(i.clone()).map_err(|_| bad("inputs"))?),
+            None => None,
+        });
         if let Some(w) = v.get("warnings").and_then(Value::as_array) {
             warnings.extend(w.iter().filter_map(Value::as_str).map(str::to_string));
         }
@@ -177,6 +193,11 @@ pub fn read_partials(paths: &[PathBuf]) -> Result<Partials, BuildError> {
         Some(&(_, n, t)) => (n, t),
         None => return Err(BuildError::Shards("no partial scans given".into())),
     };
+    if inputs.windows(2).any(|w| w[0] != w[1]) {
+        return Err(BuildError::Shards(
+            "the partial scans were listed from different inputs".into(),
+        ));
+    }
     if shards.iter().any(|&(_, m, t)| m != n || t != total) {
         return Err(BuildError::Shards(
             "the partial scans come from different shardings (N or the source count differ)".into(),
@@ -222,7 +243,8 @@ pub fn read_partials(paths: &[PathBuf]) -> Result<Partials, BuildError> {
             Err(f) => failures.push(f),
         }
     }
-    Ok((datasets, failures, warnings))
+    let inputs = inputs.into_iter().next().flatten();
+    Ok((datasets, failures, warnings, inputs))
 }
 
 #[cfg(test)]
@@ -252,7 +274,7 @@ mod tests {
                 warnings: vec![],
                 summary: BatchSummary::default(),
             };
-            write_partial(&p, Shard { k, n: 5 }, 12, &scanned).unwrap();
+            write_partial(&p, Shard { k, n: 5 }, 12, &scanned, None).unwrap();
             p
         };
         let err = |paths: &[std::path::PathBuf]| match read_partials(paths) {

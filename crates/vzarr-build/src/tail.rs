@@ -144,8 +144,11 @@ pub(crate) fn append(
             .cloned()
             .collect();
     }
+    let mut dataset = extended.dataset;
+    // What the output was built from, with the append's own (see `output::merged_inputs`).
+    dataset.provenance.inputs.clone_from(&opts.inputs);
     let done = Combined {
-        dataset: extended.dataset,
+        dataset,
         plan,
         small_chunks: combined.small_chunks,
         failures: combined.failures,

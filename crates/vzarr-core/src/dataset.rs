@@ -332,6 +332,29 @@ pub struct Provenance {
     /// The references this dataset was upgraded from (`vzarr upgrade`), when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upgraded_from: Option<String>,
+    /// Where a build found its sources, when it walked a directory, listed a prefix or read a
+    /// catalog: what `vzarr sync` lists again. Absent when the sources were named one by one
+    /// (they are then the recorded sources themselves).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Inputs>,
+}
+
+/// The inputs of a build as given, so that its sources can be found again: directories and
+/// object-store prefixes are listed again with the same patterns, catalogs read again.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Inputs {
+    /// Files, directories and prefixes as absolute URLs, in the order given: a directory or
+    /// a prefix ends in `/`, a file does not.
+    pub locations: Vec<String>,
+    /// Catalog files (one path or URL per line) as absolute `file://` URLs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub catalogs: Vec<String>,
+    /// Patterns a file found in a directory or under a prefix must match (one of them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
+    /// Patterns that leave out a file found in a directory or under a prefix.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
 }
 
 impl Provenance {

@@ -25,7 +25,7 @@ pub use codec::{
     BitshuffleCompression, BloscShuffle, Codec, ZfpType, bytes_codec_json, vlen_utf8_codec_json,
 };
 pub use dataset::{
-    Arrays, Attributes, ConcatInfo, ConcatPiece, Group, Groups, Provenance, Retimed,
+    Arrays, Attributes, ConcatInfo, ConcatPiece, Group, Groups, Inputs, Provenance, Retimed,
     SkippedVariable, SourceRecord, VirtualArray, VirtualDataset, group_metadata, prefixes_of,
 };
 pub use dtype::{DataType, Endian, StructField};

@@ -73,6 +73,7 @@ fn dataset(dir: &str) -> VirtualDataset {
         concat: None,
         small_chunks: None,
         upgraded_from: None,
+        inputs: None,
     };
     ds
 }

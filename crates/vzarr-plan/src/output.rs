@@ -36,6 +36,7 @@ pub(crate) fn combined_provenance(ordered: &[&Input], concat: ConcatInfo) -> Pro
         concat: Some(concat),
         small_chunks: None,
         upgraded_from: None,
+        inputs: None,
     }
 }
 

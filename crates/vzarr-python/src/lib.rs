@@ -10,6 +10,7 @@ mod guard;
 mod open;
 mod repo_store;
 mod store;
+mod sync;
 mod upgrade;
 
 use std::path::PathBuf;
@@ -108,6 +109,8 @@ pub(crate) enum Call {
     Build,
     /// `vzarr.upgrade` (no `strict`, `allow_gaps`, `order_by` or `new_dim`).
     Upgrade,
+    /// `vzarr.sync` (no `concat_dim`, `order_by` or `new_dim`: they are recorded).
+    Sync,
 }
 
 /// The keyword argument of `call` that changes the outcome of the build error `e`, in words,
@@ -123,6 +126,26 @@ fn build_hint(e: &BuildError, call: Call) -> Option<String> {
             BuildError::HowToCombine { .. } => {
                 Some("combine them with concat_dim=\"DIM\" (with rescan=True)".into())
             }
+            _ => None,
+        };
+    }
+    if call == Call::Sync {
+        return match e {
+            BuildError::Removed { .. } => Some(
+                "if they were removed on purpose, pass allow_removal=True to rebuild without \
+                 them"
+                    .into(),
+            ),
+            BuildError::SyncSource {
+                source: vzarr_source::SourceError::NotAllowed(_),
+                ..
+            } => Some(
+                "allow the locations with allow_prefixes= (or VZARR_ALLOW_PREFIXES), or pass \
+                 trust_references=True if you made this output"
+                    .into(),
+            ),
+            BuildError::Strict { .. } | BuildError::Plan(_) => build_hint(e, Call::Build)
+                .filter(|h| !h.contains("order_by") && !h.contains("concat_dim")),
             _ => None,
         };
     }
@@ -194,6 +217,14 @@ pub(crate) fn to_py_from(py: Python<'_>, e: &BuildError, call: Call) -> PyErr {
             ..
         } => (NotAllowedError::new_err(message), None),
         BuildError::UpgradeSource { .. } => (SourceError::new_err(message), None),
+        BuildError::SyncSource {
+            source: vzarr_source::SourceError::NotAllowed(_),
+            ..
+        } => (NotAllowedError::new_err(message), None),
+        BuildError::SyncSource { .. } => (SourceError::new_err(message), None),
+        BuildError::Sync { .. } | BuildError::Removed { .. } => {
+            (WriteError::new_err(message), None)
+        }
         _ => (VzarrError::new_err(message), None),
     };
     let file = match (file, e) {
@@ -347,6 +378,10 @@ fn build(
         let opts = settings.options()?;
         let filters = Filters { include, exclude };
         let sources = vzarr_scan::inputs::collect(&inputs, &catalog, &filters)?;
+        let opts = vzarr_build::BuildOptions {
+            inputs: vzarr_scan::inputs::recorded_inputs(&inputs, &catalog, &filters)?,
+            ..opts
+        };
         let append_to = output.as_ref().filter(|_| append);
         vzarr_build::run(sources, opts, append_to, &on_progress, |mut out| {
             let action = if append { "append" } else { "build" };
@@ -707,6 +742,7 @@ fn _vzarr(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(upgrade::upgrade, m)?)?;
+    m.add_function(wrap_pyfunction!(sync::sync, m)?)?;
     m.add_function(wrap_pyfunction!(scan_manifests, m)?)?;
     m.add_function(wrap_pyfunction!(open::detect, m)?)?;
     m.add_function(wrap_pyfunction!(open::checked_references, m)?)?;

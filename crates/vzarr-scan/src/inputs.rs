@@ -243,6 +243,81 @@ pub fn collect(
     Ok(all)
 }
 
+/// The inputs of a build as given (`items` and `catalogs`, as [`collect`] takes them, and the
+/// patterns of `filters`) made absolute, for the output's provenance: what [`collect_recorded`]
+/// lists again. `None` when every item names a file (the sources are then the record); a
+/// directory or prefix (an item ending in `/`, or a local directory) or a catalog records
+/// them all. Local directories end in `/` once recorded.
+pub fn recorded_inputs(
+    items: &[String],
+    catalogs: &[PathBuf],
+    filters: &Filters,
+) -> Result<Option<vzarr_core::Inputs>, ScanError> {
+    let mut locations = Vec::with_capacity(items.len());
+    let mut listed = !catalogs.is_empty();
+    for item in items {
+        let local = match item.strip_prefix("file://") {
+            Some(path) => Some(path),
+            None if is_url(item) => None,
+            None => Some(item.as_str()),
+        };
+        let Some(path) = local else {
+            listed |= item.ends_with('/');
+            locations.push(item.clone());
+            continue;
+        };
+        let abs = vzarr_source::absolute(Path::new(path))?;
+        let mut url = vzarr_source::file_url(&abs)?;
+        if abs.is_dir() {
+            listed = true;
+            if !url.ends_with('/') {
+                url.push('/');
+            }
+        }
+        locations.push(url);
+    }
+    if !listed {
+        return Ok(None);
+    }
+    let catalogs = catalogs
+        .iter()
+        .map(|c| vzarr_source::file_url(&vzarr_source::absolute(c)?))
+        .collect::<Result<Vec<String>, vzarr_source::SourceError>>()?;
+    Ok(Some(vzarr_core::Inputs {
+        locations,
+        catalogs,
+        include: filters.include.clone(),
+        exclude: filters.exclude.clone(),
+    }))
+}
+
+/// The sources of recorded inputs ([`recorded_inputs`]) as they are now: directories walked
+/// and prefixes listed again with the recorded patterns, catalogs read again. A local file
+/// named on its own that is no longer there is left out (it was removed), not an error.
+pub fn collect_recorded(inputs: &vzarr_core::Inputs) -> Result<Vec<SourceRef>, ScanError> {
+    let local = |u: &str| -> Result<Option<PathBuf>, ScanError> {
+        let loc = vzarr_source::locate(u)?;
+        Ok((loc.scheme == Scheme::File).then(|| loc.local_path()))
+    };
+    let mut items = Vec::with_capacity(inputs.locations.len());
+    for u in &inputs.locations {
+        match local(u)? {
+            Some(p) if !u.ends_with('/') && !p.exists() => {}
+            Some(p) => items.push(p.display().to_string()),
+            None => items.push(u.clone()),
+        }
+    }
+    let mut catalogs = Vec::with_capacity(inputs.catalogs.len());
+    for c in &inputs.catalogs {
+        catalogs.push(local(c)?.unwrap_or_else(|| PathBuf::from(c)));
+    }
+    let filters = Filters {
+        include: inputs.include.clone(),
+        exclude: inputs.exclude.clone(),
+    };
+    collect(&items, &catalogs, &filters)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,5 +408,40 @@ mod tests {
         assert_eq!(got[0].display(), "s3://bucket/a/file.nc");
         assert!(collect(&["s3://bucket/../x".into()], &[], &Filters::default()).is_err());
         assert!(is_url("gs://b/x") && !is_url("/tmp/x") && !is_url("a:b"));
+    }
+
+    #[test]
+    fn inputs_are_recorded_when_something_is_listed_and_listed_again() {
+        let d = tempfile::tempdir().unwrap();
+        for f in ["a/x.nc", "a/y.nc", "a/z.txt", "b.nc"] {
+            touch(&d.path().join(f));
+        }
+        let p = |f: &str| d.path().join(f).display().to_string();
+        let filters = Filters {
+            include: vec!["*.nc".into()],
+            exclude: vec![],
+        };
+        // Files named one by one: nothing to record.
+        assert_eq!(recorded_inputs(&[p("b.nc")], &[], &filters).unwrap(), None);
+        let rec = recorded_inputs(&[p("a"), p("b.nc")], &[], &filters)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            rec.locations,
+            [
+                format!("file://{}/", p("a")),
+                format!("file://{}", p("b.nc"))
+            ]
+        );
+        assert_eq!(rec.include, ["*.nc"]);
+        touch(&d.path().join("a/w.nc"));
+        std::fs::remove_file(d.path().join("b.nc")).unwrap();
+        let names: Vec<String> = collect_recorded(&rec)
+            .unwrap()
+            .iter()
+            .map(|s| s.display().rsplit('/').next().unwrap().to_string())
+            .collect();
+        // The file named on its own and gone is left out, not an error.
+        assert_eq!(names, ["w.nc", "x.nc", "y.nc"]);
     }
 }

@@ -37,6 +37,8 @@ __all__ = [
     "Report",
     "References",
     "build",
+    "sync",
+    "SyncReport",
     "scan",
     "upgrade",
     "open_dataset",
@@ -274,6 +276,112 @@ def build(
     refs = References(_json.loads(data))
     refs.report = report
     return refs
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What :func:`sync` found and did.
+
+    action: ``"nothing"`` (up to date: nothing written), ``"append"`` (only new files),
+    ``"rebuild"`` (files changed or were removed: rebuilt from the current files in one write
+    or one commit) or ``"refuse"`` (only with ``dry_run=True``: files are gone and removal is
+    not allowed).
+    added, removed, unchanged: the sources' URLs. replaced: ``{"url", "changes"}`` of each
+    source re-scanned because its bytes changed.
+    listed: whether the output records directories, prefixes or catalogs that were listed
+    again (else only its recorded sources were checked).
+    dry_run: nothing was written. build: the :class:`Report` of the build, when one ran.
+    """
+
+    output: str
+    action: str
+    added: list[str] = field(default_factory=list)
+    replaced: list[dict[str, Any]] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    listed: bool = True
+    dry_run: bool = False
+    build: Report | None = None
+
+
+def sync(
+    output: PathLike,
+    *,
+    allow_prefixes: PathLike | Sequence[PathLike] | None = None,
+    trust_references: bool = False,
+    allow_removal: bool = False,
+    dry_run: bool = False,
+    format: Literal["kerchunk", "icechunk"] | None = None,
+    branch: str = "main",
+    cache_dir: PathLike | None = None,
+    jobs: int = 0,
+    on_error: Literal["fail", "skip"] = "fail",
+    strict: bool = False,
+    file_timeout: int = 600,
+    allow_gaps: bool = False,
+    time_units: str | None = None,
+    progress: bool = False,
+) -> SyncReport:
+    """Bring an output in line with its sources, as ``vzarr sync`` does: the directories,
+    prefixes and catalogs it was built from (with its include/exclude patterns) are listed
+    again and compared with the sources it records (size, modification time, ETag,
+    fingerprint). New files are appended (as ``build(..., append=True)``); changed files are
+    re-scanned and the output rebuilt from every current file, in one atomic write or one
+    Icechunk commit; removed files raise :class:`WriteError` naming them unless
+    ``allow_removal=True``; nothing changed, nothing is written.
+
+    output: a reference file (a path or an ``s3://``, ``gs://``, ``az://`` URL) or an
+        Icechunk repository (``format="icechunk"``, detected when not given).
+    allow_prefixes: every location the output records, and every file found there, must be
+        under one (plus ``VZARR_ALLOW_PREFIXES`` and the configuration file), or with
+        ``trust_references=True`` under the locations the output records.
+    cache_dir: the scan cache the output was built with: a sync then scans only the new and
+        changed files (there is no default cache).
+    dry_run: only find what changed; write nothing.
+    The other options are :func:`build`'s.
+
+    Returns a :class:`SyncReport`. Raises NotAllowedError for a location outside the allowed
+    prefixes, WriteError for removed files, and the errors of :func:`build`.
+    """
+    plan, failures, warnings, summary, written = _vzarr.sync(
+        _os.fspath(output),
+        allow_prefixes=_prefixes(allow_prefixes),
+        trust_references=trust_references,
+        allow_removal=allow_removal,
+        dry_run=dry_run,
+        icechunk=None if format is None else format == "icechunk",
+        branch=branch,
+        cache_dir=None if cache_dir is None else _os.fspath(cache_dir),
+        jobs=jobs,
+        on_error=on_error,
+        strict=strict,
+        file_timeout=file_timeout,
+        allow_gaps=allow_gaps,
+        time_units=time_units,
+        progress=progress,
+    )
+    p = _json.loads(plan)
+    report = None
+    if summary is not None:
+        done = {} if written is None else _json.loads(written)
+        report = Report(
+            failures=[tuple(f) for f in failures],
+            warnings=list(warnings),
+            summary=_json.loads(summary),
+            output=done.pop("output", None),
+            commit=done or None,
+        )
+    return SyncReport(
+        output=p["output"],
+        action=p["action"],
+        added=p["added"],
+        replaced=p["replaced"],
+        removed=p["removed"],
+        unchanged=p["unchanged"],
+        listed=p["listed"],
+        dry_run=p["dry_run"],
+        build=report,
+    )
 
 
 def upgrade(

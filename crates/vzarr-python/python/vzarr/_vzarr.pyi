@@ -43,6 +43,25 @@ def build(
     progress: bool,
 ) -> tuple[bytes | None, list[tuple[str, str]], list[str], str, str | None]: ...
 
+def sync(
+    output: str,
+    *,
+    allow_prefixes: list[str],
+    trust_references: bool,
+    allow_removal: bool,
+    dry_run: bool,
+    icechunk: bool | None,
+    branch: str,
+    cache_dir: str | None,
+    jobs: int,
+    on_error: str,
+    strict: bool,
+    file_timeout: int,
+    allow_gaps: bool,
+    time_units: str | None,
+    progress: bool,
+) -> tuple[str, list[tuple[str, str]], list[str], str | None, str | None]: ...
+
 def upgrade(
     refs: str,
     *,

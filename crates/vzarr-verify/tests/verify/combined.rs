@@ -115,6 +115,7 @@ fn rectilinear_concatenation_reads_through_zarrs() {
         }),
         small_chunks: None,
         upgraded_from: None,
+        inputs: None,
     };
     let out = dir.path().join("combined.json");
     vzarr_kerchunk::write_file(&ds, &out).unwrap();
@@ -242,6 +243,7 @@ fn stacking_along_a_new_dimension_is_verified_per_member() {
         sources,
         small_chunks: None,
         upgraded_from: None,
+        inputs: None,
     };
     let out = dir.path().join("stacked.json");
     vzarr_kerchunk::write_file(&ds, &out).unwrap();
