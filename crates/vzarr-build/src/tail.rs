@@ -119,7 +119,7 @@ pub(crate) fn append(
             last.url
         )));
     }
-    let old = existing(output)?;
+    let old = existing(output, &c.dim, last.start)?;
     let policy = opts.small_chunks.unwrap_or_default();
     let extended = match extend(old, combined.dataset, &combined.small_chunks, &policy) {
         Ok(e) => e,
@@ -171,8 +171,10 @@ pub(crate) fn append(
     })))
 }
 
-/// The output as it is: a reference file read whole, a repository's tip.
-fn existing(output: &Output) -> Result<VirtualDataset, BuildError> {
+/// The output as it is: a reference file read whole; a repository's tip as far as an append
+/// at the tail along `dim` from element `start` on needs it ([`vzarr_icechunk::open_tail`]:
+/// its manifests are missing what the append keeps, which it does not write).
+fn existing(output: &Output, dim: &str, start: u64) -> Result<VirtualDataset, BuildError> {
     let limits = vzarr_kerchunk::ParseLimits::default();
     match output {
         Output::Kerchunk(loc) => {
@@ -194,6 +196,13 @@ fn existing(output: &Output) -> Result<VirtualDataset, BuildError> {
         }
         Output::Icechunk {
             location, branch, ..
-        } => Ok(vzarr_icechunk::open(location, branch, limits.max_references)?.dataset),
+        } => Ok(vzarr_icechunk::open_tail(
+            location,
+            branch,
+            limits.max_references,
+            (dim, start),
+            vzarr_icechunk::TAIL_ALL_CHUNKS,
+        )?
+        .dataset),
     }
 }

@@ -41,7 +41,9 @@ mod write;
 pub use error::{IcechunkCause, IcechunkError};
 pub use guard::{MAX_DECODED_FILE, MAX_INFLATION, MAX_METADATA_FILE, check_metadata_file};
 pub use location::{RepoLocation, container_for, s3_options_from_env};
-pub use read::{Commit, Opened, history, is_repository, open, provenance};
+pub use read::{
+    Commit, Opened, TAIL_ALL_CHUNKS, history, is_repository, open, open_tail, provenance,
+};
 pub use snapshot::{Snapshot, SnapshotChunk};
 pub use write::{
     Commits, MANIFEST_REFS, PIECE_REFS, Update, WriteMode, WriteOptions, Written, array_document,

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures::{StreamExt as _, TryStreamExt as _};
 use icechunk::format::manifest::ChunkPayload;
 use icechunk::format::snapshot::{NodeData, SnapshotInfo};
-use icechunk::format::{ByteRange, Path as IcPath};
+use icechunk::format::{ByteRange, ChunkIndices, Path as IcPath};
 use icechunk::repository::VersionInfo;
 use icechunk::{Repository, Store};
 use serde_json::Value;
@@ -97,9 +97,41 @@ pub fn open(
     vzarr_source::runtime()?.block_on(caught(
         &at,
         "opening the repository",
-        open_async(location, branch, max_references),
+        open_scoped(location, branch, max_references, None),
     ))
 }
+
+/// [`open`] for an append at the tail of a concatenation along `dim`: every document, but
+/// chunks only where an append can change them: of the arrays along `dim`, those from the
+/// one holding element `start` on (every chunk of an array of at most `whole_up_to` chunks,
+/// [`TAIL_ALL_CHUNKS`] for an append); none of the other arrays. Reads the manifests of the
+/// last splits along `dim`, not every reference of the repository. The dataset's manifests
+/// are missing everything else.
+///
+/// Blocks on vzarr's I/O runtime: call it from outside an async context.
+pub fn open_tail(
+    location: &RepoLocation,
+    branch: &str,
+    max_references: u64,
+    (dim, start): (&str, u64),
+    whole_up_to: u64,
+) -> Result<Opened, IcechunkError> {
+    let at = location.display();
+    vzarr_source::runtime()?.block_on(caught(
+        &at,
+        "opening the repository",
+        open_scoped(
+            location,
+            branch,
+            max_references,
+            Some((dim, start, whole_up_to)),
+        ),
+    ))
+}
+
+/// Arrays of at most this many chunks are read whole by [`open_tail`] (arrays kept inline
+/// whole, re-encoded CF time: they change whole).
+pub const TAIL_ALL_CHUNKS: u64 = 1 << 16;
 
 /// The commits of `branch`, newest first.
 pub fn history(location: &RepoLocation, branch: &str) -> Result<Vec<Commit>, IcechunkError> {
@@ -161,10 +193,11 @@ pub(crate) async fn open_repo(
         .map_err(|e| IcechunkError::icechunk(&at, "opening the repository", e))
 }
 
-async fn open_async(
+async fn open_scoped(
     location: &RepoLocation,
     branch: &str,
     max_references: u64,
+    tail: Option<(&str, u64, u64)>,
 ) -> Result<Opened, IcechunkError> {
     let at = location.display();
     let content = |what: &str, reason: String| IcechunkError::content(&at, what, reason);
@@ -226,60 +259,121 @@ async fn open_async(
                         .map(DimGrid::normalized)
                         .collect(),
                 );
-                // Chunks one at a time from Icechunk's stream, counted against the limit
-                // before they are kept; native chunk objects are fetched after the listing.
+                // Chunks one at a time from Icechunk's stream (or, at the tail, by index),
+                // counted against the limit before they are kept; native chunk objects are
+                // fetched after the listing.
                 let mut native = Vec::new();
-                {
-                    let guard = session.read().await;
-                    let stream = guard.array_chunk_iterator(&node.path).await;
-                    let mut stream = std::pin::pin!(stream);
-                    while let Some(info) = stream.try_next().await.map_err(|e| {
-                        IcechunkError::icechunk(&at, format!("listing chunks of {path}"), e)
-                    })? {
-                        references += 1;
-                        if references > max_references {
-                            return Err(content(
-                                &path,
-                                format!("more than {max_references} chunk entries"),
-                            ));
-                        }
-                        let index: Vec<u64> = info.coord.0.iter().map(|&c| u64::from(c)).collect();
-                        let bad =
-                            |reason: String| content(&format!("{path} chunk {index:?}"), reason);
-                        let lin = array
-                            .grid
-                            .linear_index(&index)
-                            .ok_or_else(|| bad("outside the chunk grid".into()))?;
-                        let lin =
-                            usize::try_from(lin).map_err(|_| bad("index too large".into()))?;
-                        match info.payload {
-                            ChunkPayload::Virtual(r) => {
-                                let url = decode_file_url(r.location.url()).ok_or_else(|| {
-                                    bad(format!("{}: not UTF-8", r.location.url()))
-                                })?;
-                                let s = array
-                                    .manifest
-                                    .intern(&url)
-                                    .map_err(|e| bad(e.to_string()))?;
-                                if let Some(c) = &r.checksum {
-                                    let v = version_of(c);
-                                    let known = versions.entry(url.clone()).or_default();
-                                    if !known.contains(&v) {
-                                        known.push(v);
-                                    }
-                                }
-                                array
-                                    .manifest
-                                    .set_range(lin, s, r.offset, r.length)
-                                    .map_err(|e| bad(e.to_string()))?;
-                            }
-                            ChunkPayload::Inline(bytes) => array
+                let k = tail
+                    .and_then(|(dim, _, _)| array.dimension_names.iter().position(|d| d == dim));
+                let counts = array.grid.grid_shape();
+                let n_chunks = array.grid.n_chunks().unwrap_or(u64::MAX);
+                let first = match (tail, k) {
+                    (Some((_, start, _)), Some(k)) => {
+                        array.grid.dims()[k].chunk_of(start).unwrap_or(counts[k])
+                    }
+                    _ => 0,
+                };
+                let mut keep = |index: Vec<u64>, payload: ChunkPayload| {
+                    references += 1;
+                    if references > max_references {
+                        return Err(content(
+                            &path,
+                            format!("more than {max_references} chunk entries"),
+                        ));
+                    }
+                    let bad = |reason: String| content(&format!("{path} chunk {index:?}"), reason);
+                    let lin = array
+                        .grid
+                        .linear_index(&index)
+                        .ok_or_else(|| bad("outside the chunk grid".into()))?;
+                    let lin = usize::try_from(lin).map_err(|_| bad("index too large".into()))?;
+                    match payload {
+                        ChunkPayload::Virtual(r) => {
+                            let url = decode_file_url(r.location.url())
+                                .ok_or_else(|| bad(format!("{}: not UTF-8", r.location.url())))?;
+                            let s = array
                                 .manifest
-                                .set_inline(lin, bytes.to_vec())
-                                .map_err(|e| bad(e.to_string()))?,
-                            ChunkPayload::Ref(r) => native.push((lin, index, r)),
-                            #[allow(unreachable_patterns)]
-                            _ => return Err(bad("a chunk payload vzarr does not know".into())),
+                                .intern(&url)
+                                .map_err(|e| bad(e.to_string()))?;
+                            if let Some(c) = &r.checksum {
+                                let v = version_of(c);
+                                let known = versions.entry(url.clone()).or_default();
+                                if !known.contains(&v) {
+                                    known.push(v);
+                                }
+                            }
+                            array
+                                .manifest
+                                .set_range(lin, s, r.offset, r.length)
+                                .map_err(|e| bad(e.to_string()))?;
+                        }
+                        ChunkPayload::Inline(bytes) => array
+                            .manifest
+                            .set_inline(lin, bytes.to_vec())
+                            .map_err(|e| bad(e.to_string()))?,
+                        ChunkPayload::Ref(r) => native.push((lin, index, r)),
+                        #[allow(unreachable_patterns)]
+                        _ => return Err(bad("a chunk payload vzarr does not know".into())),
+                    }
+                    Ok(())
+                };
+                match (tail, k) {
+                    // Not along the dimension: an append keeps it as it is.
+                    (Some(_), None) => {}
+                    (Some((_, _, whole)), Some(k)) if n_chunks > whole => {
+                        let guard = session.read().await;
+                        // Every index with index[k] >= first, in C order.
+                        let lo: Vec<u64> = (0..counts.len())
+                            .map(|j| if j == k { first } else { 0 })
+                            .collect();
+                        let mut index = lo.clone();
+                        let empty = counts.iter().zip(&lo).any(|(&n, &l)| l >= n);
+                        'all: loop {
+                            if empty {
+                                break;
+                            }
+                            let coords = index
+                                .iter()
+                                .map(|&c| u32::try_from(c))
+                                .collect::<Result<Vec<u32>, _>>()
+                                .map_err(|_| content(&path, "chunk index past 2^32".into()))?;
+                            let payload = guard
+                                .get_chunk_ref(&node.path, &ChunkIndices(coords))
+                                .await
+                                .map_err(|e| {
+                                    IcechunkError::icechunk(
+                                        &at,
+                                        format!("reading chunks of {path}"),
+                                        e,
+                                    )
+                                })?;
+                            if let Some(payload) = payload {
+                                keep(index.clone(), payload)?;
+                            }
+                            let mut axis = counts.len();
+                            loop {
+                                if axis == 0 {
+                                    break 'all;
+                                }
+                                axis -= 1;
+                                index[axis] += 1;
+                                if index[axis] < counts[axis] {
+                                    break;
+                                }
+                                index[axis] = lo[axis];
+                            }
+                        }
+                    }
+                    _ => {
+                        let guard = session.read().await;
+                        let stream = guard.array_chunk_iterator(&node.path).await;
+                        let mut stream = std::pin::pin!(stream);
+                        while let Some(info) = stream.try_next().await.map_err(|e| {
+                            IcechunkError::icechunk(&at, format!("listing chunks of {path}"), e)
+                        })? {
+                            let index: Vec<u64> =
+                                info.coord.0.iter().map(|&c| u64::from(c)).collect();
+                            keep(index, info.payload)?;
                         }
                     }
                 }

@@ -8,7 +8,7 @@ use vzarr_core::{
     SourceRecord, VirtualArray, VirtualDataset,
 };
 use vzarr_icechunk::{
-    Commits, IcechunkError, RepoLocation, WriteMode, WriteOptions, history, open, write,
+    Commits, IcechunkError, RepoLocation, WriteMode, WriteOptions, history, open, open_tail, write,
 };
 
 fn dataset(dir: &str) -> VirtualDataset {
@@ -132,6 +132,40 @@ fn write_then_open_gives_the_same_dataset() {
     assert_eq!(h, ["second", "first", "Repository initialized"]);
     // Too many references for the limit.
     assert!(open(&loc, "main", 2).is_err());
+}
+
+/// An append's view of a repository: documents, and chunks only from the tail on along the
+/// concatenation dimension (by index, not by listing every manifest).
+#[test]
+fn open_tail_reads_chunks_from_the_tail_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let ds = dataset(dir);
+    let loc = RepoLocation::parse(&format!("{dir}/repo")).unwrap();
+    write(&ds, &loc, &WriteOptions::default()).unwrap();
+    let all = chunks(&ds.arrays["g/v"]);
+    let missing = format!("{:?}", vzarr_core::ChunkRef::Missing);
+    // g/v: t edges 2, 1, 3 (3 chunks), x 2 chunks. From t = 3 (chunk 2) on: positions 4, 5;
+    // from t = 2 (chunk 1) on: 2, 3 (not stored), 4, 5. `s` has no t: no chunk read.
+    for (start, from) in [(3, 4), (2, 2), (0, 0)] {
+        let back = open_tail(&loc, "main", 1000, ("t", start), 0).unwrap();
+        let got = chunks(&back.dataset.arrays["g/v"]);
+        for (i, (g, a)) in got.iter().zip(&all).enumerate() {
+            let want = if i >= from { a } else { &missing };
+            assert_eq!(g, want, "start {start}: chunk {i}");
+        }
+        assert_eq!(chunks(&back.dataset.arrays["s"]), vec![missing.clone()]);
+        assert_eq!(back.dataset.provenance, ds.provenance);
+        assert_eq!(
+            back.dataset.arrays["g/v"].zarr_metadata(),
+            ds.arrays["g/v"].zarr_metadata()
+        );
+    }
+    // Arrays of few chunks are read whole.
+    let back = open_tail(&loc, "main", 1000, ("t", 3), 100).unwrap();
+    assert_eq!(chunks(&back.dataset.arrays["g/v"]), all);
+    // The limit counts what is read.
+    assert!(open_tail(&loc, "main", 1, ("t", 3), 0).is_err());
 }
 
 #[test]
