@@ -393,6 +393,18 @@ pub fn write(
     }
 }
 
+/// What an append at the tail changed, as the Icechunk writer takes it.
+pub fn update_of(
+    changed: &std::collections::BTreeMap<String, vzarr_plan::Changed>,
+) -> vzarr_icechunk::Update {
+    vzarr_icechunk::Update {
+        arrays: changed
+            .iter()
+            .map(|(p, c)| (p.clone(), (c.axis, c.from)))
+            .collect(),
+    }
+}
+
 /// The most chunks (references and inline values) a reference file holds before vzarr warns
 /// that it stops being practical to open. Measured on 2 cores (2026-11-28, BENCHMARKS.md,
 /// "Readers at scale"): `vzarr.open_dataset` opens 1,051,200 references in 0.6 s and 243 MiB

@@ -144,6 +144,17 @@ pub(crate) fn append(
             .cloned()
             .collect();
     }
+    // An Icechunk append larger than one piece is written in pieces by a full plan: the
+    // update of one commit holds what changed only.
+    if let Output::Icechunk { piece_refs, .. } = output {
+        let update = crate::output::update_of(&extended.changed);
+        let chunks = vzarr_icechunk::update_chunks(&extended.dataset, &update);
+        if chunks > *piece_refs as u64 {
+            return Ok(Tail::Full(format!(
+                "the append writes {chunks} chunks, more than one piece of {piece_refs}"
+            )));
+        }
+    }
     let mut dataset = extended.dataset;
     // What the output was built from, with the append's own (see `output::merged_inputs`).
     dataset.provenance.inputs.clone_from(&opts.inputs);

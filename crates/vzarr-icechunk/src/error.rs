@@ -16,6 +16,21 @@ pub enum IcechunkError {
         /// Why it was refused.
         reason: String,
     },
+    /// An append's update ([`crate::Update`]) writes more chunks than one piece holds: it is
+    /// never written as a replacement of the branch's content instead (its dataset holds only
+    /// what changed).
+    #[error(
+        "{location}: the append writes {chunks} chunks, more than one piece of {piece}; plan it \
+         with every file instead"
+    )]
+    UpdateTooLarge {
+        /// The repository.
+        location: String,
+        /// Chunks the update writes at most.
+        chunks: u64,
+        /// The most a piece holds.
+        piece: usize,
+    },
     /// No Icechunk repository at the location.
     #[error("{location}: no Icechunk repository there")]
     NotARepository {

@@ -46,8 +46,8 @@ pub use read::{
 };
 pub use snapshot::{Snapshot, SnapshotChunk};
 pub use write::{
-    Commits, MANIFEST_REFS, PIECE_REFS, Update, WriteMode, WriteOptions, Written, array_document,
-    commit_message, container_prefixes, write,
+    APPEND_SPLIT_REFS, Commits, MANIFEST_REFS, PIECE_REFS, Update, WriteMode, WriteOptions,
+    Written, array_document, commit_message, container_prefixes, update_chunks, write,
 };
 
 /// The commit metadata key holding the dataset's provenance (the kerchunk writer's `vzarr`

@@ -166,6 +166,40 @@ fn open_tail_reads_chunks_from_the_tail_on() {
     assert_eq!(chunks(&back.dataset.arrays["g/v"]), all);
     // The limit counts what is read.
     assert!(open_tail(&loc, "main", 1, ("t", 3), 0).is_err());
+
+    // An update (what an append changed) is one commit of what changed only: the dataset
+    // read at the tail, written back with g/v changed from t chunk 2 on, keeps `s` and the
+    // chunks before; one larger than a piece is refused, never written as a replacement.
+    let tail = open_tail(&loc, "main", 1000, ("t", 3), 0).unwrap().dataset;
+    let update = vzarr_icechunk::Update {
+        arrays: [("g/v".to_string(), (0usize, 2u64))].into_iter().collect(),
+    };
+    assert_eq!(vzarr_icechunk::update_chunks(&tail, &update), 2);
+    let too_small = WriteOptions {
+        mode: WriteMode::Existing,
+        piece_refs: 1,
+        update: Some(update.clone()),
+        ..Default::default()
+    };
+    assert!(matches!(
+        write(&tail, &loc, &too_small),
+        Err(IcechunkError::UpdateTooLarge { chunks: 2, .. })
+    ));
+    let w = write(
+        &tail,
+        &loc,
+        &WriteOptions {
+            mode: WriteMode::Existing,
+            update: Some(update),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!((w.virtual_refs, w.native_chunks, w.commits), (2, 0, 1));
+    let back = open(&loc, "main", 1000).unwrap().dataset;
+    for (path, a) in &ds.arrays {
+        assert_eq!(chunks(&back.arrays[path]), chunks(a), "{path}");
+    }
 }
 
 #[test]

@@ -48,9 +48,11 @@ impl Split {
                 .try_fold(1u64, |a, &n| a.checked_mul(n.max(1)));
             if let Some(inner) = inner.filter(|&i| i <= max) {
                 let along = counts[axis].max(1);
+                // Runs of a fixed length whatever the array's extent: the splits an append
+                // along the axis does not reach keep their edges.
                 return Some(Split {
                     axis,
-                    size: (max / inner).clamp(1, along),
+                    size: (max / inner).max(1),
                     inner,
                     along,
                 });
@@ -66,13 +68,35 @@ impl Split {
     }
 }
 
+/// The most references a manifest of an array whose first axis is the concatenation
+/// dimension holds: an append rewrites the split it reaches (the last), so this bounds what
+/// an append adds to a repository (Icechunk's manifests take about 17 bytes a reference:
+/// under 300 KB), whatever the archive's size.
+pub const APPEND_SPLIT_REFS: usize = 16_384;
+
+/// The most references one manifest of `a` holds: `max`, or [`APPEND_SPLIT_REFS`] if fewer
+/// when `a`'s first axis is `along` (the concatenation dimension).
+fn max_of(a: &VirtualArray, max: usize, along: Option<&str>) -> u64 {
+    let appendable = along.is_some() && a.dimension_names.first().map(String::as_str) == along;
+    (if appendable {
+        max.min(APPEND_SPLIT_REFS)
+    } else {
+        max
+    }) as u64
+}
+
 /// Icechunk's manifest splitting for the dataset's arrays: one rule per array that needs
-/// splitting (its path matched exactly), as [`Split::of`] chooses.
-pub(super) fn splitting(arrays: &[(&str, &VirtualArray)], max: usize) -> ManifestSplittingConfig {
+/// splitting (its path matched exactly), as [`Split::of`] chooses with at most `max`
+/// references a manifest ([`APPEND_SPLIT_REFS`] along the concatenation dimension `along`).
+pub(super) fn splitting(
+    arrays: &[(&str, &VirtualArray)],
+    max: usize,
+    along: Option<&str>,
+) -> ManifestSplittingConfig {
     let rules = arrays
         .iter()
         .filter_map(|(path, a)| {
-            let split = Split::of(&a.grid.grid_shape(), max as u64)?;
+            let split = Split::of(&a.grid.grid_shape(), max_of(a, max, along))?;
             let mut dims: Vec<ManifestSplitDim> = (0..split.axis)
                 .map(|axis| ManifestSplitDim {
                     condition: ManifestSplitDimCondition::Axis(axis),
@@ -110,12 +134,14 @@ fn regex_escape(text: &str) -> String {
 }
 
 /// The dataset's stored chunks in pieces of at most `piece` chunks (more only when one
-/// manifest split holds more), cut only between manifest splits of `split` chunks, so that
-/// every manifest is written once. Arrays in path order, chunks in C order.
+/// manifest split holds more), cut only between manifest splits of `split` chunks (as
+/// [`splitting`] makes them with `along`), so that every manifest is written once. Arrays in
+/// path order, chunks in C order.
 pub(super) fn plan_pieces(
     arrays: &[(&str, &VirtualArray)],
     piece: usize,
     split: usize,
+    along: Option<&str>,
 ) -> Vec<Vec<Segment>> {
     let mut pieces: Vec<Vec<Segment>> = Vec::new();
     let mut current: Vec<Segment> = Vec::new();
@@ -132,7 +158,7 @@ pub(super) fn plan_pieces(
         count += n;
     };
     for (k, (_, a)) in arrays.iter().enumerate() {
-        let split = Split::of(&a.grid.grid_shape(), split as u64);
+        let split = Split::of(&a.grid.grid_shape(), max_of(a, split, along));
         let key = |i: usize| split.map(|s| s.key(i as u64)).unwrap_or_default();
         // The run of stored chunks in the current split: (key, start, end, count).
         let mut run: Option<((u64, u64), usize, usize, usize)> = None;
@@ -239,7 +265,7 @@ mod tests {
         let seg = |array, range| Segment { array, range };
         // Splits of 2 chunks, pieces of at most 4.
         assert_eq!(
-            plan_pieces(&arrays, 4, 2),
+            plan_pieces(&arrays, 4, 2, None),
             [
                 vec![seg(0, 0..4)],
                 vec![seg(0, 4..8)],
@@ -247,7 +273,7 @@ mod tests {
             ]
         );
         // Pieces of 3 with splits of 2: a piece holds one split (2 chunks), never cuts one.
-        let p = plan_pieces(&arrays, 3, 2);
+        let p = plan_pieces(&arrays, 3, 2, None);
         assert_eq!(p.len(), 6);
         assert!(
             p.iter()
@@ -255,17 +281,36 @@ mod tests {
         );
         // Everything in one piece.
         assert_eq!(
-            plan_pieces(&arrays, 100, 100),
+            plan_pieces(&arrays, 100, 100, None),
             [vec![seg(0, 0..10), seg(1, 1..4)]]
         );
-        assert!(plan_pieces(&[("e", &array(3, &[]))], 1, 1).is_empty());
+        assert!(plan_pieces(&[("e", &array(3, &[]))], 1, 1, None).is_empty());
+    }
+
+    #[test]
+    fn arrays_along_the_concatenation_dimension_split_small_and_stable() {
+        // 10,000 chunks a step along x (the array's first axis): 1 step a split along x,
+        // 6 steps otherwise; the runs keep their length as the array grows (an array that
+        // fits one manifest has no rule).
+        let a = array(10, &[0]);
+        assert_eq!(max_of(&a, 65_000, Some("x")), APPEND_SPLIT_REFS as u64);
+        assert_eq!(max_of(&a, 1_000, Some("x")), 1_000);
+        assert_eq!(max_of(&a, 65_000, Some("time")), 65_000);
+        assert_eq!(max_of(&a, 65_000, None), 65_000);
+        assert_eq!(Split::of(&[6, 100, 100], 65_000), None);
+        for along in [7u64, 30, 300] {
+            let s = Split::of(&[along, 100, 100], 16_384).unwrap();
+            assert_eq!((s.axis, s.size), (0, 1));
+            let s = Split::of(&[along, 100, 100], 65_000).unwrap();
+            assert_eq!((s.axis, s.size), (0, 6));
+        }
     }
 
     #[test]
     fn split_rules_match_exactly_their_array() {
         let a = array(10, &[0]);
         for path in ["a", "g/v", "x.y+z (1)", "t[0]^$", "é/ü"] {
-            let cfg = splitting(&[(path, &a)], 2);
+            let cfg = splitting(&[(path, &a)], 2, None);
             let (cond, dims) = &cfg.split_sizes.as_ref().unwrap()[0];
             assert!(
                 cond.matches(&IcPath::new(&format!("/{path}")).unwrap()),

@@ -27,6 +27,7 @@ use crate::location::{LocalState, RepoLocation, container_for};
 use crate::{IcechunkError, PROPERTY_KEY, VERSION_KEY};
 
 pub use containers::container_prefixes;
+pub use manifests::APPEND_SPLIT_REFS;
 pub use session::array_document;
 
 use containers::{add_missing_containers, array_locations};
@@ -221,13 +222,14 @@ fn ice<E: Into<crate::IcechunkCause>>(at: &str, op: &str) -> impl FnOnce(E) -> I
 /// the square of the pieces). Each piece's log holds that piece only, and every byte the
 /// write stores stays reachable from the branch.
 ///
-/// An append planned at the tail ([`WriteOptions::update`]) of at most `opts.piece_refs`
-/// chunks is one commit that writes the group documents and the changed arrays' documents
-/// and chunks only: Icechunk keeps every manifest split without a changed chunk as it is, so
+/// An append planned at the tail ([`WriteOptions::update`]) is one commit that writes the
+/// group documents and the changed arrays' documents and chunks only (at most
+/// `opts.piece_refs` chunks, else [`IcechunkError::UpdateTooLarge`]): Icechunk keeps every manifest split without a changed chunk as it is, so
 /// an append along the first axis adds the splits it touches, not the repository again.
 ///
 /// Manifests are split along the arrays' axes so that none holds more than
-/// [`MANIFEST_REFS`] references (or `opts.piece_refs`, if fewer), and pieces are cut
+/// [`MANIFEST_REFS`] references (or `opts.piece_refs`, if fewer; [`APPEND_SPLIT_REFS`] for
+/// arrays whose first axis is the concatenation dimension), and pieces are cut
 /// between splits, so every manifest is written once; a splitting configured in the
 /// repository by its owner is used instead.
 ///
@@ -300,7 +302,15 @@ async fn write_async(
         .collect::<Result<Vec<_>, _>>()?;
     let piece_refs = opts.piece_refs.max(1);
     let split_refs = piece_refs.min(MANIFEST_REFS);
-    let pieces = plan_pieces(&arrays, piece_refs, split_refs);
+    // Arrays along the concatenation dimension are split small along it (appends rewrite
+    // the last split only).
+    let along = ds
+        .provenance
+        .concat
+        .as_ref()
+        .filter(|c| !c.new_dim)
+        .map(|c| c.dim.as_str());
+    let pieces = plan_pieces(&arrays, piece_refs, split_refs, along);
     let repo = if exists {
         let mut repo = Repository::open(storage.clone())
             .execute()
@@ -366,7 +376,7 @@ async fn write_async(
     let owner = repo.config().manifest.clone().unwrap_or_default();
     let mut manifest = ManifestConfig::default();
     if owner.splitting.is_none() {
-        manifest.splitting = Some(splitting(&arrays, split_refs));
+        manifest.splitting = Some(splitting(&arrays, split_refs, along));
     }
     // No per-reference URL compression in manifests of fewer than 65,535 references (all of
     // vzarr's own splits), unless the owner configured it.
@@ -411,13 +421,20 @@ async fn write_async(
         locations: &locations,
         at: &at,
     };
-    let update = opts
-        .update
-        .as_ref()
-        .filter(|u| exists && update_chunks(&arrays, u) <= piece_refs as u64);
-    if let Some(update) = update {
-        // An append: the changed arrays only, in one session (one piece: a larger one
-        // replaces the branch's content in pieces instead, below).
+    if let Some(update) = &opts.update {
+        // An append: the changed arrays only, in one session. Never the branch's content
+        // replaced instead: the dataset may hold only what changed.
+        if !exists {
+            return Err(IcechunkError::NotARepository { location: at });
+        }
+        let chunks = update_chunks(ds, update);
+        if chunks > piece_refs as u64 {
+            return Err(IcechunkError::UpdateTooLarge {
+                location: at,
+                chunks,
+                piece: piece_refs,
+            });
+        }
         let store = w.store(&opts.branch).await?;
         w.write_update(&store, update, &mut written).await?;
         written.pieces = 1;
@@ -501,13 +518,13 @@ async fn write_async(
     Ok(written)
 }
 
-/// At most how many chunks an [`Update`] writes (every chunk of an array changed along an
-/// axis other than the first).
-fn update_chunks(arrays: &[(&str, &VirtualArray)], update: &Update) -> u64 {
-    arrays
+/// At most how many chunks an [`Update`] of `ds` writes (every chunk of an array changed
+/// along an axis other than the first).
+pub fn update_chunks(ds: &VirtualDataset, update: &Update) -> u64 {
+    ds.arrays
         .iter()
         .filter_map(|(path, a)| {
-            let &(axis, from) = update.arrays.get(*path)?;
+            let &(axis, from) = update.arrays.get(path)?;
             let n = a.manifest.len() as u64;
             if axis != 0 {
                 return Some(n);
