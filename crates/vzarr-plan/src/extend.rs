@@ -39,6 +39,7 @@ use vzarr_core::{
 
 use crate::compact::{ArrayAction, CompactReport, kept_inline};
 use crate::inline::inline_array;
+use crate::output::copy_ref;
 use crate::values::assemble;
 
 /// Why an output cannot be extended at its tail: the caller plans every file instead.
@@ -333,13 +334,13 @@ fn splice_chunks(
             continue;
         }
         let i = grid.linear_index(&idx).expect("inside the grid") as usize;
-        put(&mut manifest, i, r).map_err(bad)?;
+        copy_ref(&mut manifest, i, r).map_err(|e| NotExtendable(format!("{path}: {e}")))?;
     }
     for (lin, r) in win.manifest.iter_stored() {
         win.grid.chunk_index_into(lin as u64, &mut idx);
         idx[k] += c64;
         let i = grid.linear_index(&idx).expect("inside the grid") as usize;
-        put(&mut manifest, i, r).map_err(bad)?;
+        copy_ref(&mut manifest, i, r).map_err(|e| NotExtendable(format!("{path}: {e}")))?;
     }
     Ok((
         VirtualArray {
@@ -349,22 +350,6 @@ fn splice_chunks(
         },
         c64,
     ))
-}
-
-/// Copies a chunk into `out` at `i`.
-fn put(out: &mut ChunkManifest, i: usize, r: ChunkRef<'_>) -> Result<(), vzarr_core::CoreError> {
-    match r {
-        ChunkRef::Missing => Ok(()),
-        ChunkRef::Inline(b) => out.set_inline(i, b.to_vec()),
-        ChunkRef::Range {
-            source,
-            offset,
-            length,
-        } => {
-            let sid = out.intern(source)?;
-            out.set_range(i, sid, offset, length)
-        }
-    }
 }
 
 /// How an array along the dimension is kept inline whole.

@@ -435,24 +435,21 @@ async fn write_async(
                 piece: piece_refs,
             });
         }
-        let store = w.store(&opts.branch).await?;
-        w.write_update(&store, update, &mut written).await?;
-        written.pieces = 1;
-        written.commits = 1;
-        written.snapshot = w
-            .commit(&store, &opts.message, Some(props))
-            .await?
-            .to_string();
-        return Ok(written);
     }
-    if pieces.len() <= 1 || opts.commits == Commits::One {
-        // One session holds everything.
+    if opts.update.is_some() || pieces.len() <= 1 || opts.commits == Commits::One {
+        // One session holds everything: what an append changed, or the whole dataset.
         let store = w.store(&opts.branch).await?;
-        w.write_nodes(&store, exists).await?;
-        for piece in &pieces {
-            w.write_piece(&store, piece, &mut written).await?;
+        written.pieces = 1;
+        match &opts.update {
+            Some(update) => w.write_update(&store, update, &mut written).await?,
+            None => {
+                w.write_nodes(&store, exists).await?;
+                for piece in &pieces {
+                    w.write_piece(&store, piece, &mut written).await?;
+                }
+                written.pieces = pieces.len().max(1) as u64;
+            }
         }
-        written.pieces = pieces.len().max(1) as u64;
         written.commits = 1;
         written.snapshot = w
             .commit(&store, &opts.message, Some(props))
