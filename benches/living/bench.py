@@ -55,6 +55,13 @@ def size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+def parts(path: Path) -> dict:
+    """Bytes under each top-level entry of a repository (manifests, snapshots, transactions,
+    chunks, repo, overwritten: where Icechunk's local storage keeps the replaced copies of
+    its `repo` object)."""
+    return {p.name: size(p) for p in sorted(path.iterdir())}
+
+
 def fresh(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path)
@@ -128,6 +135,7 @@ def appends(a, work: Path, fmt: str, new: list[Path], cache0: Path) -> dict:
     per = []
     for k, day in enumerate(new):
         before = size(out)
+        pb = parts(out) if out.is_dir() else None
         r = run([a.vzarr, "build", "--append", day, "-o", out, "--format", fmt,
                  "--cache-dir", cache], work / "logs" / f"append-{ext}.{k}",
                 f"append of {day.name} ({fmt})")
@@ -137,14 +145,26 @@ def appends(a, work: Path, fmt: str, new: list[Path], cache0: Path) -> dict:
                              f"{line or '(no appended line)'}\n  stdout: {work}/logs/"
                              f"append-{ext}.{k}.out")
         after = size(out)
+        extra = {}
+        if pb is not None:
+            pa = parts(out)
+            extra["added_parts"] = {k: v - pb.get(k, 0) for k, v in pa.items()}
         per.append(brief(r, day=day.name, bytes_before=before, bytes_after=after,
-                         added=after - before, line=line))
+                         added=after - before, line=line, **extra))
         if k < 3 or k == len(new) - 1 or (k + 1) % 25 == 0:
             log(f"  append {k + 1}/{len(new)} ({fmt}): {r['wall']:.3f} s, "
                 f"{'+' if after >= before else ''}{(after - before) / 2**10:.1f} KiB")
     walls = [p["wall"] for p in per]
     added = [p["added"] for p in per]
-    return {"appends": per, "wall": stats(walls), "added": stats(added),
+    res = {}
+    if fmt == "icechunk":
+        # What an append adds but the copies of the replaced `repo` object (kept only by
+        # Icechunk's local storage, not on an object store without versioning).
+        res["added_live"] = stats([p["added"] - p["added_parts"].get("overwritten", 0)
+                                   for p in per])
+        res["added_parts"] = {k: stats([p["added_parts"].get(k, 0) for p in per])
+                              for k in per[-1]["added_parts"]}
+    return {**res, "appends": per, "wall": stats(walls), "added": stats(added),
             "rss": statistics.median(p["rss"] for p in per),
             "bytes_start": per[0]["bytes_before"], "bytes_end": per[-1]["bytes_after"]}
 
@@ -259,6 +279,13 @@ def report(res: dict) -> str:
                          f"{kib(b['median'])}, last {kib(b['last'])}, min {kib(b['min'])}, "
                          f"max {kib(b['max'])}; repository {mib(ap['bytes_start'])} -> "
                          f"{mib(ap['bytes_end'])} (target <= 1 MiB each)")
+            if "added_live" in ap:
+                lv = ap["added_live"]
+                lines.append(f"  without overwritten/ (the replaced copies of `repo`): first "
+                             f"{kib(lv['first'])}, median {kib(lv['median'])}, last "
+                             f"{kib(lv['last'])}; by part (first / last): " + ", ".join(
+                                 f"{k} {kib(v['first'])} / {kib(v['last'])}"
+                                 for k, v in ap["added_parts"].items()))
             lines.append(f"  read equal to the full build's: {res['equal_icechunk']}")
         else:
             lines.append(f"  output {mib(ap['bytes_start'])} -> {mib(ap['bytes_end'])}; "
