@@ -133,6 +133,12 @@ def test_icechunk_appends_write_what_changed(tmp_path, opts):
     repo, _ = open_local(repo_path)
     history = list(repo.ancestry(branch="main"))
     assert len(history) == 1 + 1 + (len(paths) - 3)
+    # Each append records what it changed of its parent's provenance, the build the whole.
+    assert all("vzarr_delta" in h.metadata and "vzarr" not in h.metadata for h in history[:-2])
+    assert "vzarr" in history[-2].metadata
+    assert len(json.dumps(history[0].metadata["vzarr_delta"])) < len(
+        json.dumps(history[-2].metadata["vzarr"])
+    )
     assert_matches_concat(open_xr(repo), expected_concat(paths))
     # The same documents as a repository built from every file.
     full_path = tmp_path / "full"

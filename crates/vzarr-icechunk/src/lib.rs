@@ -7,7 +7,8 @@
 //!   native Icechunk chunks. The repository's configuration lists one virtual chunk container
 //!   per source prefix (`file:///dir/`, `s3://bucket/dir/`): what a reader must authorise.
 //!   The commit's metadata holds the dataset's provenance under `vzarr` (sources with size,
-//!   modification time and ETag, concatenation), as the kerchunk writer's `vzarr` block.
+//!   modification time and ETag, concatenation), as the kerchunk writer's `vzarr` block; an
+//!   append's commit holds what it changed of its parent's under `vzarr_delta` (`delta`).
 //!   Datasets of more than [`WriteOptions::piece_refs`] chunks are written in pieces, one
 //!   commit each on a temporary branch that the branch then moves to (all or none), so that
 //!   Icechunk holds one piece at a time and nothing is amended ([`Commits`]: the policy is
@@ -30,6 +31,7 @@
 
 #![forbid(unsafe_code)]
 
+mod delta;
 mod error;
 mod guard;
 mod location;
@@ -38,6 +40,7 @@ mod snapshot;
 mod url;
 mod write;
 
+pub use delta::{DELTA_KEY, FULL_EVERY};
 pub use error::{IcechunkCause, IcechunkError};
 pub use guard::{MAX_DECODED_FILE, MAX_INFLATION, MAX_METADATA_FILE, check_metadata_file};
 pub use location::{RepoLocation, container_for, s3_options_from_env};

@@ -17,11 +17,11 @@ use vzarr_core::{ChunkGrid, DimGrid, Group, Provenance, VirtualArray, VirtualDat
 
 use vzarr_source::SourceVersion;
 
+use crate::IcechunkError;
 use crate::guard::{ChunkObjects, Target, caught, check_repository};
 use crate::location::RepoLocation;
 use crate::snapshot::version_of;
 use crate::url::decode_file_url;
-use crate::{IcechunkError, PROPERTY_KEY};
 
 /// A branch of a repository, opened.
 #[derive(Clone, Debug)]
@@ -209,12 +209,13 @@ async fn open_scoped(
             location: at.clone(),
             branch: branch.to_string(),
         })?;
+    let at_tip = VersionInfo::SnapshotId(tip.id.clone());
+    let (_, recorded, _) = crate::delta::provenance_at(&repo, &at, &at_tip).await?;
     let session = repo
         .readonly_session(&version)
         .await
         .map_err(|e| IcechunkError::icechunk(&at, "starting a session", e))?;
     let mut ds = VirtualDataset::new();
-    let recorded = recorded_provenance(&tip, &at)?;
     let has_provenance = recorded.is_some();
     ds.provenance = recorded.unwrap_or_default();
     let mut documents = HashMap::new();
@@ -422,10 +423,10 @@ pub fn provenance(
     let at = location.display();
     vzarr_source::runtime()?.block_on(caught(&at, "reading the provenance", async {
         let repo = open_repo(location, Target::Branch(branch)).await?;
-        match tip_commit(&repo, &at, branch).await? {
-            Some(tip) => recorded_provenance(&tip, &at),
-            None => Ok(None),
-        }
+        // The branch must exist: its tip's error says so.
+        tip_commit(&repo, &at, branch).await?;
+        let version = VersionInfo::BranchTipRef(branch.to_string());
+        Ok(crate::delta::provenance_at(&repo, &at, &version).await?.1)
     }))
 }
 
@@ -444,20 +445,4 @@ async fn tip_commit(
         .await
         .transpose()
         .map_err(|e| IcechunkError::icechunk(at, "reading the tip commit", e))
-}
-
-/// The provenance a commit's metadata records under vzarr's key (`None`: not written by
-/// vzarr).
-pub(crate) fn recorded_provenance(
-    tip: &SnapshotInfo,
-    at: &str,
-) -> Result<Option<Provenance>, IcechunkError> {
-    tip.metadata
-        .get(PROPERTY_KEY)
-        .map(|v| {
-            serde_json::from_value(v.clone()).map_err(|e| {
-                IcechunkError::content(at, "the commit's vzarr metadata", e.to_string())
-            })
-        })
-        .transpose()
 }

@@ -23,7 +23,7 @@ use vzarr_source::SourceVersion;
 use crate::IcechunkError;
 use crate::guard::{ChunkObjects, Target, caught};
 use crate::location::RepoLocation;
-use crate::read::{open_repo, recorded_provenance};
+use crate::read::open_repo;
 use crate::url::decode_file_url;
 
 /// Chunk lookups a [`Snapshot::chunks`] call runs at once.
@@ -301,7 +301,10 @@ async fn open_async(
         .transpose()
         .map_err(|e| IcechunkError::icechunk(&at, "reading the commit", e))?
         .ok_or_else(|| content("the commit", "the snapshot has no commit".into()))?;
-    let recorded = recorded_provenance(&info, &at)?;
+    let recorded =
+        crate::delta::provenance_at(&repo, &at, &VersionInfo::SnapshotId(info.id.clone()))
+            .await?
+            .1;
     let mut documents = HashMap::new();
     let mut arrays = HashMap::new();
     let nodes = session

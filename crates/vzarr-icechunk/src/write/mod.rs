@@ -18,7 +18,7 @@ use icechunk::config::{
 };
 use icechunk::format::format_constants::SpecVersionBin;
 use icechunk::format::snapshot::SnapshotProperties;
-use icechunk::repository::RepositoryErrorKind;
+use icechunk::repository::{RepositoryErrorKind, VersionInfo};
 use icechunk::{Repository, RepositoryConfig};
 use serde_json::{Value, json};
 use vzarr_core::{VirtualArray, VirtualDataset};
@@ -409,10 +409,30 @@ async fn write_async(
             .collect(),
     };
     let mut props = SnapshotProperties::new();
-    props.insert(
-        PROPERTY_KEY.into(),
-        serde_json::to_value(&ds.provenance).unwrap_or(Value::Null),
-    );
+    // An append records what it changed of its parent's provenance (a chain is cut by a
+    // whole one every FULL_EVERY commits); anything else the whole provenance.
+    let change = match &opts.update {
+        Some(_) if exists => {
+            let tip = VersionInfo::BranchTipRef(opts.branch.clone());
+            match crate::delta::provenance_at(&repo, &at, &tip).await? {
+                (Some(info), Some(parent), chain) if chain + 1 < crate::delta::FULL_EVERY => {
+                    crate::delta::delta(&parent, &info.id.to_string(), &ds.provenance)
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    match change {
+        Some(d) => props.insert(
+            crate::delta::DELTA_KEY.into(),
+            serde_json::to_value(&d).unwrap_or(Value::Null),
+        ),
+        None => props.insert(
+            PROPERTY_KEY.into(),
+            serde_json::to_value(&ds.provenance).unwrap_or(Value::Null),
+        ),
+    };
     props.insert(VERSION_KEY.into(), json!(env!("CARGO_PKG_VERSION")));
     let w = Writer {
         repo: &repo,
