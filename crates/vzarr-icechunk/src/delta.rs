@@ -46,6 +46,13 @@ pub(crate) struct Delta {
     pieces: Vec<ConcatPiece>,
     /// Per re-encoded time array, the units of the pieces after the kept ones.
     units: Vec<Vec<String>>,
+    /// How many of the parent's recorded input locations come first (an append names its
+    /// files there): `None` when `rest` holds them all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    locations_keep: Option<usize>,
+    /// The input locations after those.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    locations: Vec<String>,
 }
 
 /// `new` as a change to `parent` (the provenance of commit `base`), if it can be one (both
@@ -70,6 +77,15 @@ pub(crate) fn delta(parent: &Provenance, base: &str, new: &Provenance) -> Option
         new.sources.iter().map(|s| (s.url.as_str(), s)).collect();
     let mut rest = new.clone();
     rest.sources.clear();
+    // Input locations an append extends: the parent's, then the new ones.
+    let (mut locations_keep, mut locations) = (None, Vec::new());
+    if let (Some(pi), Some(ri)) = (&parent.inputs, &mut rest.inputs)
+        && ri.locations.starts_with(&pi.locations)
+    {
+        locations_keep = Some(pi.locations.len());
+        locations = ri.locations.split_off(pi.locations.len());
+        ri.locations.clear();
+    }
     if let Some(c) = &mut rest.concat {
         c.pieces.clear();
         for r in &mut c.retimed {
@@ -98,6 +114,8 @@ pub(crate) fn delta(parent: &Provenance, base: &str, new: &Provenance) -> Option
             .iter()
             .map(|r| r.source_units.get(keep..).map(<[String]>::to_vec))
             .collect::<Option<_>>()?,
+        locations_keep,
+        locations,
     };
     (apply(parent, &d).as_ref() == Some(new)).then_some(d)
 }
@@ -116,6 +134,12 @@ pub(crate) fn apply(parent: &Provenance, d: &Delta) -> Option<Provenance> {
         sources.insert(s.url.clone(), s.clone());
     }
     out.sources = sources.into_values().collect();
+    if let Some(keep) = d.locations_keep {
+        let kept = parent.inputs.as_ref()?.locations.get(..keep)?;
+        let i = out.inputs.as_mut()?;
+        i.locations = kept.to_vec();
+        i.locations.extend(d.locations.iter().cloned());
+    }
     let c = out.concat.as_mut()?;
     if c.retimed.len() != d.units.len() || pc.retimed.len() != d.units.len() {
         return None;
@@ -284,6 +308,24 @@ mod tests {
             .remove(5);
         let d = delta(&parent, "base", &fewer).unwrap();
         assert_eq!(apply(&parent, &d).unwrap(), fewer);
+        // Input locations extended by the append's file: recorded as that file alone.
+        let mut p = prov(1000);
+        p.inputs = Some(vzarr_core::Inputs {
+            locations: (0..500).map(|k| format!("file:///d/{k:05}.nc")).collect(),
+            catalogs: vec!["file:///c.txt".into()],
+            ..Default::default()
+        });
+        let mut n = prov(1001);
+        n.inputs = p.inputs.clone();
+        n.inputs
+            .as_mut()
+            .unwrap()
+            .locations
+            .push("file:///d/01000.nc".into());
+        let d = delta(&p, "base", &n).unwrap();
+        assert_eq!((d.locations_keep, d.locations.len()), (Some(500), 1));
+        assert!(d.rest.inputs.as_ref().unwrap().locations.is_empty());
+        assert_eq!(apply(&p, &d).unwrap(), n);
         // Not a concatenation: no change can be recorded.
         assert!(delta(&Provenance::default(), "base", &new).is_none());
     }
