@@ -228,15 +228,27 @@ pub fn build(
     if sources.is_empty() {
         return Err(BuildError::NoInputs);
     }
-    let scanned = scan_sources(sources, opts, progress)?;
+    let mut scanned = scan_sources(sources, opts, progress)?;
+    let datasets = std::mem::take(&mut scanned.datasets);
+    let combined = combine(datasets.into_iter().map(|(_, d)| d).collect(), opts)?;
+    Ok(outcome(scanned, combined, opts, started))
+}
+
+/// The outcome of a scan (its datasets taken) and of their combination: the dataset records
+/// [`BuildOptions::inputs`], the summary the output's totals, the failures both steps'.
+pub(crate) fn outcome(
+    scanned: Scanned,
+    mut combined: Combined,
+    opts: &BuildOptions,
+    started: Instant,
+) -> BuildOutcome {
     let mut summary = scanned.summary;
-    let mut combined = combine(scanned.datasets.into_iter().map(|(_, d)| d).collect(), opts)?;
     combined.dataset.provenance.inputs.clone_from(&opts.inputs);
     fill_totals(&mut summary, &combined, started);
     let mut failures: Vec<Failure> = scanned.failures.into_iter().map(|(_, f)| f).collect();
     summary.failed += combined.failures.len();
     failures.extend(combined.failures);
-    Ok(BuildOutcome {
+    BuildOutcome {
         dataset: combined.dataset,
         plan: combined.plan,
         small_chunks: combined.small_chunks,
@@ -244,7 +256,7 @@ pub fn build(
         failures,
         warnings: scanned.warnings,
         appended: None,
-    })
+    }
 }
 
 /// Runs `f` with the parallel parts of planning and writing (variables planned at once,

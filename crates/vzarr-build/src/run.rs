@@ -32,12 +32,15 @@ pub fn run<T: Send>(
     progress: &(dyn Fn(Progress<'_>) + Sync),
     finish: impl FnOnce(BuildOutcome) -> T + Send,
 ) -> Result<T, BuildError> {
-    let appending = match append_to {
-        Some(output) => Some((
-            output,
-            crate::output::plan_append(output, sources.clone(), &mut opts)?,
-        )),
-        None => None,
+    let (sources, appending) = match append_to {
+        Some(output) => (
+            Vec::new(),
+            Some((
+                output,
+                crate::output::plan_append(output, sources, &mut opts)?,
+            )),
+        ),
+        None => (sources, None),
     };
     let opts = &opts;
     with_jobs(opts.jobs, || {

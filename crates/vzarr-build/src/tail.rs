@@ -12,7 +12,7 @@ use vzarr_plan::{Changed, extend};
 use vzarr_scan::inputs::SourceRef;
 use vzarr_source::Scheme;
 
-use crate::build::{Combined, combine, fill_totals, scan_sources};
+use crate::build::{Combined, combine, outcome, scan_sources};
 use crate::{BuildError, BuildOptions, BuildOutcome, Output, Progress};
 
 /// How an append was planned.
@@ -91,7 +91,7 @@ pub(crate) fn append(
     let mut sources = vec![SourceRef::parse(&last.url)?];
     sources.extend(new.iter().cloned());
     progress(Progress::Sources(sources.len()));
-    let scanned = scan_sources(&sources, &window_opts, &|s, ok| {
+    let mut scanned = scan_sources(&sources, &window_opts, &|s, ok| {
         progress(Progress::Scanned(s, ok))
     })?;
     let recorded = prov.sources.iter().find(|s| s.url == last.url);
@@ -104,11 +104,8 @@ pub(crate) fn append(
             )));
         }
     }
-    let mut summary = scanned.summary;
-    let combined = combine(
-        scanned.datasets.into_iter().map(|(_, d)| d).collect(),
-        &window_opts,
-    )?;
+    let datasets = std::mem::take(&mut scanned.datasets);
+    let combined = combine(datasets.into_iter().map(|(_, d)| d).collect(), &window_opts)?;
     if combined
         .failures
         .iter()
@@ -155,31 +152,18 @@ pub(crate) fn append(
             )));
         }
     }
-    let mut dataset = extended.dataset;
-    // What the output was built from, with the append's own (see `output::merged_inputs`).
-    dataset.provenance.inputs.clone_from(&opts.inputs);
     let done = Combined {
-        dataset,
+        dataset: extended.dataset,
         plan,
         small_chunks: combined.small_chunks,
         failures: combined.failures,
     };
-    fill_totals(&mut summary, &done, started);
-    let mut failures: Vec<_> = scanned.failures.into_iter().map(|(_, f)| f).collect();
-    summary.failed += done.failures.len();
-    failures.extend(done.failures);
-    Ok(Tail::Done(Box::new(BuildOutcome {
-        dataset: done.dataset,
-        plan: done.plan,
-        small_chunks: done.small_chunks,
-        summary,
-        failures,
-        warnings: scanned.warnings,
-        appended: Some(Appended::Tail {
-            files: sources.len(),
-            changed: extended.changed,
-        }),
-    })))
+    let mut out = outcome(scanned, done, opts, started);
+    out.appended = Some(Appended::Tail {
+        files: sources.len(),
+        changed: extended.changed,
+    });
+    Ok(Tail::Done(Box::new(out)))
 }
 
 /// The output as it is: a reference file read whole; a repository's tip as far as an append
