@@ -128,20 +128,24 @@ class Tally:
             else:
                 self.problems.append(f"{name}:{path} is neither in the output nor reported skipped")
 
-    def assert_complete(self, what: str):
-        print(f"real files ({what}): {len(REAL_FILES)}, arrays equal {self.equal} (of which "
+    def assert_complete(self, what: str, files=None):
+        """Asserts that nothing went wrong and that the corpus was read whole: the counts of
+        the whole corpus below, or, for `files` (a sample of it), 40% of them."""
+        files = REAL_FILES if files is None else files
+        share = 1.0 if len(files) == len(REAL_FILES) else 0.4
+        print(f"real files ({what}): {len(files)}, arrays equal {self.equal} (of which "
               f"variable-length strings {self.strings}, object references read as paths "
               f"{self.references}), reported skipped {self.skipped}, "
               f"unreadable by the reference reader {self.unreadable}")
         assert not self.problems, "\n".join(self.problems)
         # 3,865 since the corpus grew from 6 sdists to 18 (382 before; 255 before issue 16's
         # strings, complex, struct, enum, bitfield and array types).
-        assert self.equal >= 3860, self.equal
+        assert self.equal >= 3860 * share, self.equal
         # Mostly the NWB files (pynwb, hdmf): 614 variable-length string datasets.
-        assert self.strings >= 600, self.strings
+        assert self.strings >= 600 * share, self.strings
         # MATLAB 7.3 cell arrays, NWB tables, pyfive's and PyTables' tests: h5py finds 280
         # datasets of object references, each read as its targets' paths.
-        assert self.references >= 280, self.references
+        assert self.references >= 280 * share, self.references
 
 
 def test_every_array_matches_an_independent_reader(json_builds):

@@ -24,7 +24,10 @@
 //! `unlimited_dims` (of the variable's dimensions, those that are unlimited in the source),
 //! `dtype` (the netCDF type where the Zarr one differs: `S1` for character arrays),
 //! `dimension_names` (where netCDF names the axes differently from the Zarr array: a
-//! character array's string-length dimension).
+//! character array's string-length dimension), `_FillValue` (a byte-string array's, which
+//! xarray's Zarr backend cannot decode) and `_FillValue_at` (its place among the attributes
+//! when not the last), `not_shown` (why netCDF readers do not show the array at all: an HDF5
+//! array datatype).
 
 use serde_json::{Map, Value, json};
 
@@ -32,6 +35,9 @@ use crate::Attributes;
 
 /// The reserved attribute key, and the `zarr.json` field, of the netCDF view.
 pub const NETCDF_KEY: &str = "vzarr:netcdf";
+
+/// The view's field giving the place of a `_FillValue` it holds among the attributes.
+const FILL_AT: &str = "_FillValue_at";
 
 /// numpy's name of a numeric type of `size` bytes (`float` for IEEE floats, else integers,
 /// `signed` or not), as the netCDF view records attribute types; `None` for other sizes.
@@ -96,8 +102,14 @@ pub fn split(attributes: &Attributes, hide_fill: bool) -> (Value, Option<Value>)
             let mut rest = attributes.clone();
             rest.shift_remove(NETCDF_KEY);
             if let Some(fill) = hidden {
+                let at = rest.keys().position(|k| k == "_FillValue");
                 rest.shift_remove("_FillValue");
                 view.insert("_FillValue".into(), fill.clone());
+                // Its place among the attributes (netCDF readers list them in file order),
+                // when it was not the last.
+                if let Some(at) = at.filter(|&i| i < rest.len()) {
+                    view.insert(FILL_AT.into(), json!(at));
+                }
             }
             let mut ext = Map::new();
             ext.insert("must_understand".into(), Value::Bool(false));
@@ -140,8 +152,14 @@ pub fn attributes_of(doc: &Value) -> Option<Attributes> {
     if let Some(Value::Object(ext)) = doc.get(NETCDF_KEY) {
         let mut view = ext.clone();
         view.remove("must_understand");
+        let at = view.remove(FILL_AT).and_then(|v| v.as_u64());
         if let Some(fill) = view.remove("_FillValue") {
-            attributes.insert("_FillValue".into(), fill);
+            let at = at.map_or(attributes.len(), |i| {
+                usize::try_from(i)
+                    .unwrap_or(usize::MAX)
+                    .min(attributes.len())
+            });
+            attributes.shift_insert(at, "_FillValue".into(), fill);
         }
         // Derived from the dataset's order when written (`VirtualDataset::group_document`).
         view.remove("variables");
@@ -187,6 +205,15 @@ mod tests {
         let doc = json!({"attributes": attrs, NETCDF_KEY: ext.unwrap()});
         assert_eq!(attributes_of(&doc).unwrap(), s);
         assert!(attributes_of(&json!({"attributes": 3})).is_none());
+        // Before other attributes: it comes back in its place.
+        let mut s = Attributes::new();
+        s.insert("_FillValue".into(), json!("AA=="));
+        s.insert("units".into(), json!("m"));
+        let (attrs, ext) = split(&s, true);
+        assert_eq!(ext.as_ref().unwrap()["_FillValue_at"], json!(0));
+        let doc = json!({"attributes": attrs, NETCDF_KEY: ext.unwrap()});
+        let back = attributes_of(&doc).unwrap();
+        assert_eq!(back.keys().collect::<Vec<_>>(), ["_FillValue", "units"]);
     }
 
     #[test]

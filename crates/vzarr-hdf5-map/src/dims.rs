@@ -18,26 +18,60 @@ pub fn is_dimension_only(name: Option<&str>) -> bool {
     name.is_some_and(|n| n.starts_with(DIMENSION_ONLY))
 }
 
-/// The phony dimensions of one file's scan so far: per group and length, the names given, and
-/// how many were given in all (the next one's number); and netCDF-4's dimension ids seen so
-/// far (`_Netcdf4Dimid` of each scale, unique in a file), for the axes of coordinate variables
-/// of more than one dimension (a character coordinate `x(x, string3)`: HDF5 attaches no scale
-/// to a scale, so netCDF-C lists their dimension ids in `_Netcdf4Coordinates`), which are
-/// named when the walk ends ([`PhonyDims::finish`]).
+/// One dimension of a group as netCDF-C lists it: a dimension scale's (a real dimension) or a
+/// phony one, with its length and whether it is unlimited (its maximum size is).
+#[derive(Debug, Clone)]
+struct Dim {
+    name: String,
+    len: u64,
+    unlimited: bool,
+}
+
+/// The dimension names of one file's scan, named as netCDF-C names them when it opens the
+/// file (`libhdf5/hdf5open.c`: `rec_read_metadata`, then `rec_match_dimscales` and
+/// `create_phony_dims`):
+///
+/// - every dimension scale is a dimension of its group, numbered first (`_Netcdf4Dimid` when
+///   it has one);
+/// - then the axes of datasets without dimension scales get a dimension of their group with
+///   the same length and the same unlimitedness that the dataset does not use yet (a scale's
+///   first, in the order they were made), else a new phony one, `phony_dim_N` with `N` the
+///   file's next dimension id; groups are taken children first (each group's subgroups, in
+///   link order, before its own datasets), datasets in link order.
+///
+/// The walk records what it finds ([`PhonyDims::note_scale`], [`PhonyDims::dimension_names`],
+/// [`PhonyDims::coordinate_names`]); names that depend on the whole file are left empty and
+/// given when the walk ends ([`PhonyDims::finish`]).
 #[derive(Debug, Default)]
 pub struct PhonyDims {
-    by_group: HashMap<(String, u64), Vec<String>>,
-    count: usize,
+    /// Per group (Zarr path), the dimensions of its scales in walk order.
+    scales: HashMap<String, Vec<Dim>>,
+    /// How many dimension scales the file has, and its largest netCDF-4 dimension id.
+    scale_count: u64,
+    max_dimid: Option<u64>,
+    /// netCDF-4's dimension ids (`_Netcdf4Dimid` of each scale, unique in a file) -> names.
     dimids: HashMap<u64, String>,
     pending: Vec<Pending>,
 }
 
-/// A coordinate variable's axes named by dimension ids not seen yet.
+/// A dataset's axes named when the walk ends.
 #[derive(Debug)]
 struct Pending {
     array: String,
     group: String,
-    axes: Vec<(usize, u64, u64)>,
+    axes: Vec<Axis>,
+    /// A dataset netCDF-C does not show (see [`PhonyDims::not_shown`]).
+    late: bool,
+}
+
+/// One such axis: its length and unlimitedness, and for a coordinate variable's axis the
+/// dimension id `_Netcdf4Coordinates` gives it.
+#[derive(Debug)]
+struct Axis {
+    axis: usize,
+    len: u64,
+    unlimited: bool,
+    id: Option<u64>,
 }
 
 /// The values of an integer attribute (one or a list), as read into JSON; `None` for others.
@@ -49,20 +83,38 @@ pub fn int_list(value: &serde_json::Value) -> Option<Vec<u64>> {
 }
 
 impl PhonyDims {
-    /// No phony dimension yet.
+    /// Nothing recorded yet.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Notes the dimension scale named `name` in the group at `group_path`: a dimension of
+    /// that group of length `len` (`None` for a scale without one axis, which nothing
+    /// matches), unlimited or not. Every scale takes a dimension id, dimension-only ones too.
+    pub fn note_scale(&mut self, group_path: &str, name: &str, len: Option<u64>, unlimited: bool) {
+        self.scale_count += 1;
+        if let Some(len) = len {
+            self.scales
+                .entry(group_path.to_string())
+                .or_default()
+                .push(Dim {
+                    name: name.to_string(),
+                    len,
+                    unlimited,
+                });
+        }
     }
 
     /// Notes that the dimension scale named `name` has netCDF-4's dimension id `id`.
     pub fn note_dimid(&mut self, id: u64, name: &str) {
         self.dimids.entry(id).or_insert_with(|| name.to_string());
+        self.max_dimid = Some(self.max_dimid.map_or(id, |m| m.max(id)));
     }
 
     /// The dimension names of the coordinate variable `own` at `array` (a dimension scale of
     /// more than one axis) in the group at `group_path`, from its `_Netcdf4Coordinates`
     /// dimension ids `ids` (one per axis of `shape`): its own name first, then the scales'
-    /// names; an id not seen yet is named when the walk ends ([`PhonyDims::finish`]).
+    /// names; the others are left empty, named when the walk ends ([`PhonyDims::finish`]).
     pub fn coordinate_names(
         &mut self,
         own: String,
@@ -78,157 +130,344 @@ impl PhonyDims {
                 Some(n) => names.push(n.clone()),
                 None => {
                     names.push(String::new());
-                    axes.push((axis, id, shape[axis]));
+                    axes.push(Axis {
+                        axis,
+                        len: shape[axis],
+                        unlimited: false,
+                        id: Some(id),
+                    });
                 }
             }
         }
-        if !axes.is_empty() {
-            self.pending.push(Pending {
-                array: array.to_string(),
-                group: group_path.to_string(),
-                axes,
-            });
-        }
+        self.defer(array, group_path, axes);
         names
     }
 
-    /// Names the axes [`PhonyDims::coordinate_names`] left open, in `arrays`: the scale with
-    /// that dimension id, else a phony dimension.
-    pub fn finish(&mut self, arrays: &mut vzarr_core::Arrays) {
-        for p in std::mem::take(&mut self.pending) {
-            let Some(a) = arrays.get_mut(&p.array) else {
-                continue;
-            };
-            for (axis, id, len) in p.axes {
-                let name = match self.dimids.get(&id) {
-                    Some(n) => n.clone(),
-                    None => {
-                        let used = a.dimension_names.clone();
-                        self.phony_name(&p.group, len, &used)
-                    }
-                };
-                if let Some(slot) = a.dimension_names.get_mut(axis) {
-                    *slot = name;
-                }
-            }
-        }
-    }
-
-    /// A phony dimension of length `len` in the group at `group_path` not among `used`.
-    fn phony_name(&mut self, group_path: &str, len: u64, used: &[String]) -> String {
-        let key = (group_path.to_string(), len);
-        if let Some(existing) = self
-            .by_group
-            .get(&key)
-            .and_then(|v| v.iter().find(|c| !used.contains(c)).cloned())
-        {
-            return existing;
-        }
-        let n = format!("phony_dim_{}", self.count);
-        self.count += 1;
-        self.by_group.entry(key).or_default().push(n.clone());
-        n
-    }
-
-    /// The dimension names of a dataset named `own` in the group at `group_path`: its own
-    /// name for a 1-D dimension scale (`is_scale`), else the names of the scales attached to
-    /// its axes (`list`, from `DIMENSION_LIST`; `None` without one), and phony dimensions for
-    /// axes without a scale (shared within a group by length, as netCDF-C does, never twice
-    /// in one array).
+    /// The dimension names of a dataset named `own` at `array` in the group at `group_path`,
+    /// of shape `shape` (`unlimited`: which axes' maximum size is unlimited): its own name for
+    /// a 1-D dimension scale (`is_scale`), else the names of the scales attached to its axes
+    /// (`list`, from `DIMENSION_LIST`; `None` without one). Axes without a scale are left
+    /// empty, named when the walk ends ([`PhonyDims::finish`]).
     pub fn dimension_names(
         &mut self,
         own: String,
         is_scale: bool,
         list: Option<Vec<Option<String>>>,
-        group_path: &str,
+        (group_path, array): (&str, &str),
         shape: &[u64],
+        unlimited: &[bool],
     ) -> Vec<String> {
         if is_scale && shape.len() == 1 {
             return vec![own];
         }
-        let mut names = list.unwrap_or_else(|| vec![None; shape.len()]);
-        let mut used: Vec<String> = names.iter().flatten().cloned().collect();
-        for (axis, name) in names.iter_mut().enumerate() {
-            if name.is_some() {
-                continue;
-            }
-            let chosen = self.phony_name(group_path, shape[axis], &used);
-            used.push(chosen.clone());
-            *name = Some(chosen);
-        }
+        let names = list.unwrap_or_else(|| vec![None; shape.len()]);
+        let axes = names
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.is_none())
+            .map(|(axis, _)| Axis {
+                axis,
+                len: shape.get(axis).copied().unwrap_or(0),
+                unlimited: unlimited.get(axis).copied().unwrap_or(false),
+                id: None,
+            })
+            .collect();
+        self.defer(array, group_path, axes);
         names.into_iter().map(Option::unwrap_or_default).collect()
     }
+
+    fn defer(&mut self, array: &str, group_path: &str, axes: Vec<Axis>) {
+        if !axes.is_empty() {
+            self.pending.push(Pending {
+                array: array.to_string(),
+                group: group_path.to_string(),
+                axes,
+                late: false,
+            });
+        }
+    }
+
+    /// Notes that netCDF-C does not show the dataset at `array` (object references, which it
+    /// drops before it names any dimension): its axes are named after every other dataset's,
+    /// so that the phony dimensions of those are numbered as netCDF-C numbers them.
+    pub fn not_shown(&mut self, array: &str) {
+        for p in self.pending.iter_mut().filter(|p| p.array == array) {
+            p.late = true;
+        }
+    }
+
+    /// Names the axes left empty, in `arrays`, as netCDF-C does (see the type's doc): the
+    /// groups of `groups` (in walk order, each below its parent) children first.
+    pub fn finish(&mut self, groups: &vzarr_core::Groups, arrays: &mut vzarr_core::Arrays) {
+        let mut next = self
+            .scale_count
+            .max(self.max_dimid.map_or(0, |m| m.saturating_add(1)));
+        let (late, early): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|p| p.late);
+        let mut dims: HashMap<String, Vec<Dim>> = HashMap::new();
+        for pending in [early, late] {
+            self.name_axes(groups, pending, &mut dims, &mut next, arrays);
+        }
+    }
+
+    /// Names the axes of `pending` (see [`PhonyDims::finish`]), `dims` the dimensions of each
+    /// group so far, `next` the next dimension id.
+    fn name_axes(
+        &self,
+        groups: &vzarr_core::Groups,
+        pending: Vec<Pending>,
+        dims: &mut HashMap<String, Vec<Dim>>,
+        next: &mut u64,
+        arrays: &mut vzarr_core::Arrays,
+    ) {
+        let mut by_group: HashMap<String, Vec<Pending>> = HashMap::new();
+        for p in pending {
+            by_group.entry(p.group.clone()).or_default().push(p);
+        }
+        let mut order = children_first(groups.keys().map(String::as_str));
+        // Groups the walk did not record (none in a scan): last, in a fixed order.
+        let mut rest: Vec<String> = by_group
+            .keys()
+            .filter(|g| !groups.contains_key(g.as_str()))
+            .cloned()
+            .collect();
+        rest.sort();
+        order.extend(rest);
+        for group in order {
+            let Some(pending) = by_group.remove(&group) else {
+                continue;
+            };
+            let dims = dims
+                .entry(group.clone())
+                .or_insert_with(|| self.scales.get(&group).cloned().unwrap_or_default());
+            for p in pending {
+                let Some(a) = arrays.get_mut(&p.array) else {
+                    continue;
+                };
+                for ax in p.axes {
+                    let name = match ax.id.and_then(|id| self.dimids.get(&id)) {
+                        Some(n) => n.clone(),
+                        None => {
+                            let used = &a.dimension_names;
+                            match dims.iter().find(|d| {
+                                d.len == ax.len
+                                    && d.unlimited == ax.unlimited
+                                    && !used.contains(&d.name)
+                            }) {
+                                Some(d) => d.name.clone(),
+                                None => {
+                                    let name = format!("phony_dim_{next}");
+                                    *next = next.saturating_add(1);
+                                    dims.push(Dim {
+                                        name: name.clone(),
+                                        len: ax.len,
+                                        unlimited: ax.unlimited,
+                                    });
+                                    name
+                                }
+                            }
+                        }
+                    };
+                    if let Some(slot) = a.dimension_names.get_mut(ax.axis) {
+                        *slot = name;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Group paths (`""` the root, `a/b` below `a`) given in walk order (each after its parent),
+/// children first: each group's subgroups, in the order given, then the group itself.
+fn children_first<'a>(groups: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut children: HashMap<&str, Vec<&str>> = HashMap::new();
+    let mut roots = Vec::new();
+    let all: Vec<&str> = groups.collect();
+    let known: std::collections::HashSet<&str> = all.iter().copied().collect();
+    for g in &all {
+        let parent = g.rsplit_once('/').map_or("", |(p, _)| p);
+        if g.is_empty() || !known.contains(parent) {
+            roots.push(*g);
+        } else {
+            children.entry(parent).or_default().push(g);
+        }
+    }
+    let mut out = Vec::with_capacity(all.len());
+    // Iterative: a deep tree of groups must not exhaust the stack.
+    let mut stack: Vec<(&str, bool)> = roots.iter().rev().map(|g| (*g, false)).collect();
+    while let Some((g, expanded)) = stack.pop() {
+        if expanded {
+            out.push(g.to_string());
+            continue;
+        }
+        stack.push((g, true));
+        if let Some(kids) = children.get(g) {
+            stack.extend(kids.iter().rev().map(|k| (*k, false)));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use vzarr_core::{
+        Arrays, ChunkGrid, ChunkManifest, DataType, Endian, FillValue, Group, Groups, VirtualArray,
+    };
+
+    fn array(names: Vec<String>, shape: &[u64]) -> VirtualArray {
+        VirtualArray {
+            data_type: DataType::FixedBytes(1),
+            endian: Endian::Little,
+            fill_value: FillValue::from_le_bytes(DataType::FixedBytes(1), &[0]).unwrap(),
+            codecs: vec![],
+            dimension_names: names,
+            attributes: Default::default(),
+            grid: ChunkGrid::regular(shape, shape).unwrap(),
+            manifest: ChunkManifest::new_missing(1),
+        }
+    }
+
+    fn groups(paths: &[&str]) -> Groups {
+        paths
+            .iter()
+            .map(|p| ((*p).to_string(), Group::default()))
+            .collect()
+    }
+
+    /// Walks `(group, array, shape, unlimited axes)` datasets without scales, then names them.
+    fn walk(p: &mut PhonyDims, g: &Groups, ds: &[(&str, &str, &[u64], &[bool])]) -> Arrays {
+        let mut arrays = Arrays::new();
+        for (group, name, shape, unlimited) in ds {
+            let names =
+                p.dimension_names((*name).into(), false, None, (group, name), shape, unlimited);
+            arrays.insert((*name).to_string(), array(names, shape));
+        }
+        p.finish(g, &mut arrays);
+        arrays
+    }
 
     #[test]
     fn coordinate_axes_named_by_dimension_id_when_the_walk_ends() {
-        use vzarr_core::{ChunkGrid, ChunkManifest, DataType, Endian, FillValue, VirtualArray};
         let mut p = PhonyDims::new();
+        p.note_scale("", "x", Some(2), false);
         p.note_dimid(0, "x");
         let names = p.coordinate_names("x".into(), "x", &[0, 1], "", &[2, 3]);
         assert_eq!(names, ["x", ""]);
-        let mut arrays = vzarr_core::Arrays::new();
-        arrays.insert(
-            "x".into(),
-            VirtualArray {
-                data_type: DataType::FixedBytes(1),
-                endian: Endian::Little,
-                fill_value: FillValue::from_le_bytes(DataType::FixedBytes(1), &[0]).unwrap(),
-                codecs: vec![],
-                dimension_names: names,
-                attributes: Default::default(),
-                grid: ChunkGrid::regular(&[2, 3], &[2, 3]).unwrap(),
-                manifest: ChunkManifest::new_missing(1),
-            },
-        );
         // The string-length dimension's scale is walked after the variable.
+        p.note_scale("", "string3", Some(3), false);
         p.note_dimid(1, "string3");
-        p.finish(&mut arrays);
+        // An id no scale has: a phony dimension, numbered after the file's dimension ids.
+        let y = p.coordinate_names("y".into(), "y", &[5, 9], "", &[2, 4]);
+        assert_eq!(y, ["y", ""]);
+        let mut arrays = Arrays::new();
+        arrays.insert("x".into(), array(names, &[2, 3]));
+        arrays.insert("y".into(), array(y, &[2, 4]));
+        p.finish(&groups(&[""]), &mut arrays);
         assert_eq!(arrays["x"].dimension_names, ["x", "string3"]);
-        // An id no scale has: a phony dimension.
-        let names = p.coordinate_names("y".into(), "y", &[5, 9], "", &[2, 4]);
-        assert_eq!(names, ["y", ""]);
-        let mut y = arrays["x"].clone();
-        y.dimension_names = names;
-        arrays.insert("y".into(), y);
-        p.finish(&mut arrays);
-        assert_eq!(arrays["y"].dimension_names, ["y", "phony_dim_0"]);
+        assert_eq!(arrays["y"].dimension_names, ["y", "phony_dim_2"]);
     }
 
     #[test]
     fn phony_dimensions_shared_by_length_within_a_group() {
         let mut p = PhonyDims::new();
+        let g = groups(&[""]);
+        let a = walk(
+            &mut p,
+            &g,
+            &[("", "a", &[3, 3, 4], &[]), ("", "b", &[4, 3], &[])],
+        );
         assert_eq!(
-            p.dimension_names("a".into(), false, None, "", &[3, 3, 4]),
+            a["a"].dimension_names,
             ["phony_dim_0", "phony_dim_1", "phony_dim_2"]
         );
         // Same group, same lengths: the same names, each once per array.
-        assert_eq!(
-            p.dimension_names("b".into(), false, None, "", &[4, 3]),
-            ["phony_dim_2", "phony_dim_0"]
+        assert_eq!(a["b"].dimension_names, ["phony_dim_2", "phony_dim_0"]);
+    }
+
+    #[test]
+    fn subgroups_are_named_before_their_parent_and_after_every_scale() {
+        // netCDF-C numbers phony dimensions by the file's next dimension id, after every
+        // dimension scale, children first.
+        let mut p = PhonyDims::new();
+        p.note_scale("", "time", Some(5), true);
+        let g = groups(&["", "g", "g/h", "k"]);
+        let a = walk(
+            &mut p,
+            &g,
+            &[
+                ("", "r", &[7], &[]),
+                ("g", "g/x", &[7], &[]),
+                ("g/h", "g/h/y", &[7, 2], &[]),
+                ("k", "k/z", &[7], &[]),
+            ],
         );
-        // Another group: new names; a scale's own name; names from the list kept.
-        assert_eq!(
-            p.dimension_names("c".into(), false, None, "g", &[3]),
-            ["phony_dim_3"]
+        assert_eq!(a["g/h/y"].dimension_names, ["phony_dim_1", "phony_dim_2"]);
+        assert_eq!(a["g/x"].dimension_names, ["phony_dim_3"]);
+        assert_eq!(a["k/z"].dimension_names, ["phony_dim_4"]);
+        assert_eq!(a["r"].dimension_names, ["phony_dim_5"]);
+    }
+
+    #[test]
+    fn a_scale_of_the_group_with_that_length_and_unlimitedness_is_taken() {
+        let mut p = PhonyDims::new();
+        p.note_scale("", "x", Some(4), false);
+        p.note_scale("", "t", Some(3), true);
+        let g = groups(&[""]);
+        let a = walk(
+            &mut p,
+            &g,
+            &[
+                ("", "v", &[4, 4], &[false, false]),
+                ("", "w", &[3, 3], &[false, true]),
+            ],
         );
+        assert_eq!(a["v"].dimension_names, ["x", "phony_dim_2"]);
+        // Length 3 but not unlimited: not `t`.
+        assert_eq!(a["w"].dimension_names, ["phony_dim_3", "t"]);
+    }
+
+    #[test]
+    fn names_from_the_list_are_kept_and_scales_name_themselves() {
+        let mut p = PhonyDims::new();
         assert_eq!(
-            p.dimension_names("time".into(), true, None, "", &[5]),
+            p.dimension_names("time".into(), true, None, ("", "time"), &[5], &[]),
             ["time"]
         );
-        assert_eq!(
-            p.dimension_names(
-                "d".into(),
-                false,
-                Some(vec![Some("time".into()), None]),
-                "",
-                &[5, 4]
-            ),
-            ["time", "phony_dim_2"]
+        let names = p.dimension_names(
+            "d".into(),
+            false,
+            Some(vec![Some("time".into()), None]),
+            ("", "d"),
+            &[5, 4],
+            &[],
         );
+        assert_eq!(names, ["time", ""]);
+        let mut arrays = Arrays::new();
+        arrays.insert("d".into(), array(names, &[5, 4]));
+        p.finish(&groups(&[""]), &mut arrays);
+        assert_eq!(arrays["d"].dimension_names, ["time", "phony_dim_0"]);
+    }
+
+    #[test]
+    fn datasets_netcdf_does_not_show_are_named_last() {
+        let mut p = PhonyDims::new();
+        let g = groups(&[""]);
+        let refs = p.dimension_names("refs".into(), false, None, ("", "refs"), &[9], &[]);
+        p.not_shown("refs");
+        let v = p.dimension_names("v".into(), false, None, ("", "v"), &[5], &[]);
+        let mut arrays = Arrays::new();
+        arrays.insert("refs".into(), array(refs, &[9]));
+        arrays.insert("v".into(), array(v, &[5]));
+        p.finish(&g, &mut arrays);
+        assert_eq!(arrays["v"].dimension_names, ["phony_dim_0"]);
+        assert_eq!(arrays["refs"].dimension_names, ["phony_dim_1"]);
+    }
+
+    #[test]
+    fn children_first_order() {
+        let order = children_first(["", "a", "a/b", "a/c", "d"].into_iter());
+        assert_eq!(order, ["a/b", "a/c", "a", "d", ""]);
     }
 }

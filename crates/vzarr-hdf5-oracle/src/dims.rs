@@ -56,16 +56,16 @@ fn dimension_list(
     ))
 }
 
-/// The dimension names of a dataset at `path` in the group `group_path`: its own name for a
-/// 1-D dimension scale, else the names of the scales attached to its axes, and phony
-/// dimensions for axes without one (shared within a group by length, as netCDF-C does, never
-/// twice in one array).
+/// The dimension names of a dataset at `path` in the group `group_path` (`unlimited`: which
+/// axes' maximum size is): its own name for a 1-D dimension scale, else the names of the
+/// scales attached to its axes; axes without one are left empty and named when the walk ends,
+/// as netCDF-C names them (`vzarr_hdf5_map::dims::PhonyDims`).
 pub(crate) fn dimension_names(
     ctx: &mut Ctx,
     id: hid_t,
-    group_path: &str,
-    path: &str,
+    (group_path, path): (&str, &str),
     shape: &[u64],
+    unlimited: &[bool],
     is_scale: bool,
 ) -> Vec<String> {
     let own = path.rsplit('/').next().unwrap_or(path).to_string();
@@ -93,7 +93,7 @@ pub(crate) fn dimension_names(
             })
     };
     ctx.phony
-        .dimension_names(own, is_scale, list, group_path, shape)
+        .dimension_names(own, is_scale, list, (group_path, path), shape, unlimited)
 }
 
 #[cfg(test)]

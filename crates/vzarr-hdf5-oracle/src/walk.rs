@@ -58,7 +58,7 @@ pub fn scan_file(path: &Path, opts: &ScanOptions) -> Result<VirtualDataset, Hdf5
             .as_group()
             .map_err(|e| ctx.object_error("/", e.to_string()))?;
         walk_group(&mut ctx, &root, "")?;
-        ctx.phony.finish(&mut ctx.out.arrays);
+        ctx.phony.finish(&ctx.out.groups, &mut ctx.out.arrays);
         ctx.out
             .validate()
             .map_err(|e| ctx.object_error("/", e.to_string()))?;
@@ -170,13 +170,21 @@ fn scan_dataset(
     let space = ffi::dataset::space(id).map_err(|e| err(ctx, e))?;
 
     let is_scale = is_scale(string_attr(id, "CLASS").as_deref());
-    if is_scale && ffi::space::is_unlimited_1d(space.id()) {
+    let unlimited = ffi::space::unlimited_axes(space.id());
+    if is_scale {
         let name = path.rsplit('/').next().unwrap_or(path);
-        ctx.out.unlimited_dims.insert(name.to_string());
-    }
-    if is_scale && let Some([dimid]) = int_attr(id, "_Netcdf4Dimid").as_deref() {
-        let name = path.rsplit('/').next().unwrap_or(path);
-        ctx.phony.note_dimid(*dimid, name);
+        if unlimited == [true] {
+            ctx.out.unlimited_dims.insert(name.to_string());
+        }
+        let len = ffi::space::shape(space.id())
+            .ok()
+            .flatten()
+            .and_then(|s| s.first().copied());
+        let unl = unlimited.first().copied().unwrap_or(false);
+        ctx.phony.note_scale(group_path, name, len, unl);
+        if let Some([dimid]) = int_attr(id, "_Netcdf4Dimid").as_deref() {
+            ctx.phony.note_dimid(*dimid, name);
+        }
     }
     if is_scale && is_dimension_only(string_attr(id, "NAME").as_deref()) {
         return Ok(Scanned::DimensionOnly);
@@ -232,7 +240,8 @@ fn scan_dataset(
     let raw_attrs = read_attributes(id).map_err(|e| err(ctx, e))?;
     let skipped = &mut ctx.out.skipped;
     let attributes = convert_attributes(raw_attrs, path, is_scale, Some(&data_type), skipped);
-    let dimension_names = dimension_names(ctx, id, group_path, path, &shape, is_scale);
+    let dimension_names =
+        dimension_names(ctx, id, (group_path, path), &shape, &unlimited, is_scale);
     let ty = (data_type, endian);
     let chunking = match layout {
         H5D_layout_t::H5D_CHUNKED => ffi::plist::chunk(dcpl.id(), shape.len()),

@@ -41,7 +41,8 @@ fn dimension_list(
         .map_err(|_| "object references unreadable".to_string())?;
     let mut out = Vec::with_capacity(rank);
     for list in lists {
-        let Some(Some(r)) = list.first() else {
+        // netCDF-C takes the last scale attached to an axis (`H5DSiterate_scales`).
+        let Some(Some(r)) = list.last() else {
             out.push(None);
             continue;
         };
@@ -57,18 +58,19 @@ fn dimension_list(
 }
 
 /// The dimension names of a dataset at source path `path` (Zarr path `array`) in the group at
-/// Zarr path `group_path`: its own name for a 1-D dimension scale, else the names of the scales
-/// attached to its axes, and phony dimensions for axes without one (shared within a group by
-/// length, as netCDF-C does, never twice in one array). Names are mapped as Zarr node names
+/// Zarr path `group_path` (`unlimited`: which axes' maximum size is): its own name for a 1-D
+/// dimension scale, else the names of the scales attached to its axes; axes without one are
+/// left empty and named when the walk ends, as netCDF-C names them
+/// (`vzarr_hdf5_map::dims::PhonyDims`). Names are mapped as Zarr node names
 /// are (`vzarr_core::names::zarr_name`), so that a renamed coordinate still names its
 /// dimension.
 pub(crate) fn dimension_names(
     ctx: &mut Ctx,
     attrs: &[Attribute],
-    group_path: &str,
-    array: &str,
+    (group_path, array): (&str, &str),
     path: &str,
     shape: &[u64],
+    unlimited: &[bool],
     is_scale: bool,
 ) -> Vec<String> {
     // Dimension names are the names of the scales' arrays, mapped as Zarr needs them.
@@ -91,7 +93,7 @@ pub(crate) fn dimension_names(
         dimension_list(ctx.file, attrs, shape.len(), &mut ctx.names).unwrap_or(None)
     };
     ctx.phony
-        .dimension_names(own, is_scale, list, group_path, shape)
+        .dimension_names(own, is_scale, list, (group_path, array), shape, unlimited)
 }
 
 #[cfg(test)]

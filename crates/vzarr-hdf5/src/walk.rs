@@ -110,7 +110,7 @@ pub fn scan_noting(
         hard: true,
     };
     walk_group(&mut ctx, file.root_address(), root, &mut ancestors)?;
-    ctx.phony.finish(&mut ctx.out.arrays);
+    ctx.phony.finish(&ctx.out.groups, &mut ctx.out.arrays);
     ctx.out.validate().map_err(|source| Hdf5Error::Model {
         url: ctx.url.clone(),
         object: "/".into(),
@@ -390,9 +390,17 @@ fn scan_dataset(
         let name = path.rsplit('/').next().unwrap_or(path);
         ctx.out.unlimited_dims.insert(zarr_name(name).into_owned());
     }
-    if is_scale && let Some([id]) = int_attr(file, &attrs, "_Netcdf4Dimid").as_deref() {
+    if is_scale {
         let name = zarr_name(path.rsplit('/').next().unwrap_or(path));
-        ctx.phony.note_dimid(*id, &name);
+        let len = match space.kind {
+            DataspaceKind::Simple => space.dims.first().copied(),
+            _ => None,
+        };
+        let unlimited = space.max_dims.as_ref().and_then(|m| m.first()) == Some(&UNLIMITED);
+        ctx.phony.note_scale(group.path, &name, len, unlimited);
+        if let Some([id]) = int_attr(file, &attrs, "_Netcdf4Dimid").as_deref() {
+            ctx.phony.note_dimid(*id, &name);
+        }
     }
     if is_scale && is_dimension_only(string_attr(file, &attrs, "NAME").as_deref()) {
         return Ok(Scanned::DimensionOnly);
@@ -568,12 +576,21 @@ fn scan_dataset(
     let mut dimension_names = dimension_names(
         ctx,
         &attrs,
-        group.path,
-        at.path,
+        (group.path, at.path),
         path,
         &shape[..dataset_rank],
+        &unlimited_axes(space, dataset_rank),
         is_scale,
     );
+    if !mapped.extra_dims.is_empty() {
+        // netCDF-C drops datasets of an HDF5 array datatype (no netCDF type is one).
+        vzarr_core::netcdf::set_field(&mut attributes, "not_shown", "HDF5 array datatype".into());
+    }
+    if attributes.contains_key("links_references") || !mapped.extra_dims.is_empty() {
+        // Object references, array datatypes: netCDF-C drops such datasets (and compounds
+        // with reference members).
+        ctx.phony.not_shown(at.path);
+    }
     let own = path.rsplit('/').next().unwrap_or(path);
     dimension_names.extend((0..mapped.extra_dims.len()).map(|k| format!("{own}_dim_{k}")));
     let ty = (data_type, endian);
@@ -590,6 +607,12 @@ fn scan_dataset(
         chunking,
     );
     Ok(Scanned::Array(Box::new(array)))
+}
+
+/// Which of the first `rank` axes of `space` have an unlimited maximum size.
+fn unlimited_axes(space: &vzarr_hdf5_format::Dataspace, rank: usize) -> Vec<bool> {
+    let max = space.max_dims.as_deref().unwrap_or(&[]);
+    (0..rank).map(|k| max.get(k) == Some(&UNLIMITED)).collect()
 }
 
 /// The fill value message for one element of `mapped`: for an HDF5 array datatype, whose fill

@@ -62,13 +62,13 @@ pub(crate) struct Attribute {
     space: Hid,
 }
 
-/// Object references read from an attribute (one list per element, the first reference of
-/// each): file addresses for the classic kind (`H5T_STD_REF_OBJ`, what netCDF-4 and the
+/// Object references read from an attribute (one list per element, the last reference of
+/// each, the one netCDF-C takes: `H5DSiterate_scales`): file addresses for the classic kind (`H5T_STD_REF_OBJ`, what netCDF-4 and the
 /// dimension-scale API write), object paths for the HDF5 1.12 kind (`H5T_STD_REF`).
 pub(crate) enum References {
-    /// Classic object references: the address of the first object of each list.
+    /// Classic object references: the address of the last object of each list.
     Addresses(Vec<Option<haddr_t>>),
-    /// New-style references: the path of the first object of each list.
+    /// New-style references: the path of the last object of each list.
     Paths(Vec<Option<String>>),
 }
 
@@ -180,7 +180,7 @@ impl Attribute {
         })
     }
 
-    /// An attribute of variable-length lists of object references: the first object of each
+    /// An attribute of variable-length lists of object references: the last object of each
     /// list (`None` for an empty list, or a name HDF5 cannot give).
     pub(crate) fn read_references(&self) -> Result<References, String> {
         locked(|| {
@@ -207,31 +207,33 @@ impl Attribute {
             if unsafe { H5Aread(self.attr.id(), memtype.id(), buf.as_mut_ptr().cast()) } < 0 {
                 return Err("object references unreadable".into());
             }
-            let first = buf
+            let last = buf
                 .iter()
-                .map(|hvl| (hvl.len > 0 && !hvl.p.is_null()).then_some(hvl.p));
+                .map(|hvl| (hvl.len > 0 && !hvl.p.is_null()).then(|| (hvl.p, hvl.len - 1)));
             let refs = if classic {
                 References::Addresses(
-                    first
+                    last
                         // SAFETY: `p` points at `len` >= 1 classic references, each a file
                         // address (`hobj_ref_t`), allocated by the read above and not yet
-                        // reclaimed.
-                        .map(|p| p.map(|p| unsafe { *p.cast::<haddr_t>() }))
+                        // reclaimed; `k` = `len - 1` is the last of them.
+                        .map(|p| p.map(|(p, k)| unsafe { *p.cast::<haddr_t>().add(k) }))
                         .collect(),
                 )
             } else {
                 References::Paths(
-                    first
-                        .map(|p| {
-                            let r = p?.cast::<H5R_ref_t>().cast_const();
-                            // SAFETY: `r` points at `len` >= 1 references read above and not
-                            // yet reclaimed; HDF5 writes at most `size` bytes, the buffer's
-                            // length (`two_call_name`).
-                            two_call_name(|name, size| unsafe {
-                                H5Rget_obj_name(r, H5P_DEFAULT, name, size)
-                            })
+                    last.map(|p| {
+                        let (p, k) = p?;
+                        // SAFETY: `p` points at `len` >= 1 references read above and not
+                        // yet reclaimed; `k` = `len - 1` is the last of them.
+                        let r = unsafe { p.cast::<H5R_ref_t>().add(k) }.cast_const();
+                        // SAFETY: `r` points at a reference read above and not
+                        // yet reclaimed; HDF5 writes at most `size` bytes, the buffer's
+                        // length (`two_call_name`).
+                        two_call_name(|name, size| unsafe {
+                            H5Rget_obj_name(r, H5P_DEFAULT, name, size)
                         })
-                        .collect(),
+                    })
+                    .collect(),
                 )
             };
             // SAFETY: `buf` was filled by `H5Aread` with `memtype` over the attribute's

@@ -40,17 +40,23 @@ pub(crate) fn shape(space: hid_t) -> Result<Option<Vec<u64>>, String> {
     })
 }
 
-/// Whether a dataspace is 1-D with an unlimited maximum extent.
-pub(crate) fn is_unlimited_1d(space: hid_t) -> bool {
+/// Which axes of a simple dataspace have an unlimited maximum size (empty for scalar and null
+/// dataspaces, or when unreadable).
+pub(crate) fn unlimited_axes(space: hid_t) -> Vec<bool> {
     locked(|| {
         // SAFETY: a query of an identifier; lock held.
-        if unsafe { H5Sget_simple_extent_ndims(space) } != 1 {
-            return false;
+        let n = unsafe { H5Sget_simple_extent_ndims(space) };
+        let Ok(n) = usize::try_from(n) else {
+            return Vec::new();
+        };
+        let mut dims = vec![0 as hsize_t; n];
+        let mut max = vec![0 as hsize_t; n];
+        // SAFETY: both buffers have room for the rank just read (HDF5 writes one entry per
+        // axis to each); lock held.
+        if unsafe { H5Sget_simple_extent_dims(space, dims.as_mut_ptr(), max.as_mut_ptr()) } < 0 {
+            return Vec::new();
         }
-        let (mut dim, mut max) = (0 as hsize_t, 0 as hsize_t);
-        // SAFETY: the rank is 1, so HDF5 writes one entry to each of the two locals; lock
-        // held.
-        unsafe { H5Sget_simple_extent_dims(space, &mut dim, &mut max) >= 0 && max == hsize_t::MAX }
+        max.iter().map(|m| *m == hsize_t::MAX).collect()
     })
 }
 

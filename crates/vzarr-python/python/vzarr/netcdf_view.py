@@ -64,14 +64,69 @@ def _typed(value: Any, type_name: str) -> Any:
         return value
 
 
+# The conventions vzarr registers in `zarr_conventions` for HDF5 object references and links
+# (manifests/FORMAT.md): Links and Object References, and `ref`.
+_REFERENCE_CONVENTIONS = {"93624424-4c95-4eda-b86a-f1880206739f",
+                          "d89b30cf-ed8c-43d5-9a16-b492f0cd8786"}
+
+
+def _is_reference(value: Any) -> bool:
+    """Whether an attribute value is HDF5 object references as vzarr spells them
+    (``{"ref": {...}}``, ``None`` for a null one, nested lists of them), at least one not
+    null. netCDF-C does not read attributes of reference type: a netCDF reader shows none."""
+    found = False
+
+    def walk(v: Any) -> bool:
+        nonlocal found
+        if v is None:
+            return True
+        if isinstance(v, dict):
+            found = found or (set(v) == {"ref"} and isinstance(v["ref"], dict))
+            return set(v) == {"ref"}
+        if isinstance(v, list):
+            return all(walk(x) for x in v)
+        return False
+
+    return walk(value) and found
+
+
+def _flat(value: Any) -> Any:
+    """A list of lists (an n-D attribute) as one flat list, in C order; others as they are."""
+    if not (isinstance(value, list) and any(isinstance(v, list) for v in value)):
+        return value
+    out: list = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, list):
+            for x in v:
+                walk(x)
+        else:
+            out.append(v)
+
+    walk(value)
+    return out
+
+
+def _is_bookkeeping(key: str, value: Any) -> bool:
+    """vzarr's own attributes of references and links: the conventions it registers (when
+    they are the only ones) and the Links and Object References markers."""
+    if key == "zarr_conventions" and isinstance(value, list):
+        return all(isinstance(c, dict) and c.get("uuid") in _REFERENCE_CONVENTIONS
+                   for c in value)
+    return key == "links_references" and isinstance(value, dict)
+
+
 def _attributes(raw: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
-    """User attributes with the recorded numpy types, vzarr's bookkeeping left out."""
+    """User attributes with the recorded numpy types, vzarr's bookkeeping and what netCDF-C
+    does not read (object references) left out."""
     types = view.get("attribute_types") or {}
     out = {}
     for k, v in raw.items():
-        if k in _HIDDEN:
+        if k in _HIDDEN or _is_bookkeeping(k, v) or _is_reference(v):
             continue
         t = types.get(k)
+        # netCDF attributes are one-dimensional: netCDF-C reads an n-D one flat.
+        v = _flat(v)
         out[k] = _typed(v, t) if isinstance(t, str) else v
     return out
 
@@ -100,11 +155,20 @@ def _fill_value(value: Any, dtype: np.dtype) -> Any:
 def _drop_enum_flags(attrs: dict[str, Any], enum: dict[str, Any]) -> None:
     """Takes out the CF ``flag_values`` / ``flag_meanings`` vzarr adds to an enum variable
     for Zarr readers (netCDF readers give the enum type instead), when they are those."""
-    meanings = " ".join("_".join(str(n).split()) for n in enum)
-    values = attrs.get("flag_values")
-    if (attrs.get("flag_meanings") == meanings and values is not None
-            and list(np.atleast_1d(values)) == list(enum.values())):
+    values, meanings = attrs.get("flag_values"), attrs.get("flag_meanings")
+    if values is None or not isinstance(meanings, str):
+        return
+    # The members in any order (the recorded type may list them sorted by name).
+    pairs = sorted(zip(meanings.split(), (int(v) for v in np.atleast_1d(values)), strict=False))
+    wanted = sorted(("_".join(str(n).split()), int(v)) for n, v in enum.items())
+    if len(meanings.split()) == len(np.atleast_1d(values)) and pairs == wanted:
         del attrs["flag_values"], attrs["flag_meanings"]
+
+
+def _holds_references(marker: Any) -> bool:
+    """Whether an array's ``links_references`` attribute marks it as holding object references
+    (``{"references": true}``, or the names of such compound members)."""
+    return isinstance(marker, dict) and bool(marker.get("references"))
 
 
 class _StringArray(ZarrArrayWrapper):
@@ -159,9 +223,38 @@ class _BoolEnumArray(ZarrArrayWrapper):
 _BOOL_ENUM = {"FALSE": 0, "TRUE": 1}
 
 
+class _AlignedStructArray(ZarrArrayWrapper):
+    """A compound array as netCDF gives it: its members laid out as a C struct (netCDF-C reads
+    compounds with the native, aligned type), the values the same."""
+
+    __slots__ = ()
+
+    def __init__(self, zarr_array, aligned: np.dtype):
+        super().__init__(zarr_array)
+        self.dtype = aligned
+
+    def __getitem__(self, key):
+        return np.asarray(super().__getitem__(key)).astype(self.dtype)
+
+
+def _aligned(dtype: np.dtype) -> np.dtype | None:
+    """The C-struct (aligned) layout of a structured dtype whose packed one differs, else
+    None."""
+    if dtype.fields is None:
+        return None
+    try:
+        aligned = np.dtype([(n, dtype.fields[n][0]) for n in dtype.names], align=True)
+    except (TypeError, ValueError):
+        return None
+    return aligned if aligned != dtype else None
+
+
 def _wrapper(array: Any, view: dict[str, Any]) -> ZarrArrayWrapper:
     """The array wrapper that gives a Zarr array's values as netCDF gives them."""
     kind = array.dtype.kind
+    aligned = _aligned(array.dtype)
+    if aligned is not None:
+        return _AlignedStructArray(array, aligned)
     if kind == "T":
         return _StringArray(array)
     if kind == "S" and array.dtype.itemsize > 1:
@@ -197,8 +290,13 @@ class NetCDFView(AbstractDataStore):
         wrapper = _wrapper(array, view)
         data = indexing.LazilyIndexedArray(wrapper)
         if "_FillValue" in view and "_FillValue" not in raw:
-            # A byte-string array's _FillValue, kept beside the attributes (see FORMAT.md).
-            raw["_FillValue"] = view["_FillValue"]
+            # A byte-string array's _FillValue, kept beside the attributes (see FORMAT.md), in
+            # its place among them.
+            items = list(raw.items())
+            at = view.get("_FillValue_at")
+            at = at if isinstance(at, int) and 0 <= at <= len(items) else len(items)
+            items.insert(at, ("_FillValue", view["_FillValue"]))
+            raw = dict(items)
         attrs = _attributes(raw, view)
         if "_FillValue" in attrs:
             attrs["_FillValue"] = _fill_value(attrs["_FillValue"], array.dtype)
@@ -236,7 +334,11 @@ class NetCDFView(AbstractDataStore):
         return own, Variable(dims, data, attrs, encoding)
 
     def get_variables(self):
-        keys = list(self._store.array_keys())
+        # Arrays netCDF-C drops: datasets of object references (and compounds with such
+        # members), of HDF5 array datatypes (recorded as `not_shown`).
+        keys = [k for k in self._store.array_keys()
+                if not _holds_references(self._store.members[k].attrs.get("links_references"))
+                and "not_shown" not in _view(self._store.members[k])]
         # Stores that list keys sorted (Icechunk): the source's order, as recorded.
         order = _view(self._store.zarr_group).get("variables")
         if isinstance(order, list):
