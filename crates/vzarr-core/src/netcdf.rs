@@ -27,7 +27,8 @@
 //! character array's string-length dimension), `_FillValue` (a byte-string array's, which
 //! xarray's Zarr backend cannot decode) and `_FillValue_at` (its place among the attributes
 //! when not the last), `not_shown` (why netCDF readers do not show the array at all: an HDF5
-//! array datatype).
+//! array datatype), `attributes_not_shown` (the attributes netCDF readers do not show: of an
+//! enum type not committed to the file).
 
 use serde_json::{Map, Value, json};
 

@@ -36,6 +36,9 @@ pub struct Attribute {
     pub charset: CharacterSet,
     /// Element type.
     pub datatype: Datatype,
+    /// Whether the element type is a committed (named) datatype stored elsewhere in the file
+    /// rather than written with the attribute.
+    pub datatype_shared: bool,
     /// Shape.
     pub dataspace: Dataspace,
     /// The value: every element in the file's encoding (element count times
@@ -169,6 +172,7 @@ impl File {
             name_bytes: raw.name,
             charset: raw.charset,
             datatype,
+            datatype_shared: raw.datatype_shared,
             dataspace,
             value: raw.data.slice(..n as usize),
             creation_order: None,

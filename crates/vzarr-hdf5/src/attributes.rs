@@ -126,6 +126,23 @@ pub(crate) fn convert_attributes(
     if refs > 0 {
         references::register(&mut out, &[Convention::Ref]);
     }
+    // netCDF-C reads attributes only of the types it knows: an enum type must be one the file
+    // commits (netCDF-4 writes them so); one written with the attribute (h5py's bool) is
+    // skipped, so a netCDF reader shows no such attribute. A `_FillValue` has its variable's
+    // type, which netCDF-C knows (it finds the type by its equal), so it is always shown.
+    let unknown: Vec<serde_json::Value> = attrs
+        .iter()
+        .filter(|a| {
+            !a.datatype_shared
+                && a.name != "_FillValue"
+                && matches!(a.datatype.class, TypeClass::Enum { .. })
+                && out.contains_key(&a.name)
+        })
+        .map(|a| a.name.clone().into())
+        .collect();
+    if !unknown.is_empty() {
+        vzarr_core::netcdf::set_field(&mut out, "attributes_not_shown", unknown.into());
+    }
     out
 }
 

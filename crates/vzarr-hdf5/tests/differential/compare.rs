@@ -204,6 +204,22 @@ pub(crate) fn take_beyond(a: &mut VirtualDataset, b: &mut VirtualDataset) -> Bey
         }
     }
     reference_attributes(a, b, &mut out);
+    // The attributes netCDF-C skips (of enum types not committed), which only the native
+    // scanner records.
+    let views = b
+        .arrays
+        .values_mut()
+        .map(|x| &mut x.attributes)
+        .chain(b.groups.values_mut().map(|g| &mut g.attributes));
+    for attrs in views {
+        let key = vzarr_core::netcdf::NETCDF_KEY;
+        if let Some(serde_json::Value::Object(view)) = attrs.get_mut(key) {
+            view.shift_remove("attributes_not_shown");
+            if view.is_empty() {
+                attrs.shift_remove(key);
+            }
+        }
+    }
     out
 }
 

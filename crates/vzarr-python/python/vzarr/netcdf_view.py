@@ -120,9 +120,11 @@ def _attributes(raw: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
     """User attributes with the recorded numpy types, vzarr's bookkeeping and what netCDF-C
     does not read (object references) left out."""
     types = view.get("attribute_types") or {}
+    not_shown = view.get("attributes_not_shown")
+    not_shown = set(not_shown) if isinstance(not_shown, list) else set()
     out = {}
     for k, v in raw.items():
-        if k in _HIDDEN or _is_bookkeeping(k, v) or _is_reference(v):
+        if k in _HIDDEN or k in not_shown or _is_bookkeeping(k, v) or _is_reference(v):
             continue
         t = types.get(k)
         # netCDF attributes are one-dimensional: netCDF-C reads an n-D one flat.
