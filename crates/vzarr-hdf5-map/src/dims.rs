@@ -18,14 +18,9 @@ pub fn is_dimension_only(name: Option<&str>) -> bool {
     name.is_some_and(|n| n.starts_with(DIMENSION_ONLY))
 }
 
-/// One dimension of a group as netCDF-C lists it: a dimension scale's (a real dimension) or a
-/// phony one, with its length and whether it is unlimited (its maximum size is).
-#[derive(Debug, Clone)]
-struct Dim {
-    name: String,
-    len: u64,
-    unlimited: bool,
-}
+/// The dimensions of one group as netCDF-C lists them, by length and unlimitedness (whether
+/// the maximum size is unlimited): their names in the order they were made, the scales' first.
+type GroupDims = HashMap<(u64, bool), Vec<String>>;
 
 /// The dimension names of one file's scan, named as netCDF-C names them when it opens the
 /// file (`libhdf5/hdf5open.c`: `rec_read_metadata`, then `rec_match_dimscales` and
@@ -45,7 +40,7 @@ struct Dim {
 #[derive(Debug, Default)]
 pub struct PhonyDims {
     /// Per group (Zarr path), the dimensions of its scales in walk order.
-    scales: HashMap<String, Vec<Dim>>,
+    scales: HashMap<String, GroupDims>,
     /// How many dimension scales the file has, and its largest netCDF-4 dimension id.
     scale_count: u64,
     max_dimid: Option<u64>,
@@ -97,11 +92,9 @@ impl PhonyDims {
             self.scales
                 .entry(group_path.to_string())
                 .or_default()
-                .push(Dim {
-                    name: name.to_string(),
-                    len,
-                    unlimited,
-                });
+                .entry((len, unlimited))
+                .or_default()
+                .push(name.to_string());
         }
     }
 
@@ -187,94 +180,80 @@ impl PhonyDims {
         }
     }
 
-    /// Notes that netCDF-C does not show the dataset at `array` (object references, which it
-    /// drops before it names any dimension): its axes are named after every other dataset's,
+    /// Notes that netCDF-C does not show the dataset at `array` (object references, HDF5 array
+    /// datatypes: it drops such datasets before it names any dimension): its axes are named after every other dataset's,
     /// so that the phony dimensions of those are numbered as netCDF-C numbers them.
+    /// Called right after the dataset's [`PhonyDims::dimension_names`].
     pub fn not_shown(&mut self, array: &str) {
-        for p in self.pending.iter_mut().filter(|p| p.array == array) {
+        if let Some(p) = self.pending.last_mut().filter(|p| p.array == array) {
             p.late = true;
         }
     }
 
     /// Names the axes left empty, in `arrays`, as netCDF-C does (see the type's doc): the
-    /// groups of `groups` (in walk order, each below its parent) children first.
+    /// datasets it shows first, each lot by group (`groups` in walk order, each below its
+    /// parent), children first, and in walk order within a group.
     pub fn finish(&mut self, groups: &vzarr_core::Groups, arrays: &mut vzarr_core::Arrays) {
         let mut next = self
             .scale_count
             .max(self.max_dimid.map_or(0, |m| m.saturating_add(1)));
-        let (late, early): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut self.pending)
-            .into_iter()
-            .partition(|p| p.late);
-        let mut dims: HashMap<String, Vec<Dim>> = HashMap::new();
-        for pending in [early, late] {
-            self.name_axes(groups, pending, &mut dims, &mut next, arrays);
-        }
-    }
-
-    /// Names the axes of `pending` (see [`PhonyDims::finish`]), `dims` the dimensions of each
-    /// group so far, `next` the next dimension id.
-    fn name_axes(
-        &self,
-        groups: &vzarr_core::Groups,
-        pending: Vec<Pending>,
-        dims: &mut HashMap<String, Vec<Dim>>,
-        next: &mut u64,
-        arrays: &mut vzarr_core::Arrays,
-    ) {
-        let mut by_group: HashMap<String, Vec<Pending>> = HashMap::new();
-        for p in pending {
-            by_group.entry(p.group.clone()).or_default().push(p);
-        }
+        let mut pending = std::mem::take(&mut self.pending);
         let mut order = children_first(groups.keys().map(String::as_str));
         // Groups the walk did not record (none in a scan): last, in a fixed order.
-        let mut rest: Vec<String> = by_group
-            .keys()
+        let mut rest: Vec<String> = pending
+            .iter()
+            .map(|p| &p.group)
             .filter(|g| !groups.contains_key(g.as_str()))
             .cloned()
             .collect();
         rest.sort();
+        rest.dedup();
         order.extend(rest);
-        for group in order {
-            let Some(pending) = by_group.remove(&group) else {
+        let rank: HashMap<&str, usize> = order
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.as_str(), i))
+            .collect();
+        // A stable sort: walk order within a group.
+        pending.sort_by_key(|p| (p.late, rank.get(p.group.as_str()).copied()));
+        let mut dims: HashMap<String, GroupDims> = HashMap::new();
+        for p in pending {
+            let Some(a) = arrays.get_mut(&p.array) else {
                 continue;
             };
-            let dims = dims
-                .entry(group.clone())
-                .or_insert_with(|| self.scales.get(&group).cloned().unwrap_or_default());
-            for p in pending {
-                let Some(a) = arrays.get_mut(&p.array) else {
-                    continue;
-                };
-                for ax in p.axes {
-                    let name = match ax.id.and_then(|id| self.dimids.get(&id)) {
-                        Some(n) => n.clone(),
-                        None => {
-                            let used = &a.dimension_names;
-                            match dims.iter().find(|d| {
-                                d.len == ax.len
-                                    && d.unlimited == ax.unlimited
-                                    && !used.contains(&d.name)
-                            }) {
-                                Some(d) => d.name.clone(),
-                                None => {
-                                    let name = format!("phony_dim_{next}");
-                                    *next = next.saturating_add(1);
-                                    dims.push(Dim {
-                                        name: name.clone(),
-                                        len: ax.len,
-                                        unlimited: ax.unlimited,
-                                    });
-                                    name
-                                }
-                            }
-                        }
-                    };
-                    if let Some(slot) = a.dimension_names.get_mut(ax.axis) {
-                        *slot = name;
-                    }
+            let group_dims = dims
+                .entry(p.group.clone())
+                .or_insert_with(|| self.scales.get(&p.group).cloned().unwrap_or_default());
+            for ax in &p.axes {
+                let name = self.dimension_for(ax, group_dims, &a.dimension_names, &mut next);
+                if let Some(slot) = a.dimension_names.get_mut(ax.axis) {
+                    *slot = name;
                 }
             }
         }
+    }
+
+    /// The dimension of one axis: the scale with its `_Netcdf4Coordinates` id, else the first
+    /// dimension of the group (`dims`) of its length and unlimitedness the dataset does not use
+    /// yet (`used`), else a new phony one numbered `next`.
+    fn dimension_for(
+        &self,
+        ax: &Axis,
+        dims: &mut GroupDims,
+        used: &[String],
+        next: &mut u64,
+    ) -> String {
+        if let Some(n) = ax.id.and_then(|id| self.dimids.get(&id)) {
+            return n.clone();
+        }
+        let same = dims.entry((ax.len, ax.unlimited)).or_default();
+        if let Some(n) = same.iter().find(|n| !used.contains(n)) {
+            return n.clone();
+        }
+        let name = format!("phony_dim_{next}");
+        *next = next.saturating_add(1);
+        same.push(name.clone());
+        name
     }
 }
 

@@ -396,7 +396,7 @@ fn scan_dataset(
             DataspaceKind::Simple => space.dims.first().copied(),
             _ => None,
         };
-        let unlimited = space.max_dims.as_ref().and_then(|m| m.first()) == Some(&UNLIMITED);
+        let unlimited = unlimited_axes(space, 1) == [true];
         ctx.phony.note_scale(group.path, &name, len, unlimited);
         if let Some([id]) = int_attr(file, &attrs, "_Netcdf4Dimid").as_deref() {
             ctx.phony.note_dimid(*id, &name);
@@ -582,13 +582,12 @@ fn scan_dataset(
         &unlimited_axes(space, dataset_rank),
         is_scale,
     );
+    // netCDF-C drops datasets of object references (and compounds with reference members)
+    // and of an HDF5 array datatype (no netCDF type is one); the latter is recorded.
     if !mapped.extra_dims.is_empty() {
-        // netCDF-C drops datasets of an HDF5 array datatype (no netCDF type is one).
         vzarr_core::netcdf::set_field(&mut attributes, "not_shown", "HDF5 array datatype".into());
-    }
-    if attributes.contains_key("links_references") || !mapped.extra_dims.is_empty() {
-        // Object references, array datatypes: netCDF-C drops such datasets (and compounds
-        // with reference members).
+        ctx.phony.not_shown(at.path);
+    } else if attributes.contains_key("links_references") {
         ctx.phony.not_shown(at.path);
     }
     let own = path.rsplit('/').next().unwrap_or(path);

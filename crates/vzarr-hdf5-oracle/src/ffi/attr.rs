@@ -63,8 +63,9 @@ pub(crate) struct Attribute {
 }
 
 /// Object references read from an attribute (one list per element, the last reference of
-/// each, the one netCDF-C takes: `H5DSiterate_scales`): file addresses for the classic kind (`H5T_STD_REF_OBJ`, what netCDF-4 and the
-/// dimension-scale API write), object paths for the HDF5 1.12 kind (`H5T_STD_REF`).
+/// each, the one netCDF-C takes: `H5DSiterate_scales`): file addresses for the classic kind
+/// (`H5T_STD_REF_OBJ`, what netCDF-4 and the dimension-scale API write), object paths for the
+/// HDF5 1.12 kind (`H5T_STD_REF`).
 pub(crate) enum References {
     /// Classic object references: the address of the last object of each list.
     Addresses(Vec<Option<haddr_t>>),

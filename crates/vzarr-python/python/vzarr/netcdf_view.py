@@ -118,7 +118,7 @@ def _is_bookkeeping(key: str, value: Any) -> bool:
 
 def _attributes(raw: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
     """User attributes with the recorded numpy types, vzarr's bookkeeping and what netCDF-C
-    does not read (object references) left out."""
+    does not read (object references, the view's ``attributes_not_shown``) left out."""
     types = view.get("attribute_types") or {}
     not_shown = view.get("attributes_not_shown")
     not_shown = set(not_shown) if isinstance(not_shown, list) else set()
@@ -160,10 +160,13 @@ def _drop_enum_flags(attrs: dict[str, Any], enum: dict[str, Any]) -> None:
     values, meanings = attrs.get("flag_values"), attrs.get("flag_meanings")
     if values is None or not isinstance(meanings, str):
         return
-    # The members in any order (the recorded type may list them sorted by name).
-    pairs = sorted(zip(meanings.split(), (int(v) for v in np.atleast_1d(values)), strict=False))
-    wanted = sorted(("_".join(str(n).split()), int(v)) for n, v in enum.items())
-    if len(meanings.split()) == len(np.atleast_1d(values)) and pairs == wanted:
+    try:
+        names, codes = meanings.split(), [int(v) for v in np.atleast_1d(values)]
+        # The members in any order (the recorded type may list them sorted by name).
+        wanted = sorted(("_".join(str(n).split()), int(v)) for n, v in enum.items())
+    except (TypeError, ValueError, OverflowError):
+        return  # not the flags vzarr writes for the enum
+    if len(names) == len(codes) and sorted(zip(names, codes, strict=True)) == wanted:
         del attrs["flag_values"], attrs["flag_meanings"]
 
 
