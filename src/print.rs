@@ -127,7 +127,7 @@ pub(crate) fn survey_table(r: &vzarr_plan::CompactReport) -> String {
 /// How an append was planned: at the output's tail, or every file again and why.
 pub(crate) fn appended(a: &vzarr_build::Appended) {
     match a {
-        vzarr_build::Appended::Tail { files, changed } => println!(
+        vzarr_build::Appended::Tail { files, changed, .. } => println!(
             "appended at the tail: {files} file(s) planned (the output's last and the new), {} array(s) changed",
             changed.len()
         ),
@@ -196,7 +196,7 @@ pub(crate) fn finish_as(
         output,
         action,
         action == "append",
-        appended.and_then(vzarr_build::Appended::changed),
+        appended,
         Some(crate::release_free_memory),
     );
     // The write counts in the summary's time (for a large Icechunk build, most of it).
@@ -219,6 +219,17 @@ pub(crate) fn finish_as(
         }
     ));
     match written {
+        // Read at its tail: the dataset holds what the append wrote, the file the rest.
+        Written::Kerchunk { at } if appended.and_then(vzarr_build::Appended::spliced).is_some() => {
+            println!(
+                "wrote {at}: {} arrays from {} file(s); the append wrote {} chunks referenced ({}) and {} inline, the rest of the file kept as it was",
+                s.arrays.len(),
+                ds.provenance.sources.len(),
+                s.total.referenced,
+                human_bytes(s.total.referenced_bytes),
+                s.total.inline,
+            );
+        }
         Written::Kerchunk { at } => {
             println!(
                 "wrote {at}: {} arrays from {} file(s), {} chunks referenced ({}), {} inline, {} left out",

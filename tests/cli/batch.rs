@@ -327,10 +327,11 @@ fn append_equals_a_full_rebuild_and_scans_only_new_files() {
         (Some(6), Some(1)),
         "only the new months are scanned, and only the output's last month is planned again"
     );
+    let said = String::from_utf8_lossy(&o.stdout);
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("appended at the tail: 7 file(s) planned"),
-        "{}",
-        String::from_utf8_lossy(&o.stdout)
+        said.contains("appended at the tail: 7 file(s) planned")
+            && said.contains("the rest of the file kept as it was"),
+        "{said}"
     );
 
     let full = dir.path().join("full.json");

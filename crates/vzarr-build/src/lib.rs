@@ -48,5 +48,5 @@ pub use options::{BuildOptions, DEFAULT_FILE_TIMEOUT_SECS, OnError, Settings, pa
 pub use output::{Format, Output, Written};
 pub use report::{Failure, write_report};
 pub use run::{Progress, run};
-pub use tail::Appended;
+pub use tail::{Appended, SplicedFile};
 pub use vzarr_plan::Changed;

@@ -333,22 +333,31 @@ pub fn merged_inputs(
 /// Writes `ds` to `output` (atomically: a reference file appears whole or not at all; an
 /// Icechunk build's branch gains all its commits, one per piece, or none). `action` names
 /// what made it in an Icechunk commit message (`build`, `append`, `combine`); `append` says
-/// the repository must exist; `changed` (an append planned at the tail,
-/// [`crate::Appended::Tail`]) says what changed, and an Icechunk commit then writes only
-/// that, leaving the rest of the repository as it is; `after_piece` runs between the pieces of an Icechunk build (see
-/// [`vzarr_icechunk::WriteOptions::after_piece`]).
+/// the repository must exist; `appended` says how an append was planned: at the tail
+/// ([`crate::Appended::Tail`]), only what changed is written, the rest of the reference file
+/// kept as it is or the rest of the repository left as it is; `after_piece` runs between the
+/// pieces of an Icechunk build (see [`vzarr_icechunk::WriteOptions::after_piece`]).
 pub fn write(
     ds: &VirtualDataset,
     output: &Output,
     action: &str,
     append: bool,
-    changed: Option<&std::collections::BTreeMap<String, vzarr_plan::Changed>>,
+    appended: Option<&crate::Appended>,
     after_piece: Option<fn()>,
 ) -> Result<Written, BuildError> {
+    let changed = appended.and_then(crate::Appended::changed);
+    let spliced = appended
+        .and_then(crate::Appended::spliced)
+        .zip(changed)
+        .filter(|_| append);
     match output {
         // A local location is absolute already (`vzarr_source::locate`).
         Output::Kerchunk(loc) if loc.scheme == Scheme::File => {
-            vzarr_kerchunk::write_file(ds, &loc.local_path())?;
+            let path = loc.local_path();
+            match spliced {
+                Some((file, changed)) => file.write_file(ds, changed, &path)?,
+                None => vzarr_kerchunk::write_file(ds, &path)?,
+            }
             Ok(Written::Kerchunk {
                 at: output.display(),
             })
@@ -358,7 +367,11 @@ pub fn write(
             let w = vzarr_source::ObjectWriter::create(vzarr_source::Clients::global(), loc)
                 .map_err(BuildError::Output)?;
             // On error the writer is dropped, which aborts the upload.
-            let w = vzarr_kerchunk::write_refs(ds, w).map_err(|e| upload_error(loc, e))?;
+            let w = match spliced {
+                Some((file, changed)) => file.write(ds, changed, w),
+                None => vzarr_kerchunk::write_refs(ds, w),
+            }
+            .map_err(|e| upload_error(loc, e))?;
             w.finish().map_err(BuildError::Output)?;
             Ok(Written::Kerchunk { at: loc.url() })
         }
@@ -379,12 +392,7 @@ pub fn write(
                 piece_refs: *piece_refs,
                 commits: *commits,
                 after_piece,
-                update: changed.filter(|_| append).map(|c| vzarr_icechunk::Update {
-                    arrays: c
-                        .iter()
-                        .map(|(p, c)| (p.clone(), (c.axis, c.from)))
-                        .collect(),
-                }),
+                update: changed.filter(|_| append).map(update_of),
             };
             Ok(Written::Icechunk(vzarr_icechunk::write(
                 ds, location, &opts,

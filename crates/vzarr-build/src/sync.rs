@@ -354,13 +354,12 @@ pub fn write(
     after_piece: Option<fn()>,
 ) -> Result<crate::Written, BuildError> {
     let append = plan.action == SyncAction::Append;
-    let changed = out.appended.as_ref().and_then(crate::Appended::changed);
     crate::output::write(
         &out.dataset,
         output,
         action_name(plan.action),
         append,
-        changed,
+        out.appended.as_ref(),
         after_piece,
     )
 }

@@ -3,9 +3,16 @@
 //! plan of every file gives. Where the planner cannot be sure of that (new files before the
 //! last one, a last file changed since it was recorded, small chunks treated by what the
 //! whole array holds), the append plans every file instead and says why.
+//!
+//! The output is read only as far as the append needs it: a repository's last manifest
+//! splits ([`vzarr_icechunk::open_tail`]), a reference file's documents and last entries
+//! ([`vzarr_kerchunk::read_tail`]; [`SplicedFile`] then writes the file again with the rest
+//! copied as bytes, not parsed and rendered).
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
 
 use vzarr_core::{Provenance, VirtualDataset};
 use vzarr_plan::{Changed, extend};
@@ -25,6 +32,10 @@ pub enum Appended {
         files: usize,
         /// The arrays that changed and from which chunk on (the others are the output's).
         changed: BTreeMap<String, Changed>,
+        /// The reference file appended to, read at its tail: the outcome's dataset holds
+        /// what changed, and the write keeps the rest of the file as it is. `None` for a
+        /// repository, or a file read whole.
+        spliced: Option<SplicedFile>,
     },
     /// Every file planned again, for this reason.
     Full {
@@ -50,7 +61,86 @@ impl Appended {
             Appended::Full { .. } => None,
         }
     }
+
+    /// The reference file an append at the tail read at its tail (see [`Appended::Tail`]).
+    pub fn spliced(&self) -> Option<&SplicedFile> {
+        match self {
+            Appended::Tail { spliced, .. } => spliced.as_ref(),
+            Appended::Full { .. } => None,
+        }
+    }
 }
+
+/// A reference file read at its tail for an append ([`vzarr_kerchunk::read_tail`]): its
+/// bytes, where their parts sit, and (for a local file) its size and modification time when
+/// it was read, which must still be its own when the append is written.
+#[derive(Clone)]
+pub struct SplicedFile(Arc<Spliced>);
+
+struct Spliced {
+    bytes: Vec<u8>,
+    layout: vzarr_kerchunk::Layout,
+    modified: Option<(u64, SystemTime)>,
+}
+
+impl SplicedFile {
+    /// Writes `ds` (the dataset of an append at the tail of this file, whose `changed`
+    /// arrays changed) to `out` ([`vzarr_kerchunk::write_spliced`]).
+    pub fn write<W: std::io::Write>(
+        &self,
+        ds: &VirtualDataset,
+        changed: &BTreeMap<String, Changed>,
+        out: W,
+    ) -> Result<W, vzarr_kerchunk::WriteError> {
+        let update = crate::output::update_of(changed);
+        vzarr_kerchunk::write_spliced(ds, &self.0.bytes, &self.0.layout, &update.arrays, out)
+    }
+
+    /// [`SplicedFile::write`] over the local file `path` it was read from, atomically, if
+    /// that has not changed since it was read.
+    pub fn write_file(
+        &self,
+        ds: &VirtualDataset,
+        changed: &BTreeMap<String, Changed>,
+        path: &Path,
+    ) -> Result<(), BuildError> {
+        let now = std::fs::metadata(path).map_err(|e| BuildError::io(path, e))?;
+        if self.0.modified
+            != Some((
+                now.len(),
+                now.modified().map_err(|e| BuildError::io(path, e))?,
+            ))
+        {
+            return Err(BuildError::Append {
+                output: path.display().to_string(),
+                reason: "it changed while the append was planned; run the append again".into(),
+            });
+        }
+        let update = crate::output::update_of(changed);
+        vzarr_kerchunk::write_file_spliced(
+            ds,
+            &self.0.bytes,
+            &self.0.layout,
+            &update.arrays,
+            path,
+        )?;
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for SplicedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SplicedFile({} bytes)", self.0.bytes.len())
+    }
+}
+
+impl PartialEq for SplicedFile {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for SplicedFile {}
 
 /// What [`append`] did: the outcome, or why every file must be planned.
 pub(crate) enum Tail {
@@ -116,7 +206,7 @@ pub(crate) fn append(
             last.url
         )));
     }
-    let old = existing(output, &c.dim, last.start)?;
+    let (old, spliced) = existing(output, &c.dim, last.start)?;
     let policy = opts.small_chunks.unwrap_or_default();
     let extended = match extend(old, combined.dataset, &combined.small_chunks, &policy) {
         Ok(e) => e,
@@ -162,21 +252,33 @@ pub(crate) fn append(
     out.appended = Some(Appended::Tail {
         files: sources.len(),
         changed: extended.changed,
+        spliced,
     });
     Ok(Tail::Done(Box::new(out)))
 }
 
-/// The output as it is: a reference file read whole; a repository's tip as far as an append
-/// at the tail along `dim` from element `start` on needs it ([`vzarr_icechunk::open_tail`]:
-/// its manifests are missing what the append keeps, which it does not write).
-fn existing(output: &Output, dim: &str, start: u64) -> Result<VirtualDataset, BuildError> {
+/// The output as it is, as far as an append at the tail along `dim` from element `start` on
+/// needs it: a reference file read at its tail where its layout allows
+/// ([`vzarr_kerchunk::read_tail`], with what the write needs to keep the rest as it is), else
+/// whole; a repository's tip ([`vzarr_icechunk::open_tail`]). Their manifests are missing what
+/// the append keeps, which it does not write.
+fn existing(
+    output: &Output,
+    dim: &str,
+    start: u64,
+) -> Result<(VirtualDataset, Option<SplicedFile>), BuildError> {
     let limits = vzarr_kerchunk::ParseLimits::default();
     match output {
         Output::Kerchunk(loc) => {
             let at = output.display();
-            let bytes = if loc.scheme == Scheme::File {
+            let (bytes, modified) = if loc.scheme == Scheme::File {
                 let path = loc.local_path();
-                std::fs::read(&path).map_err(|e| BuildError::io(&path, e))?
+                let io = |e| BuildError::io(&path, e);
+                let mut file = std::fs::File::open(&path).map_err(io)?;
+                let meta = file.metadata().map_err(io)?;
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut file, &mut bytes).map_err(io)?;
+                (bytes, Some((meta.len(), meta.modified().map_err(io)?)))
             } else {
                 let src = vzarr_source::open_source(&loc.url()).map_err(BuildError::Output)?;
                 let mut bytes = Vec::new();
@@ -185,19 +287,42 @@ fn existing(output: &Output, dim: &str, start: u64) -> Result<VirtualDataset, Bu
                     path: at.clone(),
                     source: e,
                 })?;
-                bytes
+                (bytes, None)
             };
-            Ok(vzarr_kerchunk::parse_refs(&bytes, &at, limits)?.dataset)
+            match vzarr_kerchunk::read_tail(
+                &bytes,
+                &at,
+                limits,
+                (dim, start),
+                vzarr_icechunk::TAIL_ALL_CHUNKS,
+            ) {
+                Ok(tail) => {
+                    let file = Spliced {
+                        bytes,
+                        layout: tail.layout,
+                        modified,
+                    };
+                    Ok((tail.dataset, Some(SplicedFile(Arc::new(file)))))
+                }
+                // Read whole, which names what is malformed, if anything is.
+                Err(_) => Ok((
+                    vzarr_kerchunk::parse_refs(&bytes, &at, limits)?.dataset,
+                    None,
+                )),
+            }
         }
         Output::Icechunk {
             location, branch, ..
-        } => Ok(vzarr_icechunk::open_tail(
-            location,
-            branch,
-            limits.max_references,
-            (dim, start),
-            vzarr_icechunk::TAIL_ALL_CHUNKS,
-        )?
-        .dataset),
+        } => Ok((
+            vzarr_icechunk::open_tail(
+                location,
+                branch,
+                limits.max_references,
+                (dim, start),
+                vzarr_icechunk::TAIL_ALL_CHUNKS,
+            )?
+            .dataset,
+            None,
+        )),
     }
 }

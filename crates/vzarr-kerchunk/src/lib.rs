@@ -15,6 +15,9 @@
 //!   own references with Zarr v2 metadata; [`parse_parquet_refs`]: kerchunk's Parquet
 //!   references, read through the caller's fetcher; [`ParquetRecords`]: the same read lazily
 //!   (`.zmetadata` first, an array's record files when it is needed).
+//! - [`read_tail`], [`write_spliced`], [`write_file_spliced`]: an append at the tail of a file
+//!   this writer wrote reads what the append can change and copies the rest as bytes, with the
+//!   same result as writing the whole extended dataset.
 //!
 //! ```
 //! use vzarr_core::VirtualDataset;
@@ -28,6 +31,7 @@
 
 pub mod consolidated;
 mod read;
+mod splice;
 mod stream;
 mod write;
 
@@ -36,6 +40,7 @@ pub use read::{
     ParseLimits, ParsedRefs, RecordPart, WholeFiles, parse_chunk_indices, parse_parquet_refs,
     parse_refs, split_chunk_key,
 };
+pub use splice::{Layout, NotSpliced, TailRefs, read_tail, write_file_spliced, write_spliced};
 pub use write::{WriteError, chunk_key, to_bytes, write_file, write_refs};
 
 #[cfg(test)]

@@ -18,6 +18,10 @@ pub enum WriteError {
     /// The dataset is inconsistent.
     #[error("invalid dataset: {0}")]
     Invalid(#[from] vzarr_core::CoreError),
+    /// The dataset cannot be written over the reference file it was read from at its tail
+    /// ([`crate::write_spliced`]): it changed what was not read.
+    #[error("cannot write the append over the file read: {0}")]
+    Splice(String),
     /// Writing the output failed.
     #[error("{path}: {source}")]
     Io {
@@ -33,7 +37,7 @@ pub enum WriteError {
 /// inverse of [`crate::split_chunk_key`] and [`crate::parse_chunk_indices`].
 pub use vzarr_core::chunk_key;
 
-fn meta_key(path: &str) -> String {
+pub(crate) fn meta_key(path: &str) -> String {
     if path.is_empty() {
         "zarr.json".to_string()
     } else {
@@ -42,14 +46,14 @@ fn meta_key(path: &str) -> String {
 }
 
 /// At most this many stored chunks are rendered as one piece of output (one parallel task).
-const PIECE_CHUNKS: usize = 1 << 14;
+pub(crate) const PIECE_CHUNKS: usize = 1 << 14;
 
 /// One array's metadata (for its first piece) and the stored chunks at the positions `range`.
-struct Piece<'a> {
-    path: &'a str,
-    array: &'a VirtualArray,
-    first: bool,
-    range: Range<usize>,
+pub(crate) struct Piece<'a> {
+    pub(crate) path: &'a str,
+    pub(crate) array: &'a VirtualArray,
+    pub(crate) first: bool,
+    pub(crate) range: Range<usize>,
 }
 
 /// The pieces of `array`: each holds at most [`PIECE_CHUNKS`] stored chunks; there is always
@@ -86,14 +90,14 @@ fn key(out: &mut Vec<u8>, key: &str) {
 }
 
 /// Appends `,"key":"<the document as JSON text>"`.
-fn document(out: &mut Vec<u8>, k: &str, doc: &serde_json::Value) {
+pub(crate) fn document(out: &mut Vec<u8>, k: &str, doc: &serde_json::Value) {
     key(out, k);
     let text = serde_json::to_string(doc).expect("a JSON value serialises");
     serde_json::to_writer(&mut *out, &text).expect("writing to a Vec");
 }
 
 /// Renders one piece: the array's metadata if it is the first, then its chunks' entries.
-fn render(p: &Piece<'_>) -> Vec<u8> {
+pub(crate) fn render(p: &Piece<'_>) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 * p.range.len().min(PIECE_CHUNKS) + 256);
     if p.first {
         document(&mut out, &meta_key(p.path), &p.array.zarr_metadata());
@@ -151,6 +155,37 @@ fn render(p: &Piece<'_>) -> Vec<u8> {
     out
 }
 
+/// Writes what precedes the arrays: the provenance block, the root's `zarr.json` (with the
+/// consolidated metadata of every node) and every other group's.
+pub(crate) fn write_head<W: Write>(ds: &VirtualDataset, out: &mut W) -> io::Result<()> {
+    out.write_all(br#"{"version":1,"vzarr":"#)?;
+    serde_json::to_writer(&mut *out, &ds.provenance)?;
+    out.write_all(br#","refs":{"zarr.json":"#)?;
+    let nodes: Vec<(&str, serde_json::Value)> = ds
+        .groups
+        .keys()
+        .filter(|p| !p.is_empty())
+        .map(|p| (p.as_str(), ds.group_document(p, false)))
+        .chain(
+            ds.arrays
+                .iter()
+                .map(|(p, a)| (p.as_str(), a.zarr_metadata())),
+        )
+        .collect();
+    let root = consolidated::consolidate(
+        &ds.group_document("", false),
+        nodes.iter().map(|(p, d)| (*p, d)),
+        "",
+    );
+    let text = serde_json::to_string(&root)?;
+    serde_json::to_writer(&mut *out, &text)?;
+    let mut buf = Vec::new();
+    for path in ds.groups.keys().filter(|p| !p.is_empty()) {
+        document(&mut buf, &meta_key(path), &ds.group_document(path, false));
+    }
+    out.write_all(&buf)
+}
+
 /// Writes the references of `ds` to `out`. Arrays are rendered in pieces on the current
 /// rayon thread pool, a few pieces per thread at a time (bounded memory), and written in
 /// order: the output does not depend on the number of threads.
@@ -161,32 +196,7 @@ pub fn write_refs<W: Write>(ds: &VirtualDataset, mut out: W) -> Result<W, WriteE
         source,
     };
     (|| -> io::Result<()> {
-        out.write_all(br#"{"version":1,"vzarr":"#)?;
-        serde_json::to_writer(&mut out, &ds.provenance)?;
-        out.write_all(br#","refs":{"zarr.json":"#)?;
-        let nodes: Vec<(&str, serde_json::Value)> = ds
-            .groups
-            .keys()
-            .filter(|p| !p.is_empty())
-            .map(|p| (p.as_str(), ds.group_document(p, false)))
-            .chain(
-                ds.arrays
-                    .iter()
-                    .map(|(p, a)| (p.as_str(), a.zarr_metadata())),
-            )
-            .collect();
-        let root = consolidated::consolidate(
-            &ds.group_document("", false),
-            nodes.iter().map(|(p, d)| (*p, d)),
-            "",
-        );
-        let text = serde_json::to_string(&root)?;
-        serde_json::to_writer(&mut out, &text)?;
-        let mut buf = Vec::new();
-        for path in ds.groups.keys().filter(|p| !p.is_empty()) {
-            document(&mut buf, &meta_key(path), &ds.group_document(path, false));
-        }
-        out.write_all(&buf)?;
+        write_head(ds, &mut out)?;
         let window = 2 * rayon::current_num_threads().max(1);
         let mut all = ds.arrays.iter().flat_map(|(p, a)| pieces(p, a)).peekable();
         while all.peek().is_some() {
@@ -210,6 +220,17 @@ pub fn to_bytes(ds: &VirtualDataset) -> Result<Vec<u8>, WriteError> {
 /// Writes the references of `ds` to `path` atomically: a temporary file in the same directory,
 /// flushed and synced, then renamed over `path`. On error nothing is left at `path`.
 pub fn write_file(ds: &VirtualDataset, path: &Path) -> Result<(), WriteError> {
+    write_atomically(path, |w| write_refs(ds, w))
+}
+
+/// The temporary file an atomic write writes to.
+pub(crate) type TempWriter = io::BufWriter<tempfile::NamedTempFile>;
+
+/// Writes what `write` writes to `path` atomically (see [`write_file`]).
+pub(crate) fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(TempWriter) -> Result<TempWriter, WriteError>,
+) -> Result<(), WriteError> {
     let io_err = |source| WriteError::Io {
         path: path.display().to_string(),
         source,
@@ -226,7 +247,7 @@ pub fn write_file(ds: &VirtualDataset, path: &Path) -> Result<(), WriteError> {
         .tempfile_in(&dir)
         .map_err(io_err)?;
     let buf = io::BufWriter::with_capacity(1 << 20, tmp);
-    let buf = write_refs(ds, buf).map_err(|e| match e {
+    let buf = write(buf).map_err(|e| match e {
         WriteError::Io { source, .. } => io_err(source),
         other => other,
     })?;

@@ -394,9 +394,7 @@ fn build(
                         target,
                         action,
                         append,
-                        out.appended
-                            .as_ref()
-                            .and_then(vzarr_build::Appended::changed),
+                        out.appended.as_ref(),
                         Some(release_free_memory),
                     )?;
                     (None, Some(written_json(&w)))
