@@ -376,6 +376,9 @@ pub(crate) enum Command {
     Cat(CatArgs),
     /// Bring an output in line with its sources: new files appended, changed ones replaced.
     Sync(crate::sync_cmd::SyncArgs),
+    /// Expire an Icechunk repository's old snapshots and collect its garbage, keeping what
+    /// vzarr records of its sources (for appends and sync).
+    Expire(crate::expire_cmd::ExpireArgs),
     /// Upgrade existing references (kerchunk's JSON or Parquet, Zarr v2 metadata) to Zarr v3
     /// references or an Icechunk repository, their sources checked and recorded and small
     /// chunks merged and inlined as a build does.
@@ -397,9 +400,10 @@ pub(crate) enum Command {
 impl Command {
     /// Every subcommand's name, as typed.
     #[cfg(test)]
-    pub(crate) const NAMES: [&'static str; 10] = [
+    pub(crate) const NAMES: [&'static str; 11] = [
         "build",
         "sync",
+        "expire",
         "scan",
         "combine",
         "inspect",
@@ -420,6 +424,7 @@ impl Command {
             Command::Verify(_) => "verify",
             Command::Cat(_) => "cat",
             Command::Sync(_) => "sync",
+            Command::Expire(_) => "expire",
             Command::Upgrade(_) => "upgrade",
             Command::VerifyWorker => "__verify-worker",
             Command::ScanWorker { .. } => "__scan-worker",
@@ -470,6 +475,8 @@ pub(crate) enum Run {
     Cat(CatArgs),
     /// `vzarr sync`.
     Sync(crate::sync_cmd::SyncArgs),
+    /// `vzarr expire`.
+    Expire(crate::expire_cmd::ExpireArgs),
     /// `vzarr upgrade`.
     Upgrade(crate::upgrade_cmd::UpgradeArgs),
     /// The worker process of `vzarr verify`.
@@ -570,6 +577,7 @@ pub(crate) fn validate(command: Command) -> Result<Run> {
         Command::Verify(args) => Run::Verify(args),
         Command::Cat(args) => Run::Cat(args),
         Command::Sync(args) => Run::Sync(args),
+        Command::Expire(args) => Run::Expire(args),
         Command::Upgrade(args) => Run::Upgrade(args),
         Command::VerifyWorker => Run::VerifyWorker,
         Command::ScanWorker {

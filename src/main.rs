@@ -13,6 +13,7 @@ use clap::Parser;
 mod build_cmds;
 #[cfg(test)]
 mod doc_commands;
+mod expire_cmd;
 mod flags;
 mod hints;
 mod panics;
@@ -92,6 +93,7 @@ fn run(command: Run) -> Result<ExitCode> {
         Run::Verify(args) => read_cmds::verify(args),
         Run::Cat(args) => read_cmds::cat(args).map(|()| ExitCode::SUCCESS),
         Run::Sync(args) => sync_cmd::sync(args),
+        Run::Expire(args) => expire_cmd::expire(args),
         Run::Upgrade(args) => upgrade_cmd::upgrade(args),
         Run::VerifyWorker => verify_worker(),
         Run::ScanWorker {

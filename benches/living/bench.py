@@ -97,9 +97,19 @@ def stats(xs: list[float]) -> dict:
             "first": xs[0], "last": xs[-1], "n": len(xs)}
 
 
+def small_chunks(a) -> list:
+    """Chunks smaller than the catalog's default (gen.py --chunk) are kept as they are: merged
+    or inlined they would not be the references this benchmark counts."""
+    return ["--small-chunks", "keep"] if a.chunk < 32 else []
+
+
+def refs_per_day(a) -> int:
+    return (384 // a.chunk) * (768 // a.chunk)
+
+
 def build_argv(a, catalog: Path, out: Path, fmt: str, cache: Path) -> list:
     return [a.vzarr, "build", "--catalog", catalog, "--concat-dim", "time", "-o", out,
-            "--format", fmt, "--cache-dir", cache]
+            "--format", fmt, "--cache-dir", cache, *small_chunks(a)]
 
 
 def full_builds(a, work: Path, lists: dict, caches: dict, fmts: list[str]) -> dict:
@@ -138,7 +148,7 @@ def appends(a, work: Path, fmt: str, new: list[Path], cache0: Path) -> dict:
         before = size(out)
         pb = parts(out) if out.is_dir() else None
         r = run([a.vzarr, "build", "--append", day, "-o", out, "--format", fmt,
-                 "--cache-dir", cache], work / "logs" / f"append-{ext}.{k}",
+                 "--cache-dir", cache, *small_chunks(a)], work / "logs" / f"append-{ext}.{k}",
                 f"append of {day.name} ({fmt})")
         line = next((l for l in r["stdout"].splitlines() if l.startswith("appended ")), "")
         if not line.startswith(TAIL):
@@ -256,7 +266,7 @@ def report(res: dict) -> str:
     mib = lambda n: f"{n / 2**20:,.1f} MiB"  # noqa: E731
     kib = lambda n: f"{n / 2**10:,.1f} KiB"  # noqa: E731
     d, k = res["days"], res["appends"]
-    lines = [f"catalog: {d} daily files, {d * 288:,} references at the end; "
+    lines = [f"catalog: {d} daily files, {d * res['refs_per_day']:,} references at the end; "
              f"the first {d - k} built, then {k} one-day appends; "
              f"load average {' '.join(res['machine']['loadavg_start'])} at the start, "
              f"{' '.join(res['machine']['loadavg_end'])} at the end", ""]
@@ -333,10 +343,13 @@ def main() -> int:
     ap.add_argument("--appends", type=int, default=30)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--only", default="json,icechunk,peers")
+    ap.add_argument("--chunk", type=int, default=32)
     a = ap.parse_args()
     only = set(a.only.split(","))
     if not only <= {"json", "icechunk", "peers"}:
         raise BenchError(f"--only: json, icechunk, peers (not {a.only})")
+    if "peers" in only and a.chunk != 32:
+        raise BenchError("the peers run on the default catalog only (--chunk 32)")
     work = Path(a.work).resolve()
     (work / "logs").mkdir(parents=True, exist_ok=True)
     files = sorted(Path(a.catalog).resolve().glob("tas_*.nc"))[: a.days]
@@ -345,10 +358,10 @@ def main() -> int:
     nb = a.days - a.appends
     base, new = files[:nb], files[nb:]
     res: dict = {"days": a.days, "appends": a.appends, "runs": a.runs, "machine": machine(),
-                 "versions": versions(a.vzarr)}
+                 "versions": versions(a.vzarr), "chunk": a.chunk, "refs_per_day": refs_per_day(a)}
     import icechunk
     res["versions"]["icechunk (python)"] = icechunk.__version__
-    log(f"{a.days} days ({a.days * 288:,} references): the first {nb} built, then "
+    log(f"{a.days} days ({a.days * refs_per_day(a):,} references): the first {nb} built, then "
         f"{a.appends} one-day appends; load {' '.join(res['machine']['loadavg_start'])}")
     warm([str(f) for f in files])
     lists = {"base": work / "base.txt", "full": work / "full.txt"}

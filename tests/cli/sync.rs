@@ -390,3 +390,98 @@ fn sync_of_an_icechunk_repository_commits_once_with_the_fresh_build_values() {
     let again = ok(&a.vzarr(&["inspect", s(&repo), "--json"]));
     assert_eq!(history, again);
 }
+
+/// Bytes of every file under `dir`.
+fn tree_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                tree_bytes(&e.path())
+            } else {
+                m.len()
+            }
+        })
+        .sum()
+}
+
+#[test]
+fn expiring_a_repository_keeps_what_appends_and_sync_need() {
+    let a = Archive::new(1..=2);
+    let repo = a.path("repo");
+    let build = |months: &[u32], append: bool| {
+        let mut args = vec!["build", "-o", s(&repo), "--format", "icechunk"];
+        args.push(if append { "--append" } else { "--concat-dim" });
+        if !append {
+            args.push("time");
+        }
+        let files: Vec<PathBuf> = months.iter().map(|m| a.month(*m)).collect();
+        args.extend(files.iter().map(|p| s(p)));
+        ok(&a.vzarr(&args))
+    };
+    build(&[1, 2], false);
+    for m in 3..=5 {
+        a.add(m..=m);
+        assert!(build(&[m], true).contains("appended at the tail"));
+    }
+    let before = tree_bytes(&repo);
+    // The tip records its provenance as a change: a checkpoint first, then every snapshot
+    // but the tip expired and collected.
+    let printed = ok(&a.vzarr(&["expire", s(&repo), "--older-than", "0s", "--json"]));
+    let done: serde_json::Value = serde_json::from_str(&printed).unwrap();
+    assert_eq!(done["checkpoints"], serde_json::json!(["main"]), "{done}");
+    assert!(done["snapshots_expired"].as_u64().unwrap() >= 4, "{done}");
+    assert!(done["collected"]["bytes"].as_u64().unwrap() > 0, "{done}");
+    assert!(tree_bytes(&repo) < before);
+    let history = ok(&a.vzarr(&["inspect", s(&repo), "--json"]));
+    let h: serde_json::Value = serde_json::from_str(&history).unwrap();
+    let messages: Vec<&str> = h["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        messages.len(),
+        2,
+        "the checkpoint and the first commit: {messages:?}"
+    );
+    assert!(messages[0].contains("checkpoint"), "{messages:?}");
+    // The values, the provenance and appends are as before.
+    let cat = |refs: &Path| {
+        ok(&a.vzarr(&[
+            "cat",
+            s(refs),
+            "tas",
+            "--json",
+            "--allow-prefix",
+            s(&a.dir()),
+        ]))
+    };
+    assert_eq!(cat(&repo), cat(&a.fresh("fresh5.json", &[])));
+    a.add(6..=6);
+    assert!(build(&[6], true).contains("appended at the tail"));
+    assert_eq!(cat(&repo), cat(&a.fresh("fresh6.json", &[])));
+    let printed = ok(&a.sync(&repo, &["--dry-run"]));
+    assert!(
+        printed.contains("0 added, 0 replaced, 0 removed"),
+        "{printed}"
+    );
+    // Nothing older than 30 days: nothing expired, and no checkpoint (the tip's change
+    // applies to the checkpoint, which stays).
+    let printed = ok(&a.vzarr(&["expire", s(&repo), "--older-than", "30d"]));
+    assert!(
+        printed.contains("0 snapshot(s)") && !printed.contains("checkpoint"),
+        "{printed}"
+    );
+    // A cutoff that is not a time is refused by name.
+    let o = a.vzarr(&["expire", s(&repo), "--older-than", "yesterday"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("--older-than"),
+        "{}",
+        text(&o.stderr)
+    );
+}

@@ -154,3 +154,49 @@ def test_icechunk_appends_write_what_changed(tmp_path, opts):
     assert a == b
     v = run_vzarr("verify", repo_path, "--trust-references", check=False)
     assert v.returncode == 0, v.stdout + v.stderr
+
+
+def test_expiring_an_appended_repository_keeps_it_appendable(tmp_path):
+    """Old snapshots of a repository appended month by month expired and collected: with
+    icechunk-python's calls alone the appends' recorded changes lose what they apply to (the
+    control: vzarr then refuses to append, naming why); after `vzarr expire` (a checkpoint of
+    the whole provenance first) the repository is smaller, reads through icechunk-python equal
+    to the files, and takes the next append at its tail."""
+    import datetime
+
+    import shutil
+
+    months = MONTHS_24[:7]
+    src = tmp_path / "src"
+    src.mkdir()
+    paths = write_archive(src, months, chunk_t=10, zlib=True)
+    repo_path = tmp_path / "repo"
+    run_vzarr("build", *paths[:3], "--concat-dim", "time", "-o", repo_path, "--format", "icechunk")
+    for k in range(3, 6):
+        run_vzarr("build", "--append", paths[k], "-o", repo_path, "--format", "icechunk")
+    plain = tmp_path / "plain"
+    shutil.copytree(repo_path, plain)
+    now = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=1)
+
+    # The control: Icechunk's own expiration cuts the chain of recorded changes.
+    repo, _ = open_local(plain)
+    assert len(repo.expire_snapshots(older_than=now)) == 3  # all but the first and the tip
+    repo.garbage_collect(now)
+    p = run_vzarr("build", "--append", paths[6], "-o", plain, "--format", "icechunk", check=False)
+    assert p.returncode != 0 and "the history was cut" in p.stderr, p.stdout + p.stderr
+
+    def size(path):
+        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+    before = size(repo_path)
+    p = run_vzarr("expire", repo_path, "--older-than", "0s")
+    assert "provenance checkpoint committed on main" in p.stdout, p.stdout
+    assert size(repo_path) < before
+    repo, _ = open_local(repo_path)
+    history = list(repo.ancestry(branch="main"))
+    assert len(history) == 2 and "vzarr" in history[0].metadata, [h.message for h in history]
+    assert_matches_concat(open_xr(repo), expected_concat(paths[:6]))
+    p = run_vzarr("build", "--append", paths[6], "-o", repo_path, "--format", "icechunk")
+    assert tail_or_full(p) == "tail", p.stdout
+    repo, _ = open_local(repo_path)
+    assert_matches_concat(open_xr(repo), expected_concat(paths))

@@ -198,7 +198,10 @@ pub(crate) async fn provenance_at(
             && d.base != info.id.to_string()
         {
             return Err(broken(format!(
-                "a change recorded against commit {} follows commit {}",
+                "a change recorded against commit {} follows commit {}: the history was cut \
+                 below it, as Icechunk's snapshot expiration does without vzarr's checkpoint \
+                 first; the values still read, but the record of the sources is lost (rebuild \
+                 the repository to append to it or sync it)",
                 d.base, info.id
             )));
         }

@@ -16,6 +16,8 @@
 //!   references.
 //! - [`open`]: the tip of a branch back into a dataset (native chunks read into the manifest
 //!   as inline bytes), for vzarr's reader and verifier; [`history`] lists the commits.
+//! - [`expire()`]: old snapshots expired and garbage collected with Icechunk's own operations,
+//!   after a commit of the whole provenance where the tip records a change (`expire`).
 //!
 //! Icechunk names snapshots, nodes and manifests with random ids, so two writes of the same
 //! dataset give the same content but not the same bytes.
@@ -33,6 +35,7 @@
 
 mod delta;
 mod error;
+mod expire;
 mod guard;
 mod location;
 mod read;
@@ -42,6 +45,7 @@ mod write;
 
 pub use delta::{DELTA_KEY, FULL_EVERY};
 pub use error::{IcechunkCause, IcechunkError};
+pub use expire::{CHECKPOINT_MESSAGE, Collected, Expired, Time, expire, parse_cutoff};
 pub use guard::{MAX_DECODED_FILE, MAX_INFLATION, MAX_METADATA_FILE, check_metadata_file};
 pub use location::{RepoLocation, container_for, s3_options_from_env};
 pub use read::{

@@ -196,7 +196,10 @@ pub fn commit_message(ds: &VirtualDataset, action: &str) -> String {
 }
 
 /// A `map_err` adapter for the `icechunk` crate's errors.
-fn ice<E: Into<crate::IcechunkCause>>(at: &str, op: &str) -> impl FnOnce(E) -> IcechunkError {
+pub(crate) fn ice<E: Into<crate::IcechunkCause>>(
+    at: &str,
+    op: &str,
+) -> impl FnOnce(E) -> IcechunkError {
     let (at, op) = (at.to_string(), op.to_string());
     move |e| IcechunkError::icechunk(&at, op, e)
 }
