@@ -207,6 +207,67 @@ def equal_icechunk(a, work: Path) -> dict:
     return c
 
 
+def reprocess(path: Path) -> None:
+    """Rewrites `path` as a data centre re-processing a day would: the same coordinates and
+    layout, `tas` + 0.5 K (netCDF4-python, a new file moved over the old)."""
+    import netCDF4
+    import numpy as np
+    tmp = path.with_suffix(".reprocessed")
+    shutil.copyfile(path, tmp)
+    with netCDF4.Dataset(tmp, "r+") as f:
+        f["tas"][:] = np.asarray(f["tas"][:]) + np.float32(0.5)
+    tmp.replace(path)
+
+
+def sync(a, work: Path, fmt: str, files: list[Path], caches: dict) -> dict:
+    """`vzarr sync` after one day was re-processed and two new days arrived: the output built
+    from the catalog of all days but the last two (the scan cache warm), then the middle day
+    rewritten and the two days added to the catalog, then one sync, timed; it must scan those
+    three files only. The JSON must then equal a fresh build of the files as they are (but
+    for the recorded inputs); the re-processed file is restored after."""
+    ext = "json" if fmt == "kerchunk" else "icechunk"
+    out, cache, listing = work / f"sync.{ext}", work / f"cache-sync-{ext}", work / "sync.txt"
+    fresh(out)
+    # A cache of the files built only (filled by that build): the new days are scanned.
+    fresh(cache)
+    listing.write_text("".join(f"{f}\n" for f in files[:-2]))
+    run(build_argv(a, listing, out, fmt, cache), work / "logs" / f"sync-base-{ext}",
+        f"the output synced ({fmt})")
+    day = files[len(files) // 2]
+    backup = work / "reprocessed-day.orig"
+    shutil.copy2(day, backup)
+    try:
+        reprocess(day)
+        listing.write_text("".join(f"{f}\n" for f in files))
+        summary = work / f"sync-{ext}.summary.json"
+        # The catalog listing and the files it names (both in the work dir) are read.
+        r = run([a.vzarr, "sync", out, "--allow-prefix", work, "--cache-dir", cache,
+                 "--summary-json", summary], work / "logs" / f"sync-{ext}", f"sync ({fmt})")
+        s = json.loads(summary.read_text())
+        b = s.get("build", {})
+        res = brief(r, line=next((l for l in r["stdout"].splitlines() if "added" in l), ""),
+                    action=s.get("action"),
+                    summary={k: b.get(k) for k in ("files", "scanned", "cache_hits", "failed")})
+        if b.get("scanned") != 3:
+            raise BenchError(f"sync ({fmt}) scanned {b.get('scanned')} files, not 3: {r['stdout']}")
+        if fmt == "kerchunk":
+            rebuilt = work / "sync-fresh.json"
+            run(build_argv(a, listing, rebuilt, fmt, cache), work / "logs" / "sync-fresh",
+                "a fresh build of the synced files")
+            x, y = (json.loads(p.read_text()) for p in (out, rebuilt))
+            for d in (x, y):
+                d.get("vzarr", {}).pop("inputs", None)
+            if x != y:
+                raise BenchError(f"the synced {out} differs from a fresh build {rebuilt}")
+            res["equal_fresh_build"] = True
+            fresh(rebuilt)
+    finally:
+        shutil.copy2(backup, day)
+        backup.unlink()
+    log(f"  sync ({fmt}): {r['wall']:.2f} s; {res['line']}")
+    return res
+
+
 def peers(a, work: Path, day: Path, n_base: int, cache0: Path) -> dict:
     """The first new day appended onto copies of the base repository: vzarr, icechunk-python
     alone and VirtualiZarr, alternating, --runs times each."""
@@ -313,6 +374,17 @@ def report(res: dict) -> str:
                          f"{res['equal_json']['byte_identical']}"
                          + (" (equal but for the recorded inputs)"
                             if res['equal_json'].get('equal_but_inputs') else ""))
+    for fmt, sy in res.get("sync", {}).items():
+        name = "JSON" if fmt == "kerchunk" else "Icechunk"
+        full = fb["full"][fmt]["wall"] if fb and fmt in fb["full"] else None
+        sm = sy["summary"]
+        lines += ["", f"sync ({name}) after 1 re-processed and 2 new days: {sy['wall']:.2f} s, "
+                  f"peak RSS {mib(sy['rss'])}; {sy['action']}: {sm['scanned']} of {sm['files']} files scanned, "
+                  f"{sm['cache_hits']} from the cache"
+                  + (f"; {sy['wall'] / full:.3f}x the full build of {d} days ({full:.2f} s; "
+                     f"target <= {TARGETS['ratio']}x)" if full else "")
+                  + ("; equal to a fresh build" if sy.get("equal_fresh_build") else ""),
+                  f"  {sy['line']}"]
     if res.get("peers"):
         p = res["peers"]
         lines += ["", f"| append of {p['day']} onto the repository of {d - k} days "
@@ -342,12 +414,12 @@ def main() -> int:
     ap.add_argument("--days", type=int, default=365)
     ap.add_argument("--appends", type=int, default=30)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--only", default="json,icechunk,peers")
+    ap.add_argument("--only", default="json,icechunk,peers,sync")
     ap.add_argument("--chunk", type=int, default=32)
     a = ap.parse_args()
     only = set(a.only.split(","))
-    if not only <= {"json", "icechunk", "peers"}:
-        raise BenchError(f"--only: json, icechunk, peers (not {a.only})")
+    if not only <= {"json", "icechunk", "peers", "sync"}:
+        raise BenchError(f"--only: json, icechunk, peers, sync (not {a.only})")
     if "peers" in only and a.chunk != 32:
         raise BenchError("the peers run on the default catalog only (--chunk 32)")
     work = Path(a.work).resolve()
@@ -380,6 +452,8 @@ def main() -> int:
             log(f"  cold build of {nb} days (scan cache filled): {r['wall']:.2f} s")
         fresh(out)
     fmts = [f for f, o in (("kerchunk", "json"), ("icechunk", "icechunk")) if o in only]
+    if "sync" in only and not fmts:
+        fmts = ["kerchunk", "icechunk"]
     if "peers" in only and "icechunk" not in fmts:
         fmts.append("icechunk")
     res["full"] = full_builds(a, work, lists, caches, fmts)
@@ -391,6 +465,9 @@ def main() -> int:
         log(f"{a.appends} appends, Icechunk")
         res["appends_icechunk"] = appends(a, work, "icechunk", new, caches["base"])
         res["equal_icechunk"] = equal_icechunk(a, work)
+    if "sync" in only:
+        log("sync after one re-processed and two new days")
+        res["sync"] = {f: sync(a, work, f, files, caches) for f in fmts}
     if "peers" in only:
         log(f"peers: {new[0].name} onto the repository of {nb} days")
         res["peers"] = {"day": new[0].name, "tools": peers(a, work, new[0], nb, caches["base"])}
