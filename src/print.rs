@@ -219,26 +219,22 @@ pub(crate) fn finish_as(
         }
     ));
     match written {
-        // Read at its tail: the dataset holds what the append wrote, the file the rest.
-        Written::Kerchunk { at } if appended.and_then(vzarr_build::Appended::spliced).is_some() => {
-            println!(
-                "wrote {at}: {} arrays from {} file(s); the append wrote {} chunks referenced ({}) and {} inline, the rest of the file kept as it was",
-                s.arrays.len(),
-                ds.provenance.sources.len(),
-                s.total.referenced,
-                human_bytes(s.total.referenced_bytes),
-                s.total.inline,
-            );
-        }
         Written::Kerchunk { at } => {
+            // Read at its tail: the dataset holds what the append wrote, the file the rest.
+            let spliced = appended.and_then(vzarr_build::Appended::spliced).is_some();
             println!(
-                "wrote {at}: {} arrays from {} file(s), {} chunks referenced ({}), {} inline, {} left out",
+                "wrote {at}: {} arrays from {} file(s){} {} chunks referenced ({}), {} inline{}",
                 s.arrays.len(),
                 ds.provenance.sources.len(),
+                if spliced { "; the append wrote" } else { "," },
                 s.total.referenced,
                 human_bytes(s.total.referenced_bytes),
                 s.total.inline,
-                s.skipped.len()
+                if spliced {
+                    ", the rest of the file kept as it was".to_string()
+                } else {
+                    format!(", {} left out", s.skipped.len())
+                }
             );
         }
         Written::Icechunk(w) => {

@@ -6,6 +6,7 @@
 //! parallel as in `vzarr build`.
 
 mod codecs;
+mod expire;
 mod guard;
 mod open;
 mod repo_store;
@@ -741,6 +742,7 @@ fn _vzarr(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(upgrade::upgrade, m)?)?;
     m.add_function(wrap_pyfunction!(sync::sync, m)?)?;
+    m.add_function(wrap_pyfunction!(expire::expire, m)?)?;
     m.add_function(wrap_pyfunction!(scan_manifests, m)?)?;
     m.add_function(wrap_pyfunction!(open::detect, m)?)?;
     m.add_function(wrap_pyfunction!(open::checked_references, m)?)?;

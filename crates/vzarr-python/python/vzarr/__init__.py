@@ -14,6 +14,7 @@ the original files. Nothing is copied.
 
 from __future__ import annotations
 
+import datetime as _datetime
 import glob as _glob
 import json as _json
 import os as _os
@@ -39,6 +40,7 @@ __all__ = [
     "build",
     "sync",
     "SyncReport",
+    "expire",
     "scan",
     "upgrade",
     "open_dataset",
@@ -381,6 +383,38 @@ def sync(
         listed=p["listed"],
         dry_run=p["dry_run"],
         build=report,
+    )
+
+
+def expire(
+    repo: PathLike,
+    *,
+    older_than: str | _datetime.datetime,
+    collect_garbage: bool = True,
+) -> dict:
+    """Expire an Icechunk repository's snapshots written before ``older_than`` and collect
+    its garbage, as ``vzarr expire`` does, keeping what vzarr records of the sources (which
+    appends and :func:`sync` need): where the expiration would cut that record, the whole of
+    it is committed first (an empty *provenance checkpoint* commit). Prefer it to
+    icechunk-python's ``expire_snapshots`` alone, after which vzarr can no longer append to
+    the repository (its values still read).
+
+    older_than: a timezone-aware ``datetime``, an RFC 3339 time or an age (``"30d"``,
+        ``"12h"``, ``"2w"``; ``"0s"`` keeps only the branches' and tags' tips).
+    collect_garbage: delete what only the expired snapshots reached (Icechunk's garbage
+        collection with the same cutoff).
+
+    Returns a dict: ``checkpoints`` (branches given a checkpoint), ``snapshots_expired``, and
+    ``collected`` (bytes, snapshots, manifests, transaction_logs, chunks deleted; None
+    without garbage collection). Raises ValueError for a cutoff that is neither, WriteError
+    for a repository that cannot be changed.
+    """
+    if isinstance(older_than, _datetime.datetime):
+        if older_than.tzinfo is None:
+            raise ValueError("older_than: a datetime with a time zone (datetime.timezone.utc)")
+        older_than = older_than.isoformat()
+    return _json.loads(
+        _vzarr.expire(_os.fspath(repo), older_than=older_than, collect_garbage=collect_garbage)
     )
 
 

@@ -62,6 +62,8 @@ def sync(
     progress: bool,
 ) -> tuple[str, list[tuple[str, str]], list[str], str | None, str | None]: ...
 
+def expire(repo: str, *, older_than: str, collect_garbage: bool) -> str: ...
+
 def upgrade(
     refs: str,
     *,
