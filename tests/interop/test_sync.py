@@ -157,6 +157,19 @@ def test_sync_on_s3(moto_server, tmp_path, config):
     _, _, virt = open_virtual(path)
     assert_matches_concat(virt, expected_concat(files(local)))
     assert_reprocessed(virt, local / month_name(2), 31)
+    # A new month alone: appended at the tail, the reference file on S3 spliced (read once,
+    # its untouched entries copied into the upload), equal to a fresh build.
+    add_months(local, [5])
+    client.upload_file(str(local / month_name(5)), bucket, f"tas/{month_name(5)}")
+    p = vz("sync", out, "--allow-prefix", prefix, env=env)
+    assert "1 added, 0 replaced" in p.stdout and "the rest of the file kept as it was" in p.stdout, p.stdout
+    vz("build", prefix, "--concat-dim", "time", "-o", f"s3://{bucket}/out/fresh.json", env=env)
+    got = client.get_object(Bucket=bucket, Key="out/tas.json")["Body"].read()
+    want = client.get_object(Bucket=bucket, Key="out/fresh.json")["Body"].read()
+    got, want = (json.loads(b) for b in (got, want))
+    for d in (got, want):
+        d["vzarr"].pop("inputs", None)
+    assert got == want
 
 
 def test_python_sync(tmp_path, config, monkeypatch):
