@@ -35,6 +35,11 @@ pub(crate) fn expire(args: ExpireArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&done)?);
         return Ok(ExitCode::SUCCESS);
     }
+    for lost in &done.lost {
+        eprintln!(
+            "vzarr: warning: the record of the sources was lost before (rebuild to append or sync): {lost}"
+        );
+    }
     if !done.checkpoints.is_empty() {
         println!(
             "provenance checkpoint committed on {}",

@@ -185,17 +185,22 @@ def test_expiring_an_appended_repository_keeps_it_appendable(tmp_path):
     repo.garbage_collect(now)
     p = run_vzarr("build", "--append", paths[6], "-o", plain, "--format", "icechunk", check=False)
     assert p.returncode != 0 and "the history was cut" in p.stderr, p.stdout + p.stderr
+    import vzarr
+
+    # Expiring it again through vzarr: nothing left to keep, said, and the expiration done.
+    done = vzarr.expire(plain, older_than=now)
+    assert done["checkpoints"] == [] and len(done["lost"]) == 1, done
+    assert done["lost"][0].startswith("main: ") and "the history was cut" in done["lost"][0], done
 
     def size(path):
         return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
     before = size(repo_path)
-    import vzarr
-
     with pytest.raises(ValueError, match="time zone"):
         vzarr.expire(repo_path, older_than=now.replace(tzinfo=None))
     done = vzarr.expire(repo_path, older_than=now)
     assert done["checkpoints"] == ["main"] and done["snapshots_expired"] == 4, done
+    assert done["lost"] == [], done
     assert done["collected"]["bytes"] > 0, done
     assert size(repo_path) < before
     repo, _ = open_local(repo_path)

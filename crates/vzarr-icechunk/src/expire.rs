@@ -38,6 +38,9 @@ pub const CHECKPOINT_MESSAGE: &str =
 pub struct Expired {
     /// The branches given a checkpoint commit.
     pub checkpoints: Vec<String>,
+    /// Branches whose record of the sources was lost before (`branch: why`): nothing could
+    /// be kept of it (rebuild them to append to them or sync them).
+    pub lost: Vec<String>,
     /// Snapshots dropped from the history.
     pub snapshots_expired: u64,
     /// Objects garbage collection deleted (`None` when it was not run).
@@ -81,8 +84,16 @@ pub fn expire(
             .map_err(ice(&at, "listing branches"))?
         {
             let tip = VersionInfo::BranchTipRef(branch.clone());
+            // A record already lost (a history cut by an expiration without a checkpoint)
+            // cannot be kept: the branch is named, and the expiration goes on.
             let (Some(_), Some(prov), chain) =
-                crate::delta::provenance_at(&repo, &at, &tip).await?
+                (match crate::delta::provenance_at(&repo, &at, &tip).await {
+                    Err(e @ IcechunkError::Content { .. }) => {
+                        done.lost.push(format!("{branch}: {e}"));
+                        continue;
+                    }
+                    other => other?,
+                })
             else {
                 continue;
             };

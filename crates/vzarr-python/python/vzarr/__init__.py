@@ -404,7 +404,8 @@ def expire(
     collect_garbage: delete what only the expired snapshots reached (Icechunk's garbage
         collection with the same cutoff).
 
-    Returns a dict: ``checkpoints`` (branches given a checkpoint), ``snapshots_expired``, and
+    Returns a dict: ``checkpoints`` (branches given a checkpoint), ``lost`` (branches whose
+    record was already lost, as ``"branch: why"``: rebuild them to append), ``snapshots_expired``, and
     ``collected`` (bytes, snapshots, manifests, transaction_logs, chunks deleted; None
     without garbage collection). Raises ValueError for a cutoff that is neither, WriteError
     for a repository that cannot be changed.
