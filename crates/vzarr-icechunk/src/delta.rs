@@ -177,13 +177,23 @@ fn recorded(info: &SnapshotInfo, at: &str) -> Result<Recorded, IcechunkError> {
     Ok(Recorded::Nothing)
 }
 
+/// The chain of recorded changes a commit's provenance ends ([`provenance_at`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Chain {
+    /// How many commits record a change (0 for a whole provenance, or none).
+    pub(crate) changes: usize,
+    /// When the commit recording the whole provenance they apply to was written (`None`
+    /// when no provenance is recorded).
+    pub(crate) base_written: Option<chrono::DateTime<chrono::Utc>>,
+}
+
 /// The commit at `version` and the provenance it records (`None` when not written by vzarr),
-/// with the length of the chain of changes it ends (0 for a whole provenance).
+/// with the chain of changes it ends.
 pub(crate) async fn provenance_at(
     repo: &Repository,
     at: &str,
     version: &VersionInfo,
-) -> Result<(Option<SnapshotInfo>, Option<Provenance>, usize), IcechunkError> {
+) -> Result<(Option<SnapshotInfo>, Option<Provenance>, Chain), IcechunkError> {
     let ancestry = repo
         .ancestry(version)
         .await
@@ -206,12 +216,16 @@ pub(crate) async fn provenance_at(
             )));
         }
         let rec = recorded(&info, at)?;
+        let written = info.flushed_at;
         if tip.is_none() {
             tip = Some(info);
         }
         match rec {
             Recorded::Whole(mut p) => {
-                let chain = changes.len();
+                let chain = Chain {
+                    changes: changes.len(),
+                    base_written: Some(written),
+                };
                 while let Some(d) = changes.pop() {
                     p = apply(&p, &d).ok_or_else(|| {
                         broken(format!("a change does not apply to commit {}", d.base))
@@ -227,7 +241,7 @@ pub(crate) async fn provenance_at(
                 }
                 changes.push(d);
             }
-            Recorded::Nothing if changes.is_empty() => return Ok((tip, None, 0)),
+            Recorded::Nothing if changes.is_empty() => return Ok((tip, None, Chain::default())),
             Recorded::Nothing => {
                 return Err(broken(format!(
                     "commit {} records no provenance for a change to apply to",
@@ -237,7 +251,7 @@ pub(crate) async fn provenance_at(
         }
     }
     if changes.is_empty() {
-        Ok((tip, None, 0))
+        Ok((tip, None, Chain::default()))
     } else {
         Err(broken("no whole provenance in the history".into()))
     }

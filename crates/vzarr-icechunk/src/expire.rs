@@ -99,7 +99,7 @@ pub fn expire(
             };
             // The chain's oldest commit records the whole provenance: while it is younger
             // than the cutoff, nothing of the chain is expired.
-            if chain == 0 || !older_commit(&repo, &at, &tip, chain, older_than).await? {
+            if chain.changes == 0 || chain.base_written.is_some_and(|t| t >= older_than) {
                 continue;
             }
             let mut props = SnapshotProperties::new();
@@ -169,29 +169,6 @@ pub fn expire(
         }
         Ok(done)
     }))
-}
-
-/// Whether the commit `k` steps back from `tip` is older than `cutoff` (or missing).
-async fn older_commit(
-    repo: &icechunk::Repository,
-    at: &str,
-    tip: &VersionInfo,
-    k: usize,
-    cutoff: Time,
-) -> Result<bool, IcechunkError> {
-    use futures::StreamExt as _;
-    let ancestry = repo
-        .ancestry(tip)
-        .await
-        .map_err(|e| IcechunkError::icechunk(at, "reading the history", e))?;
-    let mut ancestry = std::pin::pin!(ancestry.skip(k));
-    Ok(match ancestry.next().await {
-        Some(info) => {
-            let info = info.map_err(|e| IcechunkError::icechunk(at, "reading the history", e))?;
-            info.flushed_at < cutoff
-        }
-        None => true,
-    })
 }
 
 /// The time `text` names, for [`expire`]: an RFC 3339 time (`2026-01-01T00:00:00Z`) or an

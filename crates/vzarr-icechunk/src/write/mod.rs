@@ -418,7 +418,9 @@ async fn write_async(
         Some(_) if exists => {
             let tip = VersionInfo::BranchTipRef(opts.branch.clone());
             match crate::delta::provenance_at(&repo, &at, &tip).await? {
-                (Some(info), Some(parent), chain) if chain + 1 < crate::delta::FULL_EVERY => {
+                (Some(info), Some(parent), chain)
+                    if chain.changes + 1 < crate::delta::FULL_EVERY =>
+                {
                     crate::delta::delta(&parent, &info.id.to_string(), &ds.provenance)
                 }
                 _ => None,
