@@ -38,10 +38,10 @@ pub(crate) fn build(
             print::plan_report(r);
         }
         print::small_chunks(&out.small_chunks, "build");
-        if let Some(a) = &out.appended {
-            print::appended(a);
-        }
         let action = if append { "append" } else { "build" };
+        if let Some(a) = &out.appended {
+            print::appended(a, action);
+        }
         print::finish(
             &out.dataset,
             output,

@@ -44,6 +44,8 @@ fn main() -> ExitCode {
     let outcome = std::panic::catch_unwind(|| flags::validate(command).and_then(run));
     match outcome {
         Ok(Ok(code)) => code,
+        // stdout closed by its reader (`| head`): stop quietly, as other command-line tools do.
+        Err(_) if panics::broken_pipe() => ExitCode::SUCCESS,
         Ok(Err(e)) => {
             eprintln!("vzarr: error: {}", message(&e));
             if let Some(h) = hints::Hint::of(&e).and_then(|h| h.text_for(name)) {

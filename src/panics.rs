@@ -33,6 +33,15 @@ pub(crate) fn install() {
     }));
 }
 
+/// Whether the last panic was `println!` finding stdout closed (`vzarr ... | head`): not a
+/// bug; the command stops quietly, as a reader closing the pipe asks.
+pub(crate) fn broken_pipe() -> bool {
+    LAST.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_deref()
+        .is_some_and(|w| w.starts_with("failed printing to stdout") && w.contains("Broken pipe"))
+}
+
 /// The error line of a panic that reached `main`: the command with its arguments, and the
 /// panic.
 pub(crate) fn report() -> String {

@@ -124,15 +124,33 @@ pub(crate) fn survey_table(r: &vzarr_plan::CompactReport) -> String {
     out
 }
 
-/// How an append was planned: at the output's tail, or every file again and why.
-pub(crate) fn appended(a: &vzarr_build::Appended) {
+/// How an append or a sync (`action`) was planned: at the output's tail (changed files
+/// replaced in place), or every file again and why.
+pub(crate) fn appended(a: &vzarr_build::Appended, action: &str) {
     match a {
-        vzarr_build::Appended::Tail { files, changed, .. } => println!(
+        vzarr_build::Appended::Tail {
+            files,
+            replaced: 0,
+            changed,
+            ..
+        } => println!(
             "appended at the tail: {files} file(s) planned (the output's last and the new), {} array(s) changed",
             changed.len()
         ),
-        vzarr_build::Appended::Full { reason } => {
+        vzarr_build::Appended::Tail {
+            files,
+            replaced,
+            changed,
+            ..
+        } => println!(
+            "{replaced} changed file(s) replaced in place: {files} file(s) planned (each changed one between its neighbours, the output's last and any new), {} array(s) changed",
+            changed.len()
+        ),
+        vzarr_build::Appended::Full { reason } if action == "append" => {
             println!("appended by planning every file again: {reason}")
+        }
+        vzarr_build::Appended::Full { reason } => {
+            println!("{action}: planned every file again: {reason}")
         }
         _ => {}
     }
@@ -226,7 +244,11 @@ pub(crate) fn finish_as(
                 "wrote {at}: {} arrays from {} file(s){} {} chunks referenced ({}), {} inline{}",
                 s.arrays.len(),
                 ds.provenance.sources.len(),
-                if spliced { "; the append wrote" } else { "," },
+                if spliced {
+                    format!("; the {action} wrote")
+                } else {
+                    ",".into()
+                },
                 s.total.referenced,
                 human_bytes(s.total.referenced_bytes),
                 s.total.inline,

@@ -130,7 +130,7 @@ pub(crate) fn sync(args: SyncArgs) -> Result<ExitCode> {
         print::small_chunks(&out.small_chunks, action);
         // The summary goes out with the plan.
         if let Some(a) = &out.appended {
-            print::appended(a);
+            print::appended(a, action);
         }
         print::finish_as(
             &out.dataset,

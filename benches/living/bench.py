@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -222,34 +223,53 @@ def reprocess(path: Path) -> None:
 def sync(a, work: Path, fmt: str, files: list[Path], caches: dict) -> dict:
     """`vzarr sync` after one day was re-processed and two new days arrived: the output built
     from the catalog of all days but the last two (the scan cache warm), then the middle day
-    rewritten and the two days added to the catalog, then one sync, timed; it must scan those
-    three files only. The JSON must then equal a fresh build of the files as they are (but
-    for the recorded inputs); the re-processed file is restored after."""
+    rewritten and the two days added to the catalog, then --runs syncs, each from a copy of
+    the output as built, timed (the median is reported); each must scan those three files
+    only. The JSON must then equal a fresh build of the files as they are (but for the
+    recorded inputs); the re-processed file is restored after."""
     ext = "json" if fmt == "kerchunk" else "icechunk"
     out, cache, listing = work / f"sync.{ext}", work / f"cache-sync-{ext}", work / "sync.txt"
-    fresh(out)
+    built = work / f"sync-built.{ext}"
+    fresh(built)
     # A cache of the files built only (filled by that build): the new days are scanned.
     fresh(cache)
     listing.write_text("".join(f"{f}\n" for f in files[:-2]))
-    run(build_argv(a, listing, out, fmt, cache), work / "logs" / f"sync-base-{ext}",
+    run(build_argv(a, listing, built, fmt, cache), work / "logs" / f"sync-base-{ext}",
         f"the output synced ({fmt})")
     day = files[len(files) // 2]
     backup = work / "reprocessed-day.orig"
     shutil.copy2(day, backup)
+    walls, runs = [], []
     try:
         reprocess(day)
         listing.write_text("".join(f"{f}\n" for f in files))
         summary = work / f"sync-{ext}.summary.json"
-        # The catalog listing and the files it names (both in the work dir) are read.
-        r = run([a.vzarr, "sync", out, "--allow-prefix", work, "--cache-dir", cache,
-                 "--summary-json", summary], work / "logs" / f"sync-{ext}", f"sync ({fmt})")
-        s = json.loads(summary.read_text())
+        for k in range(a.runs):
+            copy(built, out)
+            # The sync's cache as the build left it (the new days' scans are not kept).
+            cache_run = work / f"cache-sync-{ext}-run"
+            copy(cache, cache_run)
+            os.sync()
+            # The catalog listing and the files it names (both in the work dir) are read.
+            r = run([a.vzarr, "sync", out, "--allow-prefix", work, "--cache-dir", cache_run,
+                     "--summary-json", summary], work / "logs" / f"sync-{ext}-{k}",
+                    f"sync ({fmt})")
+            s = json.loads(summary.read_text())
+            b = s.get("build", {})
+            if b.get("scanned") != 3:
+                raise BenchError(f"sync ({fmt}) scanned {b.get('scanned')} files, not 3: "
+                                 f"{r['stdout']}")
+            walls.append(r["wall"])
+            runs.append((r, s))
+        r, s = runs[0]
         b = s.get("build", {})
         res = brief(r, line=next((l for l in r["stdout"].splitlines() if "added" in l), ""),
+                    planned=next((l for l in r["stdout"].splitlines()
+                                  if "replaced in place" in l or "planned every file" in l), ""),
                     action=s.get("action"),
                     summary={k: b.get(k) for k in ("files", "scanned", "cache_hits", "failed")})
-        if b.get("scanned") != 3:
-            raise BenchError(f"sync ({fmt}) scanned {b.get('scanned')} files, not 3: {r['stdout']}")
+        res["wall"] = statistics.median(walls)
+        res["walls"] = walls
         if fmt == "kerchunk":
             rebuilt = work / "sync-fresh.json"
             run(build_argv(a, listing, rebuilt, fmt, cache), work / "logs" / "sync-fresh",
@@ -264,7 +284,8 @@ def sync(a, work: Path, fmt: str, files: list[Path], caches: dict) -> dict:
     finally:
         shutil.copy2(backup, day)
         backup.unlink()
-    log(f"  sync ({fmt}): {r['wall']:.2f} s; {res['line']}")
+    log(f"  sync ({fmt}): median {res['wall']:.2f} s of {len(walls)} "
+        f"({', '.join(f'{w:.2f}' for w in walls)}); {res['line']}")
     return res
 
 
@@ -378,13 +399,14 @@ def report(res: dict) -> str:
         name = "JSON" if fmt == "kerchunk" else "Icechunk"
         full = fb["full"][fmt]["wall"] if fb and fmt in fb["full"] else None
         sm = sy["summary"]
-        lines += ["", f"sync ({name}) after 1 re-processed and 2 new days: {sy['wall']:.2f} s, "
+        lines += ["", f"sync ({name}) after 1 re-processed and 2 new days: {sy['wall']:.2f} s "
+                  f"(median of {len(sy.get('walls', [1]))}), "
                   f"peak RSS {mib(sy['rss'])}; {sy['action']}: {sm['scanned']} of {sm['files']} files scanned, "
                   f"{sm['cache_hits']} from the cache"
                   + (f"; {sy['wall'] / full:.3f}x the full build of {d} days ({full:.2f} s; "
                      f"target <= {TARGETS['ratio']}x)" if full else "")
                   + ("; equal to a fresh build" if sy.get("equal_fresh_build") else ""),
-                  f"  {sy['line']}"]
+                  f"  {sy['line']}"] + ([f"  {sy['planned']}"] if sy.get("planned") else [])
     if res.get("peers"):
         p = res["peers"]
         lines += ["", f"| append of {p['day']} onto the repository of {d - k} days "

@@ -249,3 +249,20 @@ fn upgrade_is_told_of_its_own_options() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("--rescan"), "{}", text(&o.stderr));
 }
+
+#[test]
+fn a_reader_closing_stdout_stops_the_command_quietly() {
+    // `vzarr inspect FILE | head -0`: the pipe's reader gone before anything is printed.
+    let file = fixtures().join("archive/tas_202301.nc");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_vzarr"))
+        .args(["inspect", s(&file)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("internal error"), "{err}");
+}

@@ -195,13 +195,18 @@ fn sync_appends_replaces_refuses_and_equals_a_fresh_build() {
     assert_eq!(d["build"]["cache_hits"], 1, "{d}");
     same_bytes(&out, &a.fresh("fresh-append.json", &[]));
 
-    // A re-processed month and one more new month: a rebuild, equal to a fresh build, that
-    // scans only those two (the others come from the cache).
+    // A re-processed month and one more new month: replaced in place and appended, equal to
+    // a fresh build, scanning only those two (the neighbours and the last month come from
+    // the cache).
     reprocess(&a.month(5));
     a.add(12..=12);
     let printed = ok(&a.sync(&out, &["--summary-json", s(&done_json)]));
     assert!(
         printed.contains("1 added, 1 replaced, 0 removed, 10 unchanged"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("1 changed file(s) replaced in place: 5 file(s) planned"),
         "{printed}"
     );
     assert!(
@@ -372,6 +377,11 @@ fn sync_of_an_icechunk_repository_commits_once_with_the_fresh_build_values() {
     let printed = ok(&a.sync(&repo, &[]));
     assert!(
         printed.contains("2 added, 1 replaced, 0 removed, 3 unchanged"),
+        "{printed}"
+    );
+    // Month 2 replaced in place between months 1 and 3, months 5 and 6 appended after 4.
+    assert!(
+        printed.contains("1 changed file(s) replaced in place: 6 file(s) planned"),
         "{printed}"
     );
     let history = ok(&a.vzarr(&["inspect", s(&repo), "--json"]));

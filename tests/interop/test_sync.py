@@ -85,8 +85,12 @@ def test_sync_of_a_reference_file(tmp_path, config):
     assert [u.rsplit("/", 1)[1] for u in s["added"]] == [month_name(10), month_name(11)]
     assert [r["url"].rsplit("/", 1)[1] for r in s["replaced"]] == [month_name(5)]
     # The sync: only the new and the re-processed months scanned.
+    # The month replaced in place between its neighbours, the new ones appended after the
+    # last; the rest of the file copied as it was.
     done = tmp_path / "done.json"
-    vz("sync", out, "--allow-prefix", arch, "--cache-dir", cache, "--summary-json", done)
+    p = vz("sync", out, "--allow-prefix", arch, "--cache-dir", cache, "--summary-json", done)
+    assert "1 changed file(s) replaced in place" in p.stdout, p.stdout
+    assert "the rest of the file kept as it was" in p.stdout, p.stdout
     s = json.loads(done.read_text())
     assert s["action"] == "rebuild" and s["build"]["scanned"] == 3, s
     fresh = tmp_path / "fresh.json"
@@ -117,6 +121,7 @@ def test_sync_of_an_icechunk_repository(tmp_path, config):
     reprocess(arch / month_name(2))
     p = vz("sync", repo, "--allow-prefix", arch)
     assert "2 added, 1 replaced, 0 removed, 3 unchanged" in p.stdout, p.stdout
+    assert "1 changed file(s) replaced in place" in p.stdout, p.stdout
     r, _ = open_local(repo)
     assert len(list(r.ancestry(branch="main"))) == 3  # the first commit, the build, the sync
     virt = open_xr(r)
@@ -147,6 +152,7 @@ def test_sync_on_s3(moto_server, tmp_path, config):
     p = vz("sync", out, "--allow-prefix", prefix, env=env)
     assert "1 added, 1 replaced, 0 removed, 2 unchanged" in p.stdout, p.stdout
     assert "ETag changed" in p.stdout, p.stdout
+    assert "1 changed file(s) replaced in place" in p.stdout, p.stdout
     vz("build", prefix, "--concat-dim", "time", "-o", f"s3://{bucket}/out/fresh.json", env=env)
     got = client.get_object(Bucket=bucket, Key="out/tas.json")["Body"].read()
     want = client.get_object(Bucket=bucket, Key="out/fresh.json")["Body"].read()

@@ -345,11 +345,11 @@ pub fn write(
     appended: Option<&crate::Appended>,
     after_piece: Option<fn()>,
 ) -> Result<Written, BuildError> {
+    // Planned at the tail (an append, or a sync that replaced files in place): the dataset
+    // holds what changed, which is all that is written.
     let changed = appended.and_then(crate::Appended::changed);
-    let spliced = appended
-        .and_then(crate::Appended::spliced)
-        .zip(changed)
-        .filter(|_| append);
+    let append = append || changed.is_some();
+    let spliced = appended.and_then(crate::Appended::spliced).zip(changed);
     match output {
         // A local location is absolute already (`vzarr_source::locate`).
         Output::Kerchunk(loc) if loc.scheme == Scheme::File => {
@@ -401,14 +401,14 @@ pub fn write(
     }
 }
 
-/// What an append at the tail changed, as the Icechunk writer takes it.
+/// What an append at the tail or a replacement changed, as the writers take it.
 pub fn update_of(
     changed: &std::collections::BTreeMap<String, vzarr_plan::Changed>,
 ) -> vzarr_icechunk::Update {
     vzarr_icechunk::Update {
         arrays: changed
             .iter()
-            .map(|(p, c)| (p.clone(), (c.axis, c.from)))
+            .map(|(p, c)| (p.clone(), (c.axis, c.ranges.clone())))
             .collect(),
     }
 }

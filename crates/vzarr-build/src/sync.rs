@@ -12,22 +12,27 @@
 //!   same, the fingerprint of its first bytes) **changed**; the rest are **unchanged**.
 //!
 //! [`run`] then brings the output in line: nothing changed, nothing is written; only new
-//! sources, an append ([`crate::run`] onto the output, the path of `build --append`); a
-//! changed or removed source, a rebuild of every current source as the output was combined
-//! (the scans of unchanged sources come from the scan cache when one is given), written as one
+//! sources, an append ([`crate::run`] onto the output, the path of `build --append`); changed
+//! sources, each planned between its neighbours and its references replaced in place, with
+//! the new sources appended after ([`vzarr_plan::replace`], [`vzarr_plan::extend`]: only
+//! those files scanned, only what changed written), where that gives what a plan of every
+//! file gives; else (a removed source, a changed first file, a file now longer or shorter, a
+//! changed order) a rebuild of every current source as the output was combined (the scans of
+//! unchanged sources come from the scan cache when one is given). Either is written as one
 //! atomic file or one Icechunk commit. Removed sources are refused ([`BuildError::Removed`])
 //! unless [`SyncOptions::allow_removal`].
 //!
 //! An output whose sources were named one by one records no inputs: its recorded sources are
 //! checked (changed, removed) and nothing can be added.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use vzarr_core::{Provenance, SourceRecord};
 use vzarr_plan::Concat;
 use vzarr_scan::inputs::SourceRef;
 use vzarr_source::{AllowPrefixes, PrefixPolicy, SourceError, SourceStore, Stores};
 
+use crate::tail::Tail;
 use crate::{BuildError, BuildOptions, BuildOutcome, Output, Progress};
 
 /// How to sync an output.
@@ -73,7 +78,8 @@ pub enum SyncAction {
     Nothing,
     /// Only new sources: they are appended.
     Append,
-    /// Sources changed or were removed: the output is rebuilt from the current sources.
+    /// Sources changed or were removed: the changed ones are replaced in place where that
+    /// gives what a rebuild gives, else the output is rebuilt from the current sources.
     Rebuild,
     /// Sources were removed and removal is not allowed: nothing is written.
     Refuse,
@@ -172,9 +178,10 @@ pub fn plan_recorded(
     };
     let threads = if opts.jobs == 0 { 16 } else { opts.jobs };
     let urls: Vec<String> = current.iter().map(SourceRef::url).collect();
+    let records: HashMap<&str, &SourceRecord> =
+        prov.sources.iter().map(|s| (s.url.as_str(), s)).collect();
     let now = vzarr_source::parallel_map(&urls, threads, |u| {
-        let then = prov.sources.iter().find(|s| s.url == *u);
-        state_of(&store, u, then)
+        state_of(&store, u, records.get(u.as_str()).copied())
     });
     let mut plan = SyncPlan {
         output: output.to_string(),
@@ -190,7 +197,7 @@ pub fn plan_recorded(
     };
     let mut found: HashSet<&str> = HashSet::new();
     for ((src, url), state) in current.into_iter().zip(&urls).zip(now) {
-        let recorded = prov.sources.iter().any(|s| s.url == *url);
+        let recorded = records.contains_key(url.as_str());
         match state.map_err(src_err)? {
             State::Gone => continue,
             State::Same if recorded => plan.unchanged.push(url.clone()),
@@ -263,6 +270,7 @@ fn state_of(
     }
     if let Some(want) = &then.fingerprint
         && (then.etag.is_none() || src.record().etag.is_none())
+        && !untouched_since_written(url, then)
     {
         let now = vzarr_source::fingerprint(src.as_ref())?;
         if now != *want {
@@ -278,6 +286,39 @@ fn state_of(
     Ok(State::Same)
 }
 
+/// Whether the local file at `url` was last changed by the write its record saw, so its
+/// bytes are the recorded ones without reading its fingerprint: its inode's change time
+/// equals its modification time to the nanosecond, and that is the recorded one. A later
+/// change of any kind (a rewrite whose modification time was put back, a `chmod`, a rename)
+/// sets the change time to the clock's time, which no user sets. Only where times have
+/// sub-second precision (else a change within the same second could look untouched).
+fn untouched_since_written(url: &str, then: &SourceRecord) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Some(recorded) = then.mtime_ns.filter(|t| t % 1_000_000_000 != 0) else {
+            return false;
+        };
+        let Ok(loc) = vzarr_source::parse_url(url) else {
+            return false;
+        };
+        if loc.scheme != vzarr_source::Scheme::File {
+            return false;
+        }
+        let Ok(m) = std::fs::metadata(loc.local_path()) else {
+            return false;
+        };
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        let (ctime, mtime) = (ns(m.ctime(), m.ctime_nsec()), ns(m.mtime(), m.mtime_nsec()));
+        ctime == mtime && mtime == recorded
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (url, then);
+        false
+    }
+}
+
 /// The recorded sources' URLs in concatenation order (by URL for a single source).
 fn recorded_order(prov: &Provenance) -> Vec<&str> {
     match &prov.concat {
@@ -287,6 +328,16 @@ fn recorded_order(prov: &Provenance) -> Vec<&str> {
 }
 
 impl SyncPlan {
+    /// The sources added, in listing order.
+    fn added_sources(&self) -> Vec<SourceRef> {
+        let added: HashSet<&str> = self.added.iter().map(String::as_str).collect();
+        self.sources
+            .iter()
+            .filter(|s| added.contains(s.url().as_str()))
+            .cloned()
+            .collect()
+    }
+
     /// The sources [`run`] scans (or takes from the cache): every current one for a rebuild,
     /// the added ones for an append, none otherwise.
     pub fn to_scan(&self) -> &[SourceRef] {
@@ -318,13 +369,7 @@ pub fn run<T: Send>(
             removed: plan.removed.clone(),
         }),
         SyncAction::Append => {
-            let added: Vec<SourceRef> = plan
-                .sources
-                .iter()
-                .filter(|s| plan.added.contains(&s.url()))
-                .cloned()
-                .collect();
-            crate::run(added, opts, Some(output), progress, finish).map(Some)
+            crate::run(plan.added_sources(), opts, Some(output), progress, finish).map(Some)
         }
         SyncAction::Rebuild => {
             if let Some(c) = &prov.concat {
@@ -338,7 +383,33 @@ pub fn run<T: Send>(
                 // The cache is keyed by size, time and ETag: it would give the old scan.
                 opts.cache = None;
             }
-            crate::run(plan.sources.clone(), opts, None, progress, finish).map(Some)
+            // Changed files replaced in place and new ones appended, where that gives what a
+            // plan of every file gives; else every current source planned.
+            let why = if plan.removed.is_empty() {
+                let changed: Vec<String> = plan.changed.iter().map(|c| c.url.clone()).collect();
+                let added = plan.added_sources();
+                let tail = crate::with_jobs(opts.jobs, || {
+                    crate::tail::join(output, prov, &changed, &added, &opts, progress)
+                });
+                match tail {
+                    Ok(Tail::Done(out)) => {
+                        progress(Progress::Done);
+                        return Ok(Some(finish(*out)));
+                    }
+                    Ok(Tail::Full(reason)) => reason,
+                    Err(e) => {
+                        progress(Progress::Done);
+                        return Err(e);
+                    }
+                }
+            } else {
+                "files were removed".into()
+            };
+            crate::run(plan.sources.clone(), opts, None, progress, |mut out| {
+                out.appended = Some(crate::Appended::Full { reason: why });
+                finish(out)
+            })
+            .map(Some)
         }
     }
 }
@@ -380,6 +451,34 @@ mod tests {
         let mut r = vzarr_source::local_record(path).unwrap();
         r.fingerprint = Some(vzarr_source::fingerprint_of(&std::fs::read(path).unwrap()));
         r
+    }
+
+    #[test]
+    fn a_file_untouched_since_its_write_needs_no_fingerprint() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("a.nc");
+        std::fs::write(&path, "abc").unwrap();
+        let url = vzarr_source::file_url(&path).unwrap();
+        let r = record(&path);
+        if r.mtime_ns.is_some_and(|t| t % 1_000_000_000 == 0) {
+            return; // a file system without sub-second times: always fingerprinted
+        }
+        assert!(untouched_since_written(&url, &r));
+        // Written again, its modification time put back: the change time tells.
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::fs::write(&path, "xyz").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        assert!(!untouched_since_written(&url, &r));
+        // Another record's time, or none.
+        let mut other = r.clone();
+        other.mtime_ns = other.mtime_ns.map(|t| t + 1);
+        assert!(!untouched_since_written(&url, &other));
     }
 
     #[test]

@@ -1,11 +1,14 @@
-//! Appends that cost what is new: the output's last file and the new files are scanned and
-//! planned, then joined to the output as it is ([`vzarr_plan::extend`]), which gives what a
-//! plan of every file gives. Where the planner cannot be sure of that (new files before the
-//! last one, a last file changed since it was recorded, small chunks treated by what the
-//! whole array holds), the append plans every file instead and says why.
+//! Appends and syncs that cost what changed: the output's last file and the new files are
+//! scanned and planned, then joined to the output as it is ([`vzarr_plan::extend`]); a
+//! re-processed file is scanned and planned between its neighbours, then put in its place
+//! ([`vzarr_plan::replace`]). Either gives what a plan of every file gives. Where the planner
+//! cannot be sure of that (new files before the last one, a last file changed since it was
+//! recorded, small chunks treated by what the whole array holds, the first file changed, a
+//! file that grew or shrank), every file is planned instead, and the reason is given.
 //!
-//! The output is read only as far as the append needs it: a repository's last manifest
-//! splits ([`vzarr_icechunk::open_tail`]), a reference file's documents and last entries
+//! The output is read only as far as the change needs it: a repository's last manifest
+//! splits ([`vzarr_icechunk::open_tail`]; a replacement writes its chunks without reading
+//! them), a reference file's documents and the entries that change
 //! ([`vzarr_kerchunk::read_tail`]; [`SplicedFile`] then writes the file again with the rest
 //! copied as bytes, not parsed and rendered).
 
@@ -15,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use vzarr_core::{Provenance, VirtualDataset};
-use vzarr_plan::{Changed, extend};
+use vzarr_plan::{Changed, extend, join_changed, replace};
 use vzarr_scan::inputs::SourceRef;
 use vzarr_source::Scheme;
 
@@ -28,8 +31,11 @@ use crate::{BuildError, BuildOptions, BuildOutcome, Output, Progress};
 pub enum Appended {
     /// At the tail: the output's last file and the new files planned, joined to the output.
     Tail {
-        /// Files planned (the output's last one and the new ones).
+        /// Files planned (the output's last one and the new ones; the changed ones and their
+        /// neighbours).
         files: usize,
+        /// Recorded files re-processed since and replaced in place (by `vzarr sync`).
+        replaced: usize,
         /// The arrays that changed and from which chunk on (the others are the output's).
         changed: BTreeMap<String, Changed>,
         /// The reference file appended to, read at its tail: the outcome's dataset holds
@@ -45,11 +51,13 @@ pub enum Appended {
 }
 
 impl Appended {
-    /// How the append was planned, for a summary in JSON: `{"planned": "tail", "files": N}`
-    /// or `{"planned": "full", "reason": "..."}`.
+    /// How the append was planned, for a summary in JSON: `{"planned": "tail", "files": N,
+    /// "replaced": K}` or `{"planned": "full", "reason": "..."}`.
     pub fn to_json(&self) -> serde_json::Value {
         match self {
-            Appended::Tail { files, .. } => serde_json::json!({"planned": "tail", "files": files}),
+            Appended::Tail {
+                files, replaced, ..
+            } => serde_json::json!({"planned": "tail", "files": files, "replaced": replaced}),
             Appended::Full { reason } => serde_json::json!({"planned": "full", "reason": reason}),
         }
     }
@@ -80,7 +88,8 @@ pub struct SplicedFile(Arc<Spliced>);
 struct Spliced {
     bytes: Vec<u8>,
     layout: vzarr_kerchunk::Layout,
-    modified: Option<(u64, SystemTime)>,
+    /// A local file: open as it was read, with its size and modification time then.
+    local: Option<(std::fs::File, (u64, SystemTime))>,
 }
 
 impl SplicedFile {
@@ -97,29 +106,33 @@ impl SplicedFile {
     }
 
     /// [`SplicedFile::write`] over the local file `path` it was read from, atomically, if
-    /// that has not changed since it was read.
+    /// that has not changed since it was read (the bytes kept are copied from it, file to
+    /// file, and the copy is refused if it changes meanwhile).
     pub fn write_file(
         &self,
         ds: &VirtualDataset,
         changed: &BTreeMap<String, Changed>,
         path: &Path,
     ) -> Result<(), BuildError> {
+        let changed_since = || BuildError::Append {
+            output: path.display().to_string(),
+            reason: "it changed while the append was planned; run the append again".into(),
+        };
+        let state = |m: std::fs::Metadata| -> Result<(u64, SystemTime), BuildError> {
+            Ok((m.len(), m.modified().map_err(|e| BuildError::io(path, e))?))
+        };
+        let Some((file, then)) = &self.0.local else {
+            return Err(changed_since());
+        };
         let now = std::fs::metadata(path).map_err(|e| BuildError::io(path, e))?;
-        if self.0.modified
-            != Some((
-                now.len(),
-                now.modified().map_err(|e| BuildError::io(path, e))?,
-            ))
-        {
-            return Err(BuildError::Append {
-                output: path.display().to_string(),
-                reason: "it changed while the append was planned; run the append again".into(),
-            });
+        if state(now)? != *then {
+            return Err(changed_since());
         }
         let update = crate::output::update_of(changed);
         vzarr_kerchunk::write_file_spliced(
             ds,
             &self.0.bytes,
+            Some(file),
             &self.0.layout,
             &update.arrays,
             path,
@@ -159,6 +172,21 @@ pub(crate) fn append(
     opts: &BuildOptions,
     progress: &(dyn Fn(Progress<'_>) + Sync),
 ) -> Result<Tail, BuildError> {
+    join(output, prov, &[], new, opts, progress)
+}
+
+/// Brings `output` (whose provenance is `prov`) in line where the recorded files `changed`
+/// (URLs) were re-processed and the files `new` came: each changed file planned between its
+/// neighbours and replaced in place ([`vzarr_plan::replace`]), then the new ones appended at
+/// the tail ([`vzarr_plan::extend`]), if that gives what a plan of every file gives.
+pub(crate) fn join(
+    output: &Output,
+    prov: &Provenance,
+    changed: &[String],
+    new: &[SourceRef],
+    opts: &BuildOptions,
+    progress: &(dyn Fn(Progress<'_>) + Sync),
+) -> Result<Tail, BuildError> {
     let started = Instant::now();
     let Some(c) = prov.concat.as_ref().filter(|c| !c.new_dim) else {
         return Ok(Tail::Full(
@@ -178,94 +206,172 @@ pub(crate) fn append(
         }
         _ => window_opts.time_units = units.or_else(|| opts.time_units.clone()),
     }
-    let mut sources = vec![SourceRef::parse(&last.url)?];
+    // The changed files' positions, and the recorded files to scan: each changed one with its
+    // neighbours, and the last one if files are appended.
+    let mut at = Vec::with_capacity(changed.len());
+    for url in changed {
+        match c.pieces.iter().position(|p| p.url == *url) {
+            Some(0) => {
+                return Ok(Tail::Full(format!(
+                    "its first file {url} changed: what is kept once comes from it"
+                )));
+            }
+            Some(i) => at.push(i),
+            None => return Ok(Tail::Full(format!("{url} is not one of its files"))),
+        }
+    }
+    at.sort_unstable();
+    let n = c.pieces.len();
+    let mut recorded: Vec<usize> = at
+        .iter()
+        .flat_map(|&i| i - 1..(i + 2).min(n))
+        .chain((!new.is_empty()).then_some(n - 1))
+        .collect();
+    recorded.sort_unstable();
+    recorded.dedup();
+    let mut sources = recorded
+        .iter()
+        .map(|&i| SourceRef::parse(&c.pieces[i].url))
+        .collect::<Result<Vec<_>, _>>()?;
     sources.extend(new.iter().cloned());
     progress(Progress::Sources(sources.len()));
     let mut scanned = scan_sources(&sources, &window_opts, &|s, ok| {
         progress(Progress::Scanned(s, ok))
     })?;
-    let recorded = prov.sources.iter().find(|s| s.url == last.url);
-    match scanned.datasets.first() {
-        Some((0, ds)) if ds.provenance.sources.first() == recorded => {}
-        _ => {
+    // Every recorded file scanned, and as recorded but for the changed ones.
+    let mut of_piece: BTreeMap<usize, VirtualDataset> = BTreeMap::new();
+    let mut news = Vec::new();
+    for (k, ds) in std::mem::take(&mut scanned.datasets) {
+        match recorded.get(k) {
+            Some(&i) => {
+                of_piece.insert(i, ds);
+            }
+            None => news.push(ds),
+        }
+    }
+    for &i in &recorded {
+        let url = &c.pieces[i].url;
+        let was = prov.sources.iter().find(|s| s.url == *url);
+        match of_piece.get(&i) {
+            None => return Ok(Tail::Full(format!("{url} could not be scanned"))),
+            Some(ds) if !at.contains(&i) && ds.provenance.sources.first() != was => {
+                return Ok(Tail::Full(format!("{url} changed since it was recorded")));
+            }
+            _ => {}
+        }
+    }
+    let mut spans: Vec<std::ops::Range<u64>> = at
+        .iter()
+        .map(|&i| c.pieces[i].start..c.pieces[i].start + c.pieces[i].len)
+        .collect();
+    if !new.is_empty() {
+        spans.push(last.start..u64::MAX);
+    }
+    let (mut dataset, spliced) = existing(output, &c.dim, &spans)?;
+    let policy = opts.small_chunks.unwrap_or_default();
+    let mut changes: BTreeMap<String, Changed> = BTreeMap::new();
+    let mut last_window = None;
+    for &i in &at {
+        let window: Vec<VirtualDataset> = (i - 1..(i + 2).min(n))
+            .map(|j| of_piece[&j].clone())
+            .collect();
+        let combined = combine(window, &window_opts)?;
+        if let Some(f) = combined.failures.first() {
             return Ok(Tail::Full(format!(
-                "its last file {} changed since it was recorded",
+                "{} could not be planned between its neighbours: {}",
+                c.pieces[i].url, f.source
+            )));
+        }
+        match replace(
+            dataset,
+            combined.dataset,
+            i,
+            &combined.small_chunks,
+            &policy,
+        ) {
+            Ok(r) => {
+                dataset = r.dataset;
+                join_changed(&mut changes, r.changed);
+            }
+            Err(why) => return Ok(Tail::Full(why.0)),
+        }
+        last_window = Some((combined.plan, combined.small_chunks, combined.failures));
+    }
+    if !new.is_empty() {
+        let mut window = vec![of_piece.remove(&(n - 1)).expect("scanned")];
+        window.extend(news);
+        let combined = combine(window, &window_opts)?;
+        if combined
+            .failures
+            .iter()
+            .any(|f| last.url.ends_with(&f.source))
+        {
+            return Ok(Tail::Full(format!(
+                "its last file {} could not be planned with the new ones",
                 last.url
             )));
         }
+        match extend(dataset, combined.dataset, &combined.small_chunks, &policy) {
+            Ok(e) => {
+                dataset = e.dataset;
+                join_changed(&mut changes, e.changed);
+            }
+            Err(why) => return Ok(Tail::Full(why.0)),
+        }
+        last_window = Some((combined.plan, combined.small_chunks, combined.failures));
     }
-    let datasets = std::mem::take(&mut scanned.datasets);
-    let combined = combine(datasets.into_iter().map(|(_, d)| d).collect(), &window_opts)?;
-    if combined
-        .failures
-        .iter()
-        .any(|f| last.url.ends_with(&f.source))
-    {
-        return Ok(Tail::Full(format!(
-            "its last file {} could not be planned with the new ones",
-            last.url
-        )));
-    }
-    let (old, spliced) = existing(output, &c.dim, last.start)?;
-    let policy = opts.small_chunks.unwrap_or_default();
-    let extended = match extend(old, combined.dataset, &combined.small_chunks, &policy) {
-        Ok(e) => e,
-        Err(why) => return Ok(Tail::Full(why.0)),
+    let Some((mut plan, small_chunks, failures)) = last_window else {
+        return Ok(Tail::Full("nothing changed".into()));
     };
-    let mut plan = combined.plan;
     if let Some(p) = &mut plan
-        && let Some(c) = &extended.dataset.provenance.concat
+        && let Some(c) = &dataset.provenance.concat
     {
         p.order = c.pieces.iter().map(|p| p.url.clone()).collect();
         p.concatenated.clone_from(&c.arrays);
         p.rectilinear = c
             .arrays
             .iter()
-            .filter(|a| {
-                extended
-                    .dataset
-                    .arrays
-                    .get(*a)
-                    .is_some_and(|x| !x.grid.is_regular())
-            })
+            .filter(|a| dataset.arrays.get(*a).is_some_and(|x| !x.grid.is_regular()))
             .cloned()
             .collect();
     }
     // An Icechunk append larger than one piece is written in pieces by a full plan: the
     // update of one commit holds what changed only.
     if let Output::Icechunk { piece_refs, .. } = output {
-        let update = crate::output::update_of(&extended.changed);
-        let chunks = vzarr_icechunk::update_chunks(&extended.dataset, &update);
+        let update = crate::output::update_of(&changes);
+        let chunks = vzarr_icechunk::update_chunks(&dataset, &update);
         if chunks > *piece_refs as u64 {
             return Ok(Tail::Full(format!(
-                "the append writes {chunks} chunks, more than one piece of {piece_refs}"
+                "the change writes {chunks} chunks, more than one piece of {piece_refs}"
             )));
         }
     }
     let done = Combined {
-        dataset: extended.dataset,
+        dataset,
         plan,
-        small_chunks: combined.small_chunks,
-        failures: combined.failures,
+        small_chunks,
+        failures,
     };
     let mut out = outcome(scanned, done, opts, started);
     out.appended = Some(Appended::Tail {
         files: sources.len(),
-        changed: extended.changed,
+        replaced: at.len(),
+        changed: changes,
         spliced,
     });
     Ok(Tail::Done(Box::new(out)))
 }
 
-/// The output as it is, as far as an append at the tail along `dim` from element `start` on
-/// needs it: a reference file read at its tail where its layout allows
+/// The output as it is, as far as a change of the elements `spans` along `dim` needs it (an
+/// end of `u64::MAX`: the tail, from an append on): a reference file read there where its
+/// layout allows
 /// ([`vzarr_kerchunk::read_tail`], with what the write needs to keep the rest as it is), else
 /// whole; a repository's tip ([`vzarr_icechunk::open_tail`]). Their manifests are missing what
 /// the append keeps, which it does not write.
 fn existing(
     output: &Output,
     dim: &str,
-    start: u64,
+    spans: &[std::ops::Range<u64>],
 ) -> Result<(VirtualDataset, Option<SplicedFile>), BuildError> {
     let limits = vzarr_kerchunk::ParseLimits::default();
     match output {
@@ -278,7 +384,8 @@ fn existing(
                 let meta = file.metadata().map_err(io)?;
                 let mut bytes = Vec::new();
                 std::io::Read::read_to_end(&mut file, &mut bytes).map_err(io)?;
-                (bytes, Some((meta.len(), meta.modified().map_err(io)?)))
+                let then = (meta.len(), meta.modified().map_err(io)?);
+                (bytes, Some((file, then)))
             } else {
                 let src = vzarr_source::open_source(&loc.url()).map_err(BuildError::Output)?;
                 let mut bytes = Vec::new();
@@ -293,14 +400,14 @@ fn existing(
                 &bytes,
                 &at,
                 limits,
-                (dim, start),
+                (dim, spans),
                 vzarr_icechunk::TAIL_ALL_CHUNKS,
             ) {
                 Ok(tail) => {
                     let file = Spliced {
                         bytes,
                         layout: tail.layout,
-                        modified,
+                        local: modified,
                     };
                     Ok((tail.dataset, Some(SplicedFile(Arc::new(file)))))
                 }
@@ -313,16 +420,23 @@ fn existing(
         }
         Output::Icechunk {
             location, branch, ..
-        } => Ok((
-            vzarr_icechunk::open_tail(
-                location,
-                branch,
-                limits.max_references,
-                (dim, start),
-                vzarr_icechunk::TAIL_ALL_CHUNKS,
-            )?
-            .dataset,
-            None,
-        )),
+        } => {
+            // What a replacement changes is written, not read: only the tail is.
+            let start = spans
+                .last()
+                .filter(|s| s.end == u64::MAX)
+                .map_or(u64::MAX, |s| s.start);
+            Ok((
+                vzarr_icechunk::open_tail(
+                    location,
+                    branch,
+                    limits.max_references,
+                    (dim, start),
+                    vzarr_icechunk::TAIL_ALL_CHUNKS,
+                )?
+                .dataset,
+                None,
+            ))
+        }
     }
 }

@@ -172,7 +172,12 @@ fn open_tail_reads_chunks_from_the_tail_on() {
     // chunks before; one larger than a piece is refused, never written as a replacement.
     let tail = open_tail(&loc, "main", 1000, ("t", 3), 0).unwrap().dataset;
     let update = vzarr_icechunk::Update {
-        arrays: [("g/v".to_string(), (0usize, 2u64))].into_iter().collect(),
+        arrays: [(
+            "g/v".to_string(),
+            (0usize, std::iter::once(2..u64::MAX).collect()),
+        )]
+        .into_iter()
+        .collect(),
     };
     assert_eq!(vzarr_icechunk::update_chunks(&tail, &update), 2);
     let too_small = WriteOptions {
@@ -200,6 +205,34 @@ fn open_tail_reads_chunks_from_the_tail_on() {
     for (path, a) in &ds.arrays {
         assert_eq!(chunks(&back.arrays[path]), chunks(a), "{path}");
     }
+    // A run replaced in the middle (t chunk 1, positions 2 and 3), the dataset holding none
+    // of its chunks now: the stored one is removed, the others kept.
+    let none = open_tail(&loc, "main", 1000, ("t", 100), 0)
+        .unwrap()
+        .dataset;
+    let update = vzarr_icechunk::Update {
+        arrays: [("g/v".to_string(), (0usize, std::iter::once(1..2).collect()))]
+            .into_iter()
+            .collect(),
+    };
+    assert_eq!(vzarr_icechunk::update_chunks(&none, &update), 2);
+    let w = write(
+        &none,
+        &loc,
+        &WriteOptions {
+            mode: WriteMode::Existing,
+            update: Some(update),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!((w.virtual_refs, w.commits), (0, 1));
+    let got = chunks(&open(&loc, "main", 1000).unwrap().dataset.arrays["g/v"]);
+    for (i, (g, a)) in got.iter().zip(&all).enumerate() {
+        let want = if i == 2 { &missing } else { a };
+        assert_eq!(g, want, "chunk {i}");
+    }
+    assert_ne!(all[2], missing);
 }
 
 #[test]

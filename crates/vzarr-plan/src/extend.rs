@@ -31,6 +31,7 @@
 //! the result is then the same, only slower.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use vzarr_core::{
     ChunkGrid, ChunkManifest, ChunkRef, ConcatInfo, DimGrid, SmallChunkPolicy, VirtualArray,
@@ -47,18 +48,71 @@ use crate::values::assemble;
 #[error("{0}")]
 pub struct NotExtendable(pub String);
 
-fn no<T>(reason: impl Into<String>) -> Result<T, NotExtendable> {
+pub(crate) fn no<T>(reason: impl Into<String>) -> Result<T, NotExtendable> {
     Err(NotExtendable(reason.into()))
 }
 
-/// Where an extended array differs from the output's version: its chunks from index `from`
-/// along `axis` on are new or replaced, the ones before are the output's.
+/// Where an extended (or replaced, [`crate::replace`]) array differs from the output's
+/// version: its chunks at the indices along `axis` that `ranges` hold are new or replaced, the
+/// others are the output's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Changed {
     /// The axis of the concatenation dimension.
     pub axis: usize,
-    /// The first chunk index along `axis` that is not the output's.
-    pub from: u64,
+    /// Ranges of chunk indices along `axis`, in order and apart; an end of `u64::MAX` runs
+    /// to the last chunk.
+    pub ranges: Vec<Range<u64>>,
+}
+
+impl Changed {
+    /// The chunks from index `from` along `axis` on.
+    pub fn from(axis: usize, from: u64) -> Self {
+        Changed {
+            axis,
+            ranges: std::iter::once(from..u64::MAX).collect(),
+        }
+    }
+
+    /// The chunks at indices `range` along `axis`.
+    pub fn range(axis: usize, range: Range<u64>) -> Self {
+        Changed {
+            axis,
+            ranges: std::iter::once(range).collect(),
+        }
+    }
+
+    /// Whether chunk index `i` along the axis changed.
+    pub fn contains(&self, i: u64) -> bool {
+        self.ranges.iter().any(|r| r.contains(&i))
+    }
+
+    /// Adds `other`'s chunks (along another axis: every chunk).
+    pub fn join(&mut self, other: &Changed) {
+        if other.axis != self.axis {
+            *self = Changed::from(self.axis, 0);
+            return;
+        }
+        let mut all: Vec<Range<u64>> = self.ranges.drain(..).chain(other.ranges.clone()).collect();
+        all.sort_by_key(|r| r.start);
+        for r in all.into_iter().filter(|r| !r.is_empty()) {
+            match self.ranges.last_mut() {
+                Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+                _ => self.ranges.push(r),
+            }
+        }
+    }
+}
+
+/// Joins the arrays `more` changed into `changed`.
+pub fn join_changed(changed: &mut BTreeMap<String, Changed>, more: BTreeMap<String, Changed>) {
+    for (path, c) in more {
+        match changed.get_mut(&path) {
+            Some(have) => have.join(&c),
+            None => {
+                changed.insert(path, c);
+            }
+        }
+    }
 }
 
 /// An output extended at its tail.
@@ -81,6 +135,172 @@ pub fn extend(
     compacted: &CompactReport,
     policy: &SmallChunkPolicy,
 ) -> Result<Extended, NotExtendable> {
+    let (oc, wc) = check_window(&old, &window, compacted)?;
+    let Some(tail) = oc.pieces.last() else {
+        return no("no files recorded");
+    };
+    match wc.pieces.first() {
+        Some(p) if p.url == tail.url && p.len == tail.len => {}
+        _ => return no(format!("new files come before its last file {}", tail.url)),
+    }
+    let (start, tail_len) = (tail.start, tail.len);
+    let along: Vec<String> = oc.arrays.clone();
+    let roles = (oc.dim.clone(), along.clone(), time_arrays(oc));
+    let provenance = extended_provenance(&old, &window)?;
+    let (arrays, changed) = join_arrays(old.arrays, window.arrays, &roles, compacted, |job| {
+        Ok(match job.role {
+            Role::Once => (job.old, None),
+            Role::Whole(k, how) => {
+                let span = (k, start, tail_len);
+                let (array, change) = splice_whole(job.path, job.old, job.win, span, how, policy)?;
+                (array, Some(change))
+            }
+            Role::Chunks(k) => {
+                let (array, from) = splice_chunks(job.path, job.old, job.win, k, start, tail_len)?;
+                (array, Some(Changed::from(k, from)))
+            }
+        })
+    })?;
+    let mut out = VirtualDataset {
+        groups: old.groups,
+        arrays,
+        // What the planner left out is not written: the window's, for the report.
+        skipped: window.skipped,
+        provenance,
+        unlimited_dims: old.unlimited_dims,
+    };
+    out.unlimited_dims.extend(window.unlimited_dims);
+    finish(out, changed, (&along, compacted, policy))
+}
+
+/// `out` checked (what it stores inline within `policy`'s bounds, valid) as what changed.
+pub(crate) fn finish(
+    out: VirtualDataset,
+    changed: BTreeMap<String, Changed>,
+    (along, compacted, policy): (&[String], &CompactReport, &SmallChunkPolicy),
+) -> Result<Extended, NotExtendable> {
+    within_bounds(&out, along, compacted, policy)?;
+    out.validate()
+        .map_err(|e| NotExtendable(format!("the result is not valid: {e}")))?;
+    Ok(Extended {
+        dataset: out,
+        changed,
+    })
+}
+
+/// The index of the chunk (of nominal lengths `e` along an axis) that starts at element
+/// `start`, if one does.
+pub(crate) fn chunk_starting_at(e: &[u64], start: u64) -> Option<usize> {
+    let mut sum = 0u64;
+    let mut c = 0usize;
+    while c < e.len() && sum < start {
+        sum += e[c];
+        c += 1;
+    }
+    (sum == start).then_some(c)
+}
+
+/// The CF time arrays a concatenation re-encoded.
+pub(crate) fn time_arrays(c: &ConcatInfo) -> Vec<String> {
+    c.retimed.iter().map(|r| r.array.clone()).collect()
+}
+
+/// One array to join: its path, its role, the output's version and the window's.
+pub(crate) struct Job<'a> {
+    pub(crate) path: &'a str,
+    pub(crate) role: Role,
+    pub(crate) old: VirtualArray,
+    pub(crate) win: &'a VirtualArray,
+}
+
+/// The output's arrays (`old`, in order) joined with the window's (`win`, the same ones) by
+/// `join` of each with its role ([`role_of`] given `roles`: the dimension, the arrays along
+/// it, the CF time arrays), and the arrays that changed.
+pub(crate) fn join_arrays(
+    old: vzarr_core::Arrays,
+    mut win: vzarr_core::Arrays,
+    roles: &(String, Vec<String>, Vec<String>),
+    compacted: &CompactReport,
+    mut join: impl FnMut(Job<'_>) -> Result<(VirtualArray, Option<Changed>), NotExtendable>,
+) -> Result<(vzarr_core::Arrays, BTreeMap<String, Changed>), NotExtendable> {
+    let (dim, along, time) = roles;
+    let mut arrays = vzarr_core::Arrays::default();
+    let mut changed = BTreeMap::new();
+    for (path, oa) in old {
+        let wa = win.shift_remove(&path).expect("same variables");
+        let role = role_of(&path, &oa, &wa, (dim, along, time), compacted)?;
+        let (array, change) = join(Job {
+            path: &path,
+            role,
+            old: oa,
+            win: &wa,
+        })?;
+        if let Some(c) = change {
+            changed.insert(path.clone(), c);
+        }
+        arrays.insert(path, array);
+    }
+    Ok((arrays, changed))
+}
+
+/// How an array of the output joins its version in a window.
+pub(crate) enum Role {
+    /// Without the dimension: kept once, as the output has it.
+    Once,
+    /// Along the dimension on this axis, chunk by chunk.
+    Chunks(usize),
+    /// Along the dimension on this axis, kept inline whole as the planner keeps it.
+    Whole(usize, Whole),
+}
+
+/// The role of the array at `path` (`a` in the output, `b` in the window) given the
+/// dimension, the arrays along it and the CF time arrays, checked: kept once, the same
+/// metadata; along the dimension, the same but for its extent there.
+pub(crate) fn role_of(
+    path: &str,
+    a: &VirtualArray,
+    b: &VirtualArray,
+    (dim, along, time): (&str, &[String], &[String]),
+    compacted: &CompactReport,
+) -> Result<Role, NotExtendable> {
+    if !along.iter().any(|p| p == path) {
+        if a.zarr_metadata() != b.zarr_metadata() {
+            return no(format!("{path}, kept once, differs"));
+        }
+        return Ok(Role::Once);
+    }
+    let Some(k) = a.dimension_names.iter().position(|d| d == dim) else {
+        return no(format!("{path} lacks {dim}"));
+    };
+    let inlined = compacted
+        .arrays
+        .get(path)
+        .into_iter()
+        .flatten()
+        .any(|x| matches!(x, ArrayAction::Inlined { .. }));
+    let whole = if time.iter().any(|p| p == path) {
+        Some(Whole::Time)
+    } else if inlined {
+        Some(Whole::Compacted)
+    } else {
+        None
+    };
+    same_but_extent(path, a, b, k, whole.is_some())?;
+    Ok(match whole {
+        Some(how) => Role::Whole(k, how),
+        None => Role::Chunks(k),
+    })
+}
+
+/// What extending and replacing ([`crate::replace`]) check of a window against the output
+/// alike: both combined along the same existing dimension in the same order, the same
+/// variables with the same roles, CF time in the same units, small chunks treated alike and
+/// none merged or left referenced along the dimension. Returns both concatenations.
+pub(crate) fn check_window<'a>(
+    old: &'a VirtualDataset,
+    window: &'a VirtualDataset,
+    compacted: &CompactReport,
+) -> Result<(&'a ConcatInfo, &'a ConcatInfo), NotExtendable> {
     let (Some(oc), Some(wc)) = (&old.provenance.concat, &window.provenance.concat) else {
         return no("not a concatenation");
     };
@@ -89,13 +309,6 @@ pub fn extend(
     }
     if oc.dim != wc.dim || oc.order_by != wc.order_by {
         return no("combined along another dimension or order");
-    }
-    let Some(tail) = oc.pieces.last() else {
-        return no("no files recorded");
-    };
-    match wc.pieces.first() {
-        Some(p) if p.url == tail.url && p.len == tail.len => {}
-        _ => return no(format!("new files come before its last file {}", tail.url)),
     }
     if oc.arrays != wc.arrays {
         return no("the variables along the dimension differ");
@@ -114,6 +327,9 @@ pub fn extend(
     {
         return no("the variables differ");
     }
+    if old.provenance.small_chunks != window.provenance.small_chunks {
+        return no("small chunks were treated otherwise");
+    }
     let actions = |path: &str| compacted.arrays.get(path).into_iter().flatten();
     for path in &oc.arrays {
         if actions(path).any(|a| matches!(a, ArrayAction::Merged { .. })) {
@@ -123,61 +339,7 @@ pub fn extend(
     if !compacted.left_referenced.is_empty() {
         return no("small chunks left referenced");
     }
-    let dim = oc.dim.clone();
-    let start = tail.start;
-    let tail_len = tail.len;
-    let along: Vec<String> = oc.arrays.clone();
-    let time: Vec<String> = oc.retimed.iter().map(|r| r.array.clone()).collect();
-    let provenance = extended_provenance(&old, &window)?;
-    let mut out = VirtualDataset {
-        groups: old.groups,
-        arrays: Default::default(),
-        // What the planner left out is not written: the window's, for the report.
-        skipped: window.skipped,
-        provenance,
-        unlimited_dims: old.unlimited_dims,
-    };
-    out.unlimited_dims.extend(window.unlimited_dims);
-    let mut changed = BTreeMap::new();
-    let mut win_arrays = window.arrays;
-    for (path, oa) in old.arrays {
-        let wa = win_arrays.shift_remove(&path).expect("same variables");
-        let array = if !along.contains(&path) {
-            if oa.zarr_metadata() != wa.zarr_metadata() {
-                return no(format!("{path}, kept once, differs"));
-            }
-            oa
-        } else {
-            let Some(k) = oa.dimension_names.iter().position(|d| *d == dim) else {
-                return no(format!("{path} lacks {dim}"));
-            };
-            let whole = if time.contains(&path) {
-                Some(Whole::Time)
-            } else if actions(&path).any(|a| matches!(a, ArrayAction::Inlined { .. })) {
-                Some(Whole::Compacted)
-            } else {
-                None
-            };
-            same_but_extent(&path, &oa, &wa, k, whole.is_some())?;
-            let (array, change) = match whole {
-                Some(how) => splice_whole(&path, oa, &wa, (k, start, tail_len), how, policy)?,
-                None => {
-                    let (array, from) = splice_chunks(&path, oa, &wa, k, start, tail_len)?;
-                    (array, Changed { axis: k, from })
-                }
-            };
-            changed.insert(path.clone(), change);
-            array
-        };
-        out.arrays.insert(path, array);
-    }
-    within_bounds(&out, &along, compacted, policy)?;
-    out.validate()
-        .map_err(|e| NotExtendable(format!("the result is not valid: {e}")))?;
-    Ok(Extended {
-        dataset: out,
-        changed,
-    })
+    Ok((oc, wc))
 }
 
 /// The provenance of every file: the output's sources and pieces before its last file, then
@@ -190,9 +352,6 @@ fn extended_provenance(
         old.provenance.concat.as_ref().expect("checked"),
         window.provenance.concat.as_ref().expect("checked"),
     );
-    if old.provenance.small_chunks != window.provenance.small_chunks {
-        return no("small chunks were treated otherwise");
-    }
     let n = oc.pieces.len();
     let start = oc.pieces[n - 1].start;
     let mut pieces = oc.pieces[..n - 1].to_vec();
@@ -222,7 +381,7 @@ fn extended_provenance(
 
 /// Checks that `a` and `b` are the same array but for their extent and chunks along `k` (and,
 /// for arrays kept inline `whole`, their inline chunks and codecs, which follow the extent).
-fn same_but_extent(
+pub(crate) fn same_but_extent(
     path: &str,
     a: &VirtualArray,
     b: &VirtualArray,
@@ -254,7 +413,7 @@ fn same_but_extent(
 }
 
 /// The nominal chunk lengths along one axis.
-fn edges(d: &DimGrid) -> Vec<u64> {
+pub(crate) fn edges(d: &DimGrid) -> Vec<u64> {
     (0..d.n_chunks()).map(|i| d.chunk_len(i)).collect()
 }
 
@@ -272,15 +431,9 @@ fn splice_chunks(
     let oe = edges(od);
     let we = edges(wd);
     // The output's chunk where its last file starts.
-    let mut sum = 0u64;
-    let mut c = 0usize;
-    while c < oe.len() && sum < start {
-        sum += oe[c];
-        c += 1;
-    }
-    if sum != start {
+    let Some(c) = chunk_starting_at(&oe, start) else {
         return no(format!("{path}'s chunks cross into its last file"));
-    }
+    };
     // The last file's chunks in the window: the same edges but for the padded last one.
     let mut m = 0usize;
     let mut covered = 0u64;
@@ -354,7 +507,7 @@ fn splice_chunks(
 
 /// How an array along the dimension is kept inline whole.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Whole {
+pub(crate) enum Whole {
     /// CF time, re-encoded by the planner ([`inline_array`]).
     Time,
     /// Small references replaced by the array's values ([`kept_inline`]).
@@ -362,7 +515,7 @@ enum Whole {
 }
 
 /// The raw C-order bytes of an array whose chunks are all inline, decoded.
-fn decoded(path: &str, a: &VirtualArray) -> Result<Vec<u8>, NotExtendable> {
+pub(crate) fn decoded(path: &str, a: &VirtualArray) -> Result<Vec<u8>, NotExtendable> {
     let mut chunks = Vec::with_capacity(a.manifest.len());
     for r in a.manifest.iter() {
         chunks.push(match r {
@@ -372,6 +525,61 @@ fn decoded(path: &str, a: &VirtualArray) -> Result<Vec<u8>, NotExtendable> {
         });
     }
     assemble(a, chunks).map_err(|e| NotExtendable(format!("{path}: {e}")))
+}
+
+/// Of `a`'s C-order values around axis `k`: how many runs there are (the product of the
+/// extents before `k`) and the bytes of one element along `k` (the product after it, times
+/// the element size).
+pub(crate) fn strides(
+    path: &str,
+    a: &VirtualArray,
+    k: usize,
+) -> Result<(usize, usize), NotExtendable> {
+    let too_large = || NotExtendable(format!("{path} is too large"));
+    let size = |dims: &[u64]| -> Result<usize, NotExtendable> {
+        let n = dims
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(too_large)?;
+        usize::try_from(n).map_err(|_| too_large())
+    };
+    let shape = a.shape();
+    let inner = size(&shape[k + 1..])?
+        .checked_mul(a.data_type.size())
+        .ok_or_else(too_large)?;
+    Ok((size(&shape[..k])?, inner))
+}
+
+/// The values of an array kept inline whole, in the output (`old`) and in the window (`win`),
+/// laid out around axis `k` ([`strides`]), with their extents along it.
+pub(crate) struct Values {
+    pub(crate) old: Vec<u8>,
+    pub(crate) win: Vec<u8>,
+    pub(crate) outer: usize,
+    pub(crate) inner: usize,
+    pub(crate) old_len: usize,
+    pub(crate) win_len: usize,
+}
+
+/// The [`Values`] of the array at `path`, kept inline alike in both.
+pub(crate) fn values(
+    path: &str,
+    old: &VirtualArray,
+    win: &VirtualArray,
+    k: usize,
+) -> Result<Values, NotExtendable> {
+    if old.data_type.is_string() || old.data_type != win.data_type || old.endian != win.endian {
+        return no(format!("{path}: kept inline otherwise"));
+    }
+    let (outer, inner) = strides(path, old, k)?;
+    Ok(Values {
+        old: decoded(path, old)?,
+        win: decoded(path, win)?,
+        outer,
+        inner,
+        old_len: old.shape()[k] as usize,
+        win_len: win.shape()[k] as usize,
+    })
 }
 
 /// An array kept inline whole: the output's values before `start` along `k`, then the
@@ -385,22 +593,15 @@ fn splice_whole(
     how: Whole,
     policy: &SmallChunkPolicy,
 ) -> Result<(VirtualArray, Changed), NotExtendable> {
-    if old.data_type.is_string() || old.data_type != win.data_type || old.endian != win.endian {
-        return no(format!("{path}: kept inline otherwise"));
-    }
-    let (ro, rw) = (decoded(path, &old)?, decoded(path, win)?);
-    let (os, ws) = (old.shape(), win.shape());
-    let too_large = || NotExtendable(format!("{path} is too large"));
-    let size = |dims: &[u64]| -> Result<usize, NotExtendable> {
-        let n = dims
-            .iter()
-            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-            .ok_or_else(too_large)?;
-        usize::try_from(n).map_err(|_| too_large())
-    };
-    let inner = size(&os[k + 1..])? * old.data_type.size();
-    let outer = size(&os[..k])?;
-    let (ok_, wk) = (os[k] as usize, ws[k] as usize);
+    let Values {
+        old: ro,
+        win: rw,
+        outer,
+        inner,
+        old_len: ok_,
+        win_len: wk,
+    } = values(path, &old, win, k)?;
+    let os = old.shape();
     let (s, t) = (start as usize, tail_len as usize);
     if ok_ != s + t || wk < t || ro.len() != outer * ok_ * inner || rw.len() != outer * wk * inner {
         return no(format!("{path}'s extent differs in the window"));
@@ -418,17 +619,33 @@ fn splice_whole(
         raw.extend_from_slice(wb);
     }
     let mut shape = os;
-    shape[k] = start + ws[k];
-    let (codecs, rows) = (old.codecs.clone(), old.grid.dims()[0].chunk_len(0));
+    shape[k] = start + wk as u64;
     let first = old.grid.dims()[0].chunk_of(start).unwrap_or(0);
+    let (array, same) = inline_whole(path, old, &shape, raw, how, policy)?;
+    let from = if same && k == 0 { first } else { 0 };
+    Ok((array, Changed::from(0, from)))
+}
+
+/// `raw` (the C-order values of an array of `shape`) kept inline as the planner (`how`)
+/// keeps `old`'s, and whether the result is cut and encoded as `old` is (its chunks along
+/// axis 0 then equal `old`'s where the values do).
+pub(crate) fn inline_whole(
+    path: &str,
+    old: VirtualArray,
+    shape: &[u64],
+    raw: Vec<u8>,
+    how: Whole,
+    policy: &SmallChunkPolicy,
+) -> Result<(VirtualArray, bool), NotExtendable> {
+    let (codecs, rows) = (old.codecs.clone(), old.grid.dims()[0].chunk_len(0));
     let template = VirtualArray {
-        grid: ChunkGrid::whole(&shape).map_err(|e| NotExtendable(format!("{path}: {e}")))?,
+        grid: ChunkGrid::whole(shape).map_err(|e| NotExtendable(format!("{path}: {e}")))?,
         manifest: ChunkManifest::new_missing(1),
         ..old
     };
     let array = match how {
         Whole::Time if template.endian == vzarr_core::Endian::Little => {
-            inline_array(&template, &shape, template.data_type.clone(), raw)
+            inline_array(&template, shape, template.data_type.clone(), raw)
                 .map_err(|e| NotExtendable(format!("{path}: {e}")))?
         }
         Whole::Time => return no(format!("{path}: big-endian time")),
@@ -440,16 +657,15 @@ fn splice_whole(
                 .map_err(|e| NotExtendable(format!("{path}: {e}")))?
         }
     };
-    // Chunks before the one `start` falls in are the output's when the array is cut the same
-    // way and encoded the same way; otherwise every chunk is written again.
-    let same = k == 0 && array.codecs == codecs && array.grid.dims()[0].chunk_len(0) == rows;
-    let from = if same { first } else { 0 };
-    Ok((array, Changed { axis: 0, from }))
+    // Chunks are the output's where the values are when the array is cut the same way and
+    // encoded the same way; otherwise every chunk is written again.
+    let same = array.codecs == codecs && array.grid.dims()[0].chunk_len(0) == rows;
+    Ok((array, same))
 }
 
 /// Checks what the result stores inline against the policy's bounds: a plan of every file
 /// would keep small chunks referenced past them, which the window cannot know.
-fn within_bounds(
+pub(crate) fn within_bounds(
     ds: &VirtualDataset,
     along: &[String],
     compacted: &CompactReport,

@@ -64,6 +64,7 @@ mod merge;
 mod order;
 mod output;
 mod prefetch;
+mod replace;
 mod stack;
 mod time;
 mod values;
@@ -78,7 +79,8 @@ pub use compact::{
     READ_BATCH_BYTES, compact, survey,
 };
 pub use error::{Boundary, EdgeChunkError, FilePair, Gap, PlanError, ReadError};
-pub use extend::{Changed, Extended, NotExtendable, extend};
+pub use extend::{Changed, Extended, NotExtendable, extend, join_changed};
+pub use replace::replace;
 
 /// How files are combined.
 #[derive(Clone, Debug, PartialEq)]

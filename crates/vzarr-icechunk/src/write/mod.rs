@@ -113,14 +113,16 @@ pub struct WriteOptions {
     pub update: Option<Update>,
 }
 
-/// What an append changed: the arrays whose chunks from an index along one axis on are new
-/// or replaced (their documents are written again too, as are the groups'); every other
+/// What an append or a replacement changed: the arrays whose chunks at some runs of indices
+/// along one axis are new or replaced (their documents are written again too, as are the
+/// groups'; chunks of a run that ends no longer stored are removed); every other
 /// array of the repository is the dataset's already. Icechunk then writes new manifests only
 /// for the manifest splits that hold a changed chunk.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Update {
-    /// By array path: (axis, the first changed chunk index along it).
-    pub arrays: std::collections::BTreeMap<String, (usize, u64)>,
+    /// By array path: the axis and the runs of chunk indices along it that changed (in
+    /// order and apart; an end of `u64::MAX` runs to the last chunk).
+    pub arrays: std::collections::BTreeMap<String, (usize, Vec<std::ops::Range<u64>>)>,
 }
 
 impl Default for WriteOptions {
@@ -546,13 +548,18 @@ pub fn update_chunks(ds: &VirtualDataset, update: &Update) -> u64 {
     ds.arrays
         .iter()
         .filter_map(|(path, a)| {
-            let &(axis, from) = update.arrays.get(path)?;
+            let (axis, runs) = update.arrays.get(path)?;
             let n = a.manifest.len() as u64;
-            if axis != 0 {
+            if *axis != 0 {
                 return Some(n);
             }
             let inner: u64 = a.grid.grid_shape().iter().skip(1).product();
-            Some(n.saturating_sub(from.saturating_mul(inner)))
+            let at = |i: u64| i.saturating_mul(inner).min(n);
+            Some(
+                runs.iter()
+                    .map(|r| at(r.end) - at(r.start).min(at(r.end)))
+                    .sum(),
+            )
         })
         .sum()
 }

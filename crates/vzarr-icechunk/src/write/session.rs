@@ -137,8 +137,8 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// What an append changed ([`Update`]): the group documents, and of each changed array
-    /// its document and its chunks from the first changed index on.
+    /// What an append or a replacement changed ([`Update`]): the group documents, and of
+    /// each changed array its document and its chunks in the changed runs.
     pub(super) async fn write_update(
         &self,
         store: &Store,
@@ -148,7 +148,7 @@ impl Writer<'_> {
         let at = self.at;
         self.write_groups(store).await?;
         for (k, (path, array)) in self.arrays.iter().enumerate() {
-            let Some(&(axis, from)) = update.arrays.get(*path) else {
+            let Some((axis, runs)) = update.arrays.get(*path) else {
                 continue;
             };
             let key = meta_key(path);
@@ -156,26 +156,30 @@ impl Writer<'_> {
                 .set(&key, Bytes::from(array_document(array).to_string()))
                 .await
                 .map_err(ice(at, &format!("writing {key}")))?;
-            // In C order, the chunks from `from` on along axis 0 are a suffix.
-            let first = if axis == 0 {
-                let inner: u64 = array.grid.grid_shape()[1..].iter().product();
-                usize::try_from(from.saturating_mul(inner)).unwrap_or(usize::MAX)
-            } else {
-                0
-            };
-            let range = first.min(array.manifest.len())..array.manifest.len();
-            let (v, n) = write_chunks(
-                store,
-                path,
-                array,
-                range,
-                Some((axis, from)),
-                &self.locations[k],
-                at,
-            )
-            .await?;
-            written.virtual_refs += v;
-            written.native_chunks += n;
+            let n = array.manifest.len();
+            for run in runs.iter().filter(|r| !r.is_empty()) {
+                // In C order, the chunks of a run along axis 0 are one run.
+                let range = if *axis == 0 {
+                    let inner: u64 = array.grid.grid_shape()[1..].iter().product();
+                    let at =
+                        |i: u64| usize::try_from(i.saturating_mul(inner)).map_or(n, |x| x.min(n));
+                    at(run.start)..at(run.end)
+                } else {
+                    0..n
+                };
+                let (v, c) = write_chunks(
+                    store,
+                    path,
+                    array,
+                    range,
+                    Some((*axis, run.clone())),
+                    &self.locations[k],
+                    at,
+                )
+                .await?;
+                written.virtual_refs += v;
+                written.native_chunks += c;
+            }
         }
         Ok(())
     }
@@ -222,15 +226,16 @@ impl Writer<'_> {
     }
 }
 
-/// Writes the stored chunks of `array` at C-order positions `range` (with `from` =
-/// `(axis, i)`, only those at index `i` or later along `axis`): references in batches,
-/// inline chunks as Icechunk chunks. Returns (references, native chunks).
+/// Writes the stored chunks of `array` at C-order positions `range` (with `run` =
+/// `(axis, r)`, only those whose index along `axis` is in `r`, and where `r` ends before
+/// `u64::MAX`, those no longer stored removed): references in batches, inline chunks as
+/// Icechunk chunks. Returns (references, native chunks).
 async fn write_chunks(
     store: &Store,
     path: &str,
     array: &VirtualArray,
     range: Range<usize>,
-    from: Option<(usize, u64)>,
+    run: Option<(usize, Range<u64>)>,
     locations: &Locations<'_>,
     at: &str,
 ) -> Result<(u64, u64), IcechunkError> {
@@ -263,10 +268,17 @@ async fn write_chunks(
             }),
         }
     };
-    for (i, chunk) in array.manifest.iter_stored_in(range) {
+    // A run replaced in the middle: what it no longer stores is removed.
+    let replaced = run.as_ref().is_some_and(|(_, r)| r.end != u64::MAX);
+    let chunks: Box<dyn Iterator<Item = (usize, ChunkRef<'_>)>> = if replaced {
+        Box::new(range.map(|i| (i, array.manifest.get(i))))
+    } else {
+        array.manifest.iter_stored_in(range)
+    };
+    for (i, chunk) in chunks {
         let index = array.grid.chunk_index(i as u64);
-        if let Some((axis, first)) = from
-            && index.get(axis).is_some_and(|&x| x < first)
+        if let Some((axis, r)) = &run
+            && index.get(*axis).is_some_and(|x| !r.contains(x))
         {
             continue;
         }
@@ -281,7 +293,17 @@ async fn write_chunks(
                 )
             })?;
         match chunk {
-            ChunkRef::Missing => {}
+            ChunkRef::Missing => {
+                store
+                    .session()
+                    .write()
+                    .await
+                    .set_chunk_ref(node.clone(), ChunkIndices(coords), None)
+                    .await
+                    .map_err(|e| {
+                        IcechunkError::icechunk(at, format!("removing a chunk of {path}"), e)
+                    })?;
+            }
             ChunkRef::Range {
                 source,
                 offset,
