@@ -199,7 +199,7 @@ pub(crate) fn finish_as(
 ) -> Result<ExitCode> {
     let s = summarize(ds);
     if let Output::Kerchunk(_) = output
-        && let Some(w) = vzarr_build::output::reference_file_warning(ds)
+        && let Some(w) = vzarr_build::output::reference_file_warning(ds, appended)
     {
         warnings(&[w]);
         // `append` is `vzarr build --append`.

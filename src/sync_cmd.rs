@@ -103,7 +103,9 @@ pub(crate) fn sync(args: SyncArgs) -> Result<ExitCode> {
     sync_opts.jobs = args.jobs;
     let plan = vzarr_build::sync::plan(&output, &sync_opts)?;
     print_plan(&plan, args.dry_run);
-    let doc = |build: Option<&BatchSummary>| summary_doc(&plan, args.dry_run, build);
+    let doc = |build: Option<(&BatchSummary, Option<&vzarr_build::Appended>)>| {
+        summary_doc(&plan, args.dry_run, build)
+    };
     if args.dry_run || matches!(plan.action, SyncAction::Nothing | SyncAction::Refuse) {
         write_summary(&args.report, &doc(None)?)?;
         if args.dry_run {
@@ -140,7 +142,7 @@ pub(crate) fn sync(args: SyncArgs) -> Result<ExitCode> {
             &out.failures,
             &out.summary,
             &args.report,
-            &|s| doc(Some(s)),
+            &|s| doc(Some((s, out.appended.as_ref()))),
         )
     });
     match done {
@@ -199,7 +201,8 @@ fn print_plan(plan: &SyncPlan, dry_run: bool) {
             SyncAction::Nothing => "nothing to do".to_string(),
             SyncAction::Append => format!("would append {} file(s)", plan.added.len()),
             SyncAction::Rebuild => format!(
-                "would rebuild from {} file(s) in one write",
+                "would replace the changed file(s) in place where that gives what a rebuild \
+                 gives, else rebuild from {} file(s); in one write",
                 plan.to_scan().len()
             ),
             _ => "would refuse: recorded sources are gone".to_string(),
@@ -208,13 +211,18 @@ fn print_plan(plan: &SyncPlan, dry_run: bool) {
     }
 }
 
-/// The sync's summary as JSON: the plan, and the build's summary when one ran.
+/// The sync's summary as JSON: the plan, and when a build ran its summary and how it was
+/// planned (`planned`: at the tail, with the files replaced in place, or every file and why).
 fn summary_doc(
     plan: &SyncPlan,
     dry_run: bool,
-    build: Option<&BatchSummary>,
+    build: Option<(&BatchSummary, Option<&vzarr_build::Appended>)>,
 ) -> Result<serde_json::Value> {
     let refused = plan.action == SyncAction::Refuse;
+    let planned = build
+        .and_then(|(_, a)| a)
+        .map(vzarr_build::Appended::to_json);
+    let build = build.map(|(s, _)| s);
     Ok(serde_json::json!({
         "output": plan.output,
         "action": plan.action,
@@ -226,6 +234,7 @@ fn summary_doc(
         "refused": if refused { &plan.removed[..] } else { &[][..] },
         "unchanged": plan.unchanged.len(),
         "build": build.map(serde_json::to_value).transpose()?,
+        "planned": planned,
     }))
 }
 

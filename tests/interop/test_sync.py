@@ -93,6 +93,7 @@ def test_sync_of_a_reference_file(tmp_path, config):
     assert "the rest of the file kept as it was" in p.stdout, p.stdout
     s = json.loads(done.read_text())
     assert s["action"] == "rebuild" and s["build"]["scanned"] == 3, s
+    assert s["planned"] == {"planned": "tail", "files": 6, "replaced": 1}, s
     fresh = tmp_path / "fresh.json"
     vz("build", arch, "--concat-dim", "time", "-o", fresh)
     assert out.read_bytes() == fresh.read_bytes()

@@ -422,9 +422,29 @@ pub fn update_of(
 pub const REFERENCE_FILE_CEILING: usize = 5_000_000;
 
 /// A warning when `ds`, written as a reference file, would hold more chunks than
-/// [`REFERENCE_FILE_CEILING`]: what opening it costs, and the Icechunk format instead.
-pub fn reference_file_warning(ds: &VirtualDataset) -> Option<String> {
-    ceiling_warning(ds.arrays.values().map(|a| a.manifest.stored()).sum())
+/// [`REFERENCE_FILE_CEILING`]: what opening it costs, and the Icechunk format instead. A
+/// dataset changed at the tail of a reference file (`appended` spliced) holds only what
+/// changed: the file's chunks are then counted by the arrays' grids (every chunk, stored or
+/// not).
+pub fn reference_file_warning(
+    ds: &VirtualDataset,
+    appended: Option<&crate::Appended>,
+) -> Option<String> {
+    let partial = appended.and_then(crate::Appended::spliced).is_some();
+    ceiling_warning(
+        ds.arrays
+            .values()
+            .map(|a| match partial {
+                true => a
+                    .grid
+                    .n_chunks()
+                    .ok()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .unwrap_or(usize::MAX),
+                false => a.manifest.stored(),
+            })
+            .fold(0usize, usize::saturating_add),
+    )
 }
 
 fn ceiling_warning(chunks: usize) -> Option<String> {
@@ -504,7 +524,7 @@ mod tests {
         let w = ceiling_warning(REFERENCE_FILE_CEILING + 1).expect("a warning");
         assert!(w.starts_with("5000001 chunks in one reference file"), "{w}");
         assert!(w.contains("Icechunk"), "{w}");
-        assert_eq!(reference_file_warning(&VirtualDataset::new()), None);
+        assert_eq!(reference_file_warning(&VirtualDataset::new(), None), None);
     }
 
     #[test]

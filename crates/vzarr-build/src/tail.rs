@@ -51,10 +51,14 @@ pub enum Appended {
 }
 
 impl Appended {
-    /// How the append was planned, for a summary in JSON: `{"planned": "tail", "files": N,
-    /// "replaced": K}` or `{"planned": "full", "reason": "..."}`.
+    /// How the append was planned, for a summary in JSON: `{"planned": "tail", "files": N}`
+    /// (with `"replaced": K` where a sync replaced K files in place) or `{"planned": "full",
+    /// "reason": "..."}`.
     pub fn to_json(&self) -> serde_json::Value {
         match self {
+            Appended::Tail {
+                files, replaced: 0, ..
+            } => serde_json::json!({"planned": "tail", "files": files}),
             Appended::Tail {
                 files, replaced, ..
             } => serde_json::json!({"planned": "tail", "files": files, "replaced": replaced}),

@@ -416,7 +416,7 @@ fn build(
     let mut warnings = out.warnings;
     if format == Format::Kerchunk {
         warnings.extend(
-            vzarr_build::output::reference_file_warning(&out.dataset)
+            vzarr_build::output::reference_file_warning(&out.dataset, out.appended.as_ref())
                 .map(|w| format!("{w}: format=\"icechunk\"")),
         );
     }
