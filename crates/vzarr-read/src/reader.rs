@@ -293,10 +293,40 @@ fn source_stack(
     }
 }
 
-/// Opens references given as bytes; `origin` names them in messages.
+/// Opens references given as bytes; `origin` names them in messages. The parse of the last
+/// reference file of at most 16 MiB is kept: the same bytes opened again (one
+/// reader per group of a file, as xarray opens groups) are not parsed again, and the new
+/// reader checks its sources afresh.
 pub fn open_bytes(bytes: &[u8], origin: &str, options: ReadOptions) -> Result<Reader, ReadError> {
-    let refs = parse_refs(bytes, origin, options.limits)?;
+    let refs = parse_kept(bytes, origin, options.limits)?;
     open_parsed(refs, origin, options)
+}
+
+/// The largest reference file whose parse [`open_bytes`] keeps (its model and documents
+/// cost a few times its size in memory).
+pub(crate) const PARSE_KEPT_BYTES: usize = 16 << 20;
+
+/// The last reference file parsed (at most [`PARSE_KEPT_BYTES`]): its bytes, the limits it
+/// was parsed under, the parse.
+static LAST_PARSE: Mutex<Option<(Bytes, ParseLimits, ParsedRefs)>> = Mutex::new(None);
+
+/// [`parse_refs`] of `bytes`, or a copy of the kept parse of the same bytes under the same
+/// limits.
+fn parse_kept(bytes: &[u8], origin: &str, limits: ParseLimits) -> Result<ParsedRefs, ReadError> {
+    if bytes.len() > PARSE_KEPT_BYTES {
+        return Ok(parse_refs(bytes, origin, limits)?);
+    }
+    let kept = |slot: &Option<(Bytes, ParseLimits, ParsedRefs)>| match slot {
+        Some((b, l, refs)) if *l == limits && b.as_ref() == bytes => Some(refs.clone()),
+        _ => None,
+    };
+    if let Some(refs) = kept(&LAST_PARSE.lock().unwrap_or_else(|e| e.into_inner())) {
+        return Ok(refs);
+    }
+    let refs = parse_refs(bytes, origin, limits)?;
+    *LAST_PARSE.lock().unwrap_or_else(|e| e.into_inner()) =
+        Some((Bytes::copy_from_slice(bytes), limits, refs.clone()));
+    Ok(refs)
 }
 
 /// The byte layer of a reader: the allowed-prefix policy over the stores, counted and not.

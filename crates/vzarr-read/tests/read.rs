@@ -223,3 +223,25 @@ fn decompression_bombs_and_short_chunks_are_errors() {
         assert!(e.contains("array v"), "{e}");
     }
 }
+
+#[test]
+fn a_kept_parse_serves_the_same_bytes_under_the_same_limits_only() {
+    // open_bytes keeps the last parse: it must never stand in for other bytes or limits.
+    let values = |v: [f32; 4]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let (one, two) = (values([1.0, 2.0, 3.0, 4.0]), values([5.0, 6.0, 7.0, 8.0]));
+    let (a, b) = (
+        one_chunk(one.clone(), vec![]),
+        one_chunk(two.clone(), vec![]),
+    );
+    for (refs, want) in [(&a, &one), (&a, &one), (&b, &two), (&a, &one)] {
+        let r =
+            vzarr_read::open_bytes(refs, "mem.json", vzarr_read::ReadOptions::default()).unwrap();
+        assert_eq!(&r.array("v").unwrap().read_all_raw().unwrap().bytes, want);
+    }
+    let mut tight = vzarr_read::ReadOptions::default();
+    tight.limits.max_references = 0;
+    let e = vzarr_read::open_bytes(&a, "mem.json", tight)
+        .err()
+        .expect("over the limit");
+    assert!(e.to_string().contains("mem.json"), "{e}");
+}

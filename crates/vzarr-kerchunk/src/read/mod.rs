@@ -101,7 +101,7 @@ pub const MAX_RECORD_FILES: u64 = 1 << 16;
 /// Limits that keep hostile references from exhausting memory or time. Each is checked with
 /// checked arithmetic before what it bounds is allocated or generated, and an error that
 /// hits one names it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ParseLimits {
     /// Most chunks (stored or not) one array, and all arrays together, may have.

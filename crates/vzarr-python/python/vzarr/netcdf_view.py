@@ -399,6 +399,14 @@ def find_group(root: Any, group: str | None) -> Any:
     parts = [p for p in str(group or "").split("/") if p]
     node = root
     for part in parts:
+        # By its name first: one document read, where listing the members reads them all.
+        try:
+            child = node[part]
+        except (KeyError, ValueError):
+            child = None
+        if isinstance(child, type(root)):
+            node = child
+            continue
         found = None
         for name, member in node.groups():
             if name == part or member.attrs.get(ORIGINAL_NAME) == part:
@@ -425,8 +433,12 @@ def open_netcdf_view(store: Any, *, source: str, group: str | None = None,
     # process. zarr-python's configuration is global: another thread parsing documents
     # meanwhile sees it on too, which only lets it read such grids.
     with zarr.config.set({"array.rectilinear_chunks": True}):
-        # The root once (its consolidated metadata parsed once), the group below it.
-        root = zarr.open_group(store, mode="r", zarr_format=3, use_consolidated=consolidated)
+        # The root once (its consolidated metadata parsed once), the group below it; for a
+        # group, the root without its consolidated metadata (every document of the output,
+        # parsed for one group: 0.34 s for 2,125 arrays), the group's own documents read.
+        below = any(p for p in str(group or "").split("/"))
+        root = zarr.open_group(store, mode="r", zarr_format=3,
+                               use_consolidated=False if below else consolidated)
         zs = ZarrStore(find_group(root, group), mode="r")
         try:
             _fetch_in_blocks(zs)
