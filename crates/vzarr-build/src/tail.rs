@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use vzarr_core::{Provenance, VirtualDataset};
-use vzarr_plan::{Changed, extend, join_changed, replace};
+use vzarr_plan::{Changed, extend, join_changed, replace, window_of};
 use vzarr_scan::inputs::SourceRef;
 use vzarr_source::Scheme;
 
@@ -228,7 +228,7 @@ pub(crate) fn join(
     let n = c.pieces.len();
     let mut recorded: Vec<usize> = at
         .iter()
-        .flat_map(|&i| i - 1..(i + 2).min(n))
+        .flat_map(|&i| window_of(i, n))
         .chain((!new.is_empty()).then_some(n - 1))
         .collect();
     recorded.sort_unstable();
@@ -276,9 +276,7 @@ pub(crate) fn join(
     let mut changes: BTreeMap<String, Changed> = BTreeMap::new();
     let mut last_window = None;
     for &i in &at {
-        let window: Vec<VirtualDataset> = (i - 1..(i + 2).min(n))
-            .map(|j| of_piece[&j].clone())
-            .collect();
+        let window: Vec<VirtualDataset> = window_of(i, n).map(|j| of_piece[&j].clone()).collect();
         let combined = combine(window, &window_opts)?;
         if let Some(f) = combined.failures.first() {
             return Ok(Tail::Full(format!(
@@ -381,7 +379,7 @@ fn existing(
     match output {
         Output::Kerchunk(loc) => {
             let at = output.display();
-            let (bytes, modified) = if loc.scheme == Scheme::File {
+            let (bytes, local) = if loc.scheme == Scheme::File {
                 let path = loc.local_path();
                 let io = |e| BuildError::io(&path, e);
                 let mut file = std::fs::File::open(&path).map_err(io)?;
@@ -411,7 +409,7 @@ fn existing(
                     let file = Spliced {
                         bytes,
                         layout: tail.layout,
-                        local: modified,
+                        local,
                     };
                     Ok((tail.dataset, Some(SplicedFile(Arc::new(file)))))
                 }

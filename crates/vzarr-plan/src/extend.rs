@@ -561,7 +561,8 @@ pub(crate) struct Values {
     pub(crate) win_len: usize,
 }
 
-/// The [`Values`] of the array at `path`, kept inline alike in both.
+/// The [`Values`] of the array at `path`, kept inline alike in both, each as long as its
+/// shape says.
 pub(crate) fn values(
     path: &str,
     old: &VirtualArray,
@@ -572,14 +573,18 @@ pub(crate) fn values(
         return no(format!("{path}: kept inline otherwise"));
     }
     let (outer, inner) = strides(path, old, k)?;
-    Ok(Values {
+    let v = Values {
         old: decoded(path, old)?,
         win: decoded(path, win)?,
         outer,
         inner,
         old_len: old.shape()[k] as usize,
         win_len: win.shape()[k] as usize,
-    })
+    };
+    if v.old.len() != outer * v.old_len * inner || v.win.len() != outer * v.win_len * inner {
+        return no(format!("{path}'s extent differs in the window"));
+    }
+    Ok(v)
 }
 
 /// An array kept inline whole: the output's values before `start` along `k`, then the
@@ -603,7 +608,7 @@ fn splice_whole(
     } = values(path, &old, win, k)?;
     let os = old.shape();
     let (s, t) = (start as usize, tail_len as usize);
-    if ok_ != s + t || wk < t || ro.len() != outer * ok_ * inner || rw.len() != outer * wk * inner {
+    if ok_ != s + t || wk < t {
         return no(format!("{path}'s extent differs in the window"));
     }
     let mut raw = Vec::with_capacity(outer * (s + wk) * inner);

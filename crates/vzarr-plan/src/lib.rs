@@ -80,7 +80,7 @@ pub use compact::{
 };
 pub use error::{Boundary, EdgeChunkError, FilePair, Gap, PlanError, ReadError};
 pub use extend::{Changed, Extended, NotExtendable, extend, join_changed};
-pub use replace::replace;
+pub use replace::{replace, window_of};
 
 /// How files are combined.
 #[derive(Clone, Debug, PartialEq)]

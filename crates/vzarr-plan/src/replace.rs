@@ -34,10 +34,16 @@ use crate::extend::{
 };
 use crate::output::copy_ref;
 
+/// The positions of the output's files (`files` of them) a replacement of the one at `at`
+/// (not the first) is planned with, in order: it and its neighbours.
+pub fn window_of(at: usize, files: usize) -> Range<usize> {
+    at.saturating_sub(1)..files.min(at + 2)
+}
+
 /// Replaces the file at position `at` of `old`'s concatenation (not the first) with its
 /// version in `window`: the plan (small chunks compacted as `compacted` reports, under
-/// `policy`) of the output's files `at - 1`, `at` and, unless `at` is the last, `at + 1`, in
-/// that order, the one at `at` as it is now, CF time in `old`'s units. Returns the dataset a
+/// `policy`) of the output's files [`window_of`] `at` (`at - 1`, `at` and, unless `at` is the
+/// last, `at + 1`), in that order, the one at `at` as it is now, CF time in `old`'s units. Returns the dataset a
 /// plan of every file gives, and which chunks changed, or why that cannot be made from the
 /// two (see the module documentation).
 pub fn replace(
@@ -54,7 +60,7 @@ pub fn replace(
     let Some(piece) = oc.pieces.get(at) else {
         return no(format!("no file at position {at}"));
     };
-    let around = &oc.pieces[at - 1..oc.pieces.len().min(at + 2)];
+    let around = &oc.pieces[window_of(at, oc.pieces.len())];
     let same_files = around.len() == wc.pieces.len()
         && around
             .iter()
@@ -208,11 +214,7 @@ fn replace_values(
     } = values(path, &old, win, k)?;
     let os = old.shape();
     let (s, ws_, t) = (start as usize, wstart as usize, len as usize);
-    if ok_ < s + t
-        || wk < ws_ + t
-        || ro.len() != outer * ok_ * inner
-        || rw.len() != outer * wk * inner
-    {
+    if ok_ < s + t || wk < ws_ + t {
         return no(format!("{path}'s extent differs in the window"));
     }
     let mut raw = ro.clone();
