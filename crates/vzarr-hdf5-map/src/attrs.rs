@@ -8,7 +8,7 @@ use vzarr_core::attrs::cf_fill_value;
 use vzarr_core::{Attributes, DataType, FillValue, SkippedVariable};
 
 use crate::or_root;
-use crate::types::{StrPad, TypeInfo};
+use crate::types::{IntType, StrPad, TypeInfo};
 
 /// Attributes that are HDF5 or netCDF bookkeeping, never user attributes.
 const DROPPED_ATTRS: &[&str] = &[
@@ -123,6 +123,19 @@ pub fn read_attr(name: String, info: TypeInfo, space: Space, values: &dyn AttrVa
         TypeInfo::VarString => values
             .strings()
             .map(|v| collapse(v.into_iter().map(Value::String).collect(), scalar)),
+        TypeInfo::WideInt(t) => values.bytes().and_then(|b| {
+            let narrow = narrow_ints(&b, t)?;
+            let v = collapse(ints_to_json(&narrow, 8, t.signed, false), scalar);
+            numeric = Some(Numeric {
+                info: TypeInfo::Int(IntType {
+                    size: 8,
+                    signed: t.signed,
+                    big_endian: false,
+                }),
+                bytes: narrow,
+            });
+            Ok(v)
+        }),
         TypeInfo::Other(what) => Err(format!("attribute of {what}")),
     };
     RawAttr {
@@ -154,6 +167,32 @@ fn fixed_strings(bytes: &[u8], size: usize, pad: StrPad) -> Vec<String> {
             String::from_utf8_lossy(s).into_owned()
         })
         .collect()
+}
+
+/// Integers of `t.size` (over 8) bytes as little-endian 8-byte integers of the same sign, or
+/// why not: a value that does not fit (netCDF-C's conversion would clip it).
+fn narrow_ints(bytes: &[u8], t: &IntType) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(bytes.len() / t.size * 8);
+    for c in bytes.chunks_exact(t.size) {
+        let mut le = c.to_vec();
+        if t.big_endian {
+            le.reverse();
+        }
+        let (low, high) = le.split_at(8);
+        let fill = if t.signed && low[7] & 0x80 != 0 {
+            0xff
+        } else {
+            0
+        };
+        if high.iter().any(|&x| x != fill) {
+            return Err(format!(
+                "{}-byte integer attribute with a value beyond 64 bits",
+                t.size
+            ));
+        }
+        out.extend_from_slice(low);
+    }
+    Ok(out)
 }
 
 /// Decodes integers of `size` bytes into JSON numbers.
@@ -402,6 +441,47 @@ mod tests {
         assert_eq!(one_or_all(vec![json!(1)], false), json!(1));
         assert_eq!(one_or_all(vec![], false), json!([]));
         assert_eq!(one_or_all(vec![json!(1), json!(2)], false), json!([1, 2]));
+    }
+
+    #[test]
+    fn integers_wider_than_8_bytes_read_as_64_bit_ones_where_they_fit() {
+        let wide = |signed, big_endian| {
+            TypeInfo::WideInt(IntType {
+                size: 16,
+                signed,
+                big_endian,
+            })
+        };
+        let read = |info, bytes: Vec<u8>, space| {
+            read_attr("t".into(), info, space, &Stored(bytes, vec![]))
+        };
+        // PyTables' `ref_time`: an unsigned 16-byte zero, big-endian, as netCDF-C shows it.
+        let a = read(wide(false, true), vec![0; 16], Space::Scalar);
+        assert_eq!(a.value, Ok(json!(0)));
+        assert_eq!(numpy_type(&a.numeric.unwrap().info), Some("uint64"));
+        // Signed, little-endian: -2 and 2^63 - 1 fit; the sign is extended over 16 bytes.
+        let mut b = vec![0xfe; 1];
+        b.extend([0xff; 15]);
+        b.extend([0xff; 7]);
+        b.push(0x7f);
+        b.extend([0; 8]);
+        let a = read(wide(true, false), b, Space::Simple(vec![2]));
+        assert_eq!(a.value, Ok(json!([-2, i64::MAX])));
+        assert_eq!(numpy_type(&a.numeric.unwrap().info), Some("int64"));
+        // A value beyond 64 bits is not clipped: the attribute is left out, with the reason.
+        let mut b = vec![0; 16];
+        b[8] = 1;
+        let a = read(wide(false, false), b, Space::Scalar);
+        assert!(a.value.unwrap_err().contains("beyond 64 bits"));
+        let mut b = vec![0; 16];
+        b[7] = 0x80; // 2^63 as a signed 16-byte integer: not an int64
+        assert!(read(wide(true, false), b, Space::Scalar).value.is_err());
+        // A dataset of such integers has no Zarr data type.
+        assert!(
+            crate::types::data_type(&wide(true, false))
+                .unwrap_err()
+                .contains("16-byte integer")
+        );
     }
 
     #[test]

@@ -12,6 +12,10 @@ use vzarr_core::{DataType, Endian};
 pub enum TypeInfo {
     /// Integer.
     Int(IntType),
+    /// Integer wider than 8 bytes (PyTables' 16-byte ones): no Zarr data type; an attribute
+    /// of it is read as netCDF-C reads it, as the 8-byte integer of its sign, when every value
+    /// fits in one.
+    WideInt(IntType),
     /// IEEE float of `size` bytes.
     Float {
         /// Bytes per element.
@@ -108,6 +112,7 @@ pub struct FloatFacts {
 /// An integer type without padding bits, or why it is not a plain 1, 2, 4 or 8-byte integer.
 pub fn int_info(f: &IntFacts) -> TypeInfo {
     match int_layout(f) {
+        Ok(t) if t.size > 8 => TypeInfo::WideInt(t),
         Ok(t) => TypeInfo::Int(t),
         Err(e) => TypeInfo::Other(e),
     }
@@ -122,7 +127,7 @@ fn int_layout(f: &IntFacts) -> Result<IntType, String> {
         Order::None if f.size == 1 => false,
         _ => return Err("integer with VAX or mixed byte order".into()),
     };
-    if !matches!(f.size, 1 | 2 | 4 | 8) || f.precision != f.size * 8 || f.offset != 0 {
+    if !matches!(f.size, 1 | 2 | 4 | 8 | 16) || f.precision != f.size * 8 || f.offset != 0 {
         return Err(format!("{}-byte integer with padding bits", f.size));
     }
     Ok(IntType {
@@ -160,6 +165,7 @@ pub fn float_info(f: &FloatFacts) -> TypeInfo {
 /// an enum read as its base integer.
 pub fn enum_info<N: AsRef<str>, V: AsRef<[u8]>>(base: &IntFacts, members: &[(N, V)]) -> TypeInfo {
     match int_layout(base) {
+        Ok(t) if t.size > 8 => TypeInfo::Other(format!("enum on {}-byte integer", t.size)),
         Ok(t) if t.size == 1 && is_bool_enum(members) => TypeInfo::Bool,
         Ok(t) => TypeInfo::Enum(t),
         Err(e) => TypeInfo::Other(format!("enum on {e}")),
@@ -220,6 +226,13 @@ pub fn data_type(info: &TypeInfo) -> Result<(DataType, Endian), String> {
             (DataType::FixedBytes(size), Endian::Little)
         }
         TypeInfo::VarString => (DataType::String, Endian::Little),
+        TypeInfo::WideInt(t) => {
+            return Err(format!(
+                "unsupported data type ({}-byte integer): Zarr v3 has no integer wider than \
+                 8 bytes",
+                t.size
+            ));
+        }
         TypeInfo::Other(ref what) => {
             return Err(format!(
                 "unsupported data type ({what}): Zarr v3 has no equivalent that \

@@ -22,9 +22,8 @@
 //!   so are compounds with variable-length string members, as a `struct` whose strings are
 //!   `fixed_length_utf32` fields (as VirtualiZarr 2.8 reads them); so are object references,
 //!   read as the paths of their targets (`references`), which the libhdf5 scanner leaves out;
-//! - soft links are followed as h5py follows them, the libhdf5 scanner lists them as skipped;
-//!   a second hard link to a dataset or group is listed as skipped (h5py's `visit` shows each
-//!   object once), the libhdf5 scanner scans it again;
+//! - soft links are followed as h5py follows them, the libhdf5 scanner lists them as skipped
+//!   (a second hard link to a dataset or group is listed again by both, as netCDF-C shows it);
 //! - names Zarr v3 does not allow are mapped (`vzarr_core::names`).
 //!
 //! Where the two differ, the libhdf5 scanner cannot give an answer or libhdf5 gives a wrong

@@ -248,35 +248,36 @@ fn walk_group(
             continue;
         }
         if kind == ObjectKind::Group && ancestors.contains(&target) {
-            let how = if child.hard { "hard" } else { "soft" };
+            let how = if matches!(link.target, LinkTarget::Hard(_)) {
+                "hard"
+            } else {
+                "soft"
+            };
             ctx.skip(
                 &child_source,
                 format!("{how} link to a group above it (a cycle): not followed"),
             );
             continue;
         }
+        // A further hard link to an object met before is listed again under its own name,
+        // as netCDF-C and h5py's item access show it (its first path stays the one object
+        // references name), and counts, with everything below it, as a soft link's target does.
+        let child = match ctx.seen.get(&target) {
+            Some(_) if child.hard => At {
+                hard: false,
+                ..child
+            },
+            _ => child,
+        };
         if child.hard {
-            if let Some(first) = ctx.seen.get(&target) {
-                let reason = format!(
-                    "hard link to the {} at {first} (the same object): listed once, under \
-                     the first path h5py's visit finds",
-                    if kind == ObjectKind::Group {
-                        "group"
-                    } else {
-                        "dataset"
-                    }
-                );
-                ctx.skip(&child_source, reason);
-                continue;
-            }
             ctx.seen.insert(target, format!("/{child_source}"));
         } else {
             if ctx.soft_nodes >= MAX_SOFT_NODES {
                 ctx.skip(
                     &child_source,
                     format!(
-                        "reached through a soft link, past the {MAX_SOFT_NODES} groups and \
-                         datasets soft links may add: not followed"
+                        "reached through a soft link or a further hard link, past the \
+                         {MAX_SOFT_NODES} groups and datasets such links may add: not followed"
                     ),
                 );
                 continue;

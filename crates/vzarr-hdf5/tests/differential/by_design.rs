@@ -8,8 +8,6 @@
 //! - **soft links**: followed natively (the dataset, or the group with everything below it,
 //!   under the link's name; dangling or cyclic ones listed as skipped), skipped by the
 //!   libhdf5 scanner;
-//! - **hard links to an object met before**: skipped natively (h5py's `visit` shows each
-//!   object once), scanned again by the libhdf5 scanner, with everything below;
 //! - **external and user-defined links**: skipped by both, in other words;
 //! - **names Zarr does not allow**: mapped natively, so the libhdf5 scan is mapped the same
 //!   way ([`vzarr_core::names::make_names_zarr_safe`]) before the comparison;
@@ -100,18 +98,6 @@ pub(crate) fn reconcile(oracle: &mut VirtualDataset, native: &mut VirtualDataset
         {
             listed.push(format!("{p}: {}", n.reason));
             n.reason = s.reason.clone();
-        }
-    }
-    let native_skips = native.skipped.clone();
-    for s in &native_skips {
-        if s.reason.starts_with("hard link to the") {
-            let (p, z) = (s.path.as_str(), zarr_path(&s.path));
-            let n = remove_subtree(oracle, &z, p);
-            listed.push(format!(
-                "{p}: {} (the libhdf5 scanner scans it again: {n} groups and arrays)",
-                s.reason
-            ));
-            native.skipped.retain(|x| x.path != p);
         }
     }
     if !listed.is_empty() {
