@@ -19,6 +19,28 @@ pub struct StructField {
     pub data_type: DataType,
 }
 
+impl StructField {
+    /// How the name of a field that stands for padding bytes of a source's compound begins
+    /// (zarr-python's `struct` packs its fields, so the bytes between and after a compound's
+    /// members are fields of their own); the byte offset follows. vzarr's xarray backend leaves
+    /// such fields out, as netCDF-C and h5py do.
+    pub const PADDING_PREFIX: &str = "vzarr:padding@";
+
+    /// The field for `len` padding bytes from byte `at` of a compound: a fixed-length byte
+    /// string, named [`Self::PADDING_PREFIX`] and the offset.
+    pub fn padding(at: u64, len: usize) -> StructField {
+        StructField {
+            name: format!("{}{at}", Self::PADDING_PREFIX),
+            data_type: DataType::FixedBytes(len),
+        }
+    }
+
+    /// Whether this field stands for padding bytes ([`Self::padding`]).
+    pub fn is_padding(&self) -> bool {
+        self.name.starts_with(Self::PADDING_PREFIX)
+    }
+}
+
 /// Byte order of multi-byte elements as they are stored in the source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Endian {

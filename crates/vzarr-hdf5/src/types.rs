@@ -177,10 +177,11 @@ fn compound_complex(t: &Datatype, members: &[CompoundMember]) -> Option<(DataTyp
 /// Most members of a compound mapped to a `struct` (vzarr-core's bound on struct fields).
 const MAX_STRUCT_MEMBERS: usize = 4096;
 
-/// A compound as zarr-python 3.4's `struct`: its members in offset order, packed (each starts
-/// where the previous ends, the last ends at the compound's size), each of a type that maps
-/// (nested compounds included) other than an array or variable-length type, all multi-byte
-/// members in one byte order (the `bytes` codec has one `endian`).
+/// A compound as zarr-python 3.4's `struct`: its members in offset order, each of a type that
+/// maps (nested compounds included) other than an array or variable-length type, all
+/// multi-byte members in one byte order (the `bytes` codec has one `endian`). Bytes between
+/// members and after the last (alignment padding: h5py's and PyTables' aligned tables) become
+/// fields of their own ([`vzarr_core::StructField::padding`]), so the fields are packed as the struct packs them.
 fn compound_struct(t: &Datatype, members: &[CompoundMember]) -> Result<(DataType, Endian), String> {
     let why = |reason: String| format!("unsupported data type (compound type): {reason}");
     if members.is_empty() || members.len() > MAX_STRUCT_MEMBERS {
@@ -195,11 +196,17 @@ fn compound_struct(t: &Datatype, members: &[CompoundMember]) -> Result<(DataType
     let mut at: u64 = 0;
     let mut order: Option<Endian> = None;
     for m in sorted {
-        if u64::from(m.offset) != at {
+        let offset = u64::from(m.offset);
+        if offset < at {
             return Err(why(format!(
-                "padding between members: member {:?} at byte {}, packed it would be at byte {at} (zarr-python's struct packs its fields)",
-                m.name, m.offset
+                "member {:?} at byte {offset} overlaps the member before it, which ends at byte \
+                 {at}",
+                m.name
             )));
+        }
+        if offset > at {
+            fields.push(padding(at, offset - at)?);
+            at = offset;
         }
         match &m.datatype.class {
             TypeClass::Array { .. } => {
@@ -239,16 +246,41 @@ fn compound_struct(t: &Datatype, members: &[CompoundMember]) -> Result<(DataType
             data_type: mapped.data_type,
         });
     }
-    if at != u64::from(t.size) {
+    match at.cmp(&u64::from(t.size)) {
+        std::cmp::Ordering::Less => fields.push(padding(at, u64::from(t.size) - at)?),
+        std::cmp::Ordering::Equal => {}
+        std::cmp::Ordering::Greater => {
+            return Err(why(format!(
+                "members end at byte {at}, past the {}-byte compound",
+                t.size
+            )));
+        }
+    }
+    if fields.len() > MAX_STRUCT_MEMBERS {
         return Err(why(format!(
-            "padding after the last member: {at} bytes of members in a {}-byte compound",
-            t.size
+            "{} fields with its padding (a struct has at most {MAX_STRUCT_MEMBERS})",
+            fields.len()
+        )));
+    }
+    if let Some(f) = fields
+        .iter()
+        .find(|f| f.is_padding() && members.iter().any(|m| m.name == f.name))
+    {
+        return Err(why(format!(
+            "a member is named {:?}, as the field for its padding would be",
+            f.name
         )));
     }
     Ok((
         DataType::Struct(fields.into()),
         order.unwrap_or(Endian::Little),
     ))
+}
+
+/// The field for `len` padding bytes from byte `at` of a compound.
+fn padding(at: u64, len: u64) -> Result<vzarr_core::StructField, String> {
+    let len = usize::try_from(len).map_err(|_| format!("{len} bytes of padding"))?;
+    Ok(vzarr_core::StructField::padding(at, len))
 }
 
 /// The element type of a dataset's datatype that is not an array type.

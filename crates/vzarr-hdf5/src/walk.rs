@@ -583,10 +583,15 @@ fn scan_dataset(
         &unlimited_axes(space, dataset_rank),
         is_scale,
     );
-    // netCDF-C drops datasets of object references (and compounds with reference members)
-    // and of an HDF5 array datatype (no netCDF type is one); the latter is recorded.
+    // netCDF-C drops datasets of object references (and compounds with reference members),
+    // of an HDF5 array datatype (no netCDF type is one) and of compounds holding a compound
+    // with padding somewhere (netCDF-4 compounds nest only packed); the latter two are recorded.
     if !mapped.extra_dims.is_empty() {
         vzarr_core::netcdf::set_field(&mut attributes, "not_shown", "HDF5 array datatype".into());
+        ctx.phony.not_shown(at.path);
+    } else if nested_with_padding(&data_type) {
+        let why = "compound holding a compound, with padding";
+        vzarr_core::netcdf::set_field(&mut attributes, "not_shown", why.into());
         ctx.phony.not_shown(at.path);
     } else if attributes.contains_key("links_references") {
         ctx.phony.not_shown(at.path);
@@ -667,4 +672,23 @@ fn enum_attributes(attributes: &mut vzarr_core::Attributes, members: &[(String, 
         "flag_meanings".into(),
         serde_json::Value::String(meanings.join(" ")),
     );
+}
+
+/// Whether `t` is a struct holding a struct, with a padding field at any depth (a compound
+/// netCDF-C does not read).
+fn nested_with_padding(t: &DataType) -> bool {
+    fn padded(fields: &[vzarr_core::StructField]) -> bool {
+        fields.iter().any(|f| {
+            f.is_padding() || matches!(&f.data_type, DataType::Struct(inner) if padded(inner))
+        })
+    }
+    match t {
+        DataType::Struct(fields) => {
+            fields
+                .iter()
+                .any(|f| matches!(f.data_type, DataType::Struct(_)))
+                && padded(fields)
+        }
+        _ => false,
+    }
 }

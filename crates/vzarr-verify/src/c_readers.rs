@@ -166,8 +166,8 @@ unsafe fn hdf5_dtype(ftype: hid_t) -> Result<(DataType, bool), String> {
     }
 }
 
-/// A compound as a packed struct (fields in offset order, one byte order), as libhdf5
-/// describes it.
+/// A compound as a packed struct (fields in offset order, one byte order, padding bytes as
+/// fields of their own), as libhdf5 describes it.
 ///
 /// # Safety
 /// `ftype` must be a valid compound datatype identifier; call inside `hdf5::sync::sync`.
@@ -199,8 +199,14 @@ unsafe fn hdf5_struct(ftype: hid_t, size: usize) -> Result<(DataType, bool), Str
         let mut order = None;
         let mut fields = Vec::with_capacity(members.len());
         for (offset, name, dt, be) in members {
-            if offset != at {
-                return Err(format!("compound member {name:?} not packed"));
+            if offset < at {
+                return Err(format!(
+                    "compound member {name:?} overlaps the one before it"
+                ));
+            }
+            if offset > at {
+                fields.push(vzarr_core::StructField::padding(at as u64, offset - at));
+                at = offset;
             }
             if dt.has_endianness() {
                 if order.is_some_and(|o| o != be) {
@@ -214,8 +220,11 @@ unsafe fn hdf5_struct(ftype: hid_t, size: usize) -> Result<(DataType, bool), Str
                 data_type: dt,
             });
         }
-        if at != size {
-            return Err("compound with padding after its last member".into());
+        if at > size {
+            return Err("compound whose members end past its size".into());
+        }
+        if at < size {
+            fields.push(vzarr_core::StructField::padding(at as u64, size - at));
         }
         Ok((DataType::Struct(fields.into()), order.unwrap_or(false)))
     }

@@ -239,16 +239,25 @@ class _AlignedStructArray(ZarrArrayWrapper):
         self.dtype = aligned
 
     def __getitem__(self, key):
-        return np.asarray(super().__getitem__(key)).astype(self.dtype)
+        values = np.asarray(super().__getitem__(key))
+        if values.dtype.names != self.dtype.names:
+            values = values[list(self.dtype.names)]  # without the padding fields
+        return values.astype(self.dtype)
+
+
+# How the names of the fields that stand for a compound's padding bytes begin
+# (vzarr_core::StructField::PADDING_PREFIX): netCDF-C and h5py show no such fields.
+_PADDING = "vzarr:padding@"
 
 
 def _aligned(dtype: np.dtype) -> np.dtype | None:
-    """The C-struct (aligned) layout of a structured dtype whose packed one differs, else
-    None."""
+    """The C-struct (aligned) layout of a structured dtype, without its padding fields, where
+    it differs from the packed one, else None."""
     if dtype.fields is None:
         return None
+    names = [n for n in dtype.names if not n.startswith(_PADDING)]
     try:
-        aligned = np.dtype([(n, dtype.fields[n][0]) for n in dtype.names], align=True)
+        aligned = np.dtype([(n, dtype.fields[n][0]) for n in names], align=True)
     except (TypeError, ValueError):
         return None
     return aligned if aligned != dtype else None
