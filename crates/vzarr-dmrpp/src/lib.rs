@@ -1,0 +1,118 @@
+//! # vzarr-dmrpp
+//!
+//! A scanner of DMR++ documents: the XML "sidecar" OPeNDAP's Hyrax (and NASA's archives)
+//! publish beside an HDF5, NetCDF4 or HDF4 granule, listing its variables (DAP4 DMR: types,
+//! dimensions, attributes) and, in the `dmrpp:` namespace, where each chunk's bytes are in
+//! the granule and how they are filtered. A virtual dataset is built from it without reading
+//! the granule at all.
+//!
+//! The format has no specification besides OPeNDAP's code: the DAP4 DMR (DAP4 specification,
+//! volume 1) and bes's `modules/dmrpp_module` (`DmrppParserSax2.cc`, `DmrppCommon.cc`,
+//! `Chunk.cc`), which this follows:
+//! - elements and attributes matched by local name, as libdap's parser matches them;
+//! - groups, `Dimension`s (named by their absolute paths in `Dim`), anonymous `Dim size`s
+//!   (named `phony_dim_<k>`), and variables of the DAP4 numeric types (`Char` as a one-byte
+//!   string) with their attributes (numeric ones with their numpy types; containers unwrapped);
+//! - `dmrpp:chunks`: `byteOrder` (`LE` default, `BE`), `fillValue` (six significant digits for
+//!   floats: the `_FillValue` attribute's exact value is taken where the two agree),
+//!   `compressionType` (deflate, shuffle, fletcher32) in the order the HDF5 pipeline applied
+//!   them where the document names its `dmrpp:version`, in Hyrax's fixed order (shuffle, then
+//!   deflate) where it does not; `chunkDimensionSizes` and each chunk's `offset`, `nBytes` and
+//!   `chunkPositionInArray`; contiguous data as one range (or adjacent ones);
+//! - `dmrpp:compact` values (base64) as an inline chunk.
+//!
+//! Listed as skipped, with the reason, for now: strings, enums, opaque and constructor types,
+//! `dmrpp:missingdata` and `dmrpp:vlsa` values, chunks in other files (per-chunk `href`),
+//! chunks with a filter mask, and every `unsupported-*` marker.
+//!
+//! The chunks are read from the granule the document names (`dmrpp:href`) when it is an
+//! absolute URL, else from the sidecar's own URL without `.dmrpp` (Hyrax writes a placeholder,
+//! `OPeNDAP_DMRpp_DATA_ACCESS_URL`, or a path on its server).
+//!
+//! Untrusted input: the document is read whole, at most [`MAX_SIDECAR_BYTES`], into a tree of
+//! bounded depth and size (`xml`); every number is parsed with checks; a variable the scanner
+//! cannot map is listed as skipped and the rest built.
+
+mod error;
+mod map;
+mod types;
+mod xml;
+
+use std::collections::HashMap;
+
+pub use error::DmrppError;
+use vzarr_core::VirtualDataset;
+
+/// Largest DMR++ document read (ICESat-2 ATL08's is 2.2 MB; some swath products reach tens).
+pub const MAX_SIDECAR_BYTES: u64 = 512 << 20;
+
+/// The placeholder Hyrax writes as `dmrpp:href` where the granule's URL is filled in when
+/// the sidecar is served.
+pub const DATA_URL_PLACEHOLDER: &str = "OPeNDAP_DMRpp_DATA_ACCESS_URL";
+
+/// Whether `head` (a file's first bytes) looks like a DMR++ document: XML whose root is a
+/// DAP4 `Dataset` in the `dmrpp` namespace.
+pub fn looks_like_dmrpp(head: &[u8]) -> bool {
+    let head = &head[..head.len().min(4096)];
+    let text = String::from_utf8_lossy(head);
+    text.trim_start_matches('\u{feff}')
+        .trim_start()
+        .starts_with('<')
+        && text.contains("<Dataset")
+        && text.contains("dmrpp")
+}
+
+/// The URL the chunks of the sidecar at `sidecar_url` are read from: its `dmrpp:href` when
+/// that is an absolute URL, else the sidecar's URL without its `.dmrpp` suffix.
+pub fn data_url(sidecar_url: &str, href: Option<&str>) -> String {
+    match href.map(str::trim) {
+        Some(h) if h.contains("://") && !h.contains(DATA_URL_PLACEHOLDER) => h.to_string(),
+        _ => sidecar_url
+            .strip_suffix(".dmrpp")
+            .unwrap_or(sidecar_url)
+            .to_string(),
+    }
+}
+
+/// Scans the DMR++ document `xml` (at `sidecar_url`) into a virtual dataset whose chunks point
+/// into the granule it describes ([`data_url`]). The provenance is left empty for the caller.
+pub fn scan(xml: &[u8], sidecar_url: &str) -> Result<VirtualDataset, DmrppError> {
+    if xml.len() as u64 > MAX_SIDECAR_BYTES {
+        return Err(DmrppError::TooLarge {
+            url: sidecar_url.to_string(),
+            size: xml.len() as u64,
+            max: MAX_SIDECAR_BYTES,
+        });
+    }
+    let root = xml::parse(xml).map_err(|reason| DmrppError::Xml {
+        url: sidecar_url.to_string(),
+        reason,
+    })?;
+    if root.name != "Dataset" {
+        return Err(DmrppError::NotDmrpp {
+            url: sidecar_url.to_string(),
+            root: root.name,
+        });
+    }
+    let data_url = data_url(sidecar_url, root.attr("href"));
+    let doc = map::Doc {
+        data_url: &data_url,
+        versioned: root.attr("version").is_some(),
+    };
+    let mut out = VirtualDataset::new();
+    map::walk(
+        &doc,
+        &root,
+        "",
+        &mut HashMap::new(),
+        &mut Vec::new(),
+        &mut out,
+    );
+    vzarr_core::names::make_names_zarr_safe(&mut out);
+    out.validate().map_err(|source| DmrppError::Core {
+        url: sidecar_url.to_string(),
+        object: "/".into(),
+        source,
+    })?;
+    Ok(out)
+}

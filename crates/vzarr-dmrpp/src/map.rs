@@ -1,0 +1,455 @@
+//! From a DMR++ element tree to a [`VirtualDataset`]: groups, dimensions, variables of the
+//! DAP4 numeric types with their attributes and their `dmrpp:chunks` (as OPeNDAP's bes reads
+//! them: `modules/dmrpp_module`, `DmrppParserSax2.cc`, `DmrppCommon.cc`, `Chunk.cc`), every
+//! other variable listed as skipped with the reason.
+
+use std::collections::HashMap;
+
+use base64::Engine;
+use vzarr_core::{
+    Attributes, ChunkGrid, ChunkManifest, Codec, DataType, DimGrid, Endian, FillValue, Group,
+    SkippedVariable, VirtualArray, VirtualDataset,
+};
+
+use crate::types;
+use crate::xml::Element;
+
+/// Most chunks one variable may list.
+const MAX_CHUNKS: u64 = 1 << 26;
+
+/// What the walk knows about the whole document.
+pub(crate) struct Doc<'a> {
+    /// The URL every chunk is read from.
+    pub(crate) data_url: &'a str,
+    /// Whether the document names the `dmrpp:version` that wrote it (since bes 3.20.9): its
+    /// `compressionType` lists the filters in the order the HDF5 pipeline applied them. Older
+    /// ones wrote "deflate shuffle" for any order, which Hyrax decodes inflating first.
+    pub(crate) versioned: bool,
+}
+
+/// Walks the `Dataset` (or a `Group`) element at `path`.
+pub(crate) fn walk(
+    doc: &Doc<'_>,
+    el: &Element,
+    path: &str,
+    dims: &mut HashMap<String, u64>,
+    phony: &mut Vec<u64>,
+    out: &mut VirtualDataset,
+) {
+    let mut attributes = Attributes::new();
+    for child in &el.children {
+        if child.name == "Attribute" {
+            attribute(child, &mut attributes, &mut out.skipped, path);
+        }
+    }
+    out.groups.insert(path.to_string(), Group { attributes });
+    for child in &el.children {
+        let name = child.attr("name").unwrap_or_default();
+        match child.name.as_str() {
+            "Dimension" => {
+                let size = child
+                    .attr("size")
+                    .and_then(|s| s.trim().parse::<u64>().ok());
+                if let Some(size) = size {
+                    dims.insert(format!("/{}", join(path, name)), size);
+                }
+            }
+            "Group" => walk(doc, child, &join(path, name), dims, phony, out),
+            v if types::is_variable(v) => {
+                let vpath = join(path, name);
+                match variable(doc, child, dims, phony) {
+                    Ok(a) => {
+                        out.arrays.insert(vpath, a);
+                    }
+                    Err(reason) => out.skipped.push(SkippedVariable {
+                        path: vpath,
+                        reason,
+                    }),
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `parent/name` (`name` at the root).
+fn join(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        name.to_string()
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+/// An `Attribute` element into `out`: values of atomic types by name; a container's
+/// attributes unwrapped into `out` (HDF4 and HDF-EOS products nest them so).
+fn attribute(el: &Element, out: &mut Attributes, skipped: &mut Vec<SkippedVariable>, at: &str) {
+    let name = el.attr("name").unwrap_or_default().to_string();
+    let dap = el.attr("type").unwrap_or_default();
+    if dap == "Container" {
+        for inner in el.children_named("Attribute") {
+            attribute(inner, out, skipped, at);
+        }
+        return;
+    }
+    let values: Vec<String> = el.children_named("Value").map(|v| v.text.clone()).collect();
+    match types::attribute(dap, &values) {
+        Some((value, numpy)) => {
+            if let Some(t) = numpy {
+                vzarr_core::netcdf::set_attribute_type(out, &name, t);
+            }
+            out.insert(name, value);
+        }
+        None => skipped.push(SkippedVariable {
+            path: format!("{at}@{name}"),
+            reason: format!("attribute of DAP4 type {dap:?} with values {values:?}: not mapped"),
+        }),
+    }
+}
+
+/// One variable element as a virtual array, or why not.
+fn variable(
+    doc: &Doc<'_>,
+    el: &Element,
+    dims: &HashMap<String, u64>,
+    phony: &mut Vec<u64>,
+) -> Result<VirtualArray, String> {
+    let data_type = types::data_type(&el.name)
+        .ok_or_else(|| format!("DAP4 {} variable: not mapped from DMR++ yet", el.name))?;
+    let mut shape = Vec::new();
+    let mut dimension_names = Vec::new();
+    for d in el.children_named("Dim") {
+        match (d.attr("name"), d.attr("size")) {
+            (Some(name), _) => {
+                let full = if name.starts_with('/') {
+                    name.to_string()
+                } else {
+                    format!("/{name}")
+                };
+                let size = dims
+                    .get(&full)
+                    .copied()
+                    .ok_or_else(|| format!("dimension {name:?} is not declared"))?;
+                shape.push(size);
+                dimension_names.push(full.rsplit('/').next().unwrap_or_default().to_string());
+            }
+            (None, Some(size)) => {
+                let size: u64 = size
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("dimension size {size:?} is not a number"))?;
+                // Anonymous dimensions numbered by their sizes in document order, as netCDF-C
+                // numbers phony dimensions.
+                let k = match phony.iter().position(|&s| s == size) {
+                    Some(k) => k,
+                    None => {
+                        phony.push(size);
+                        phony.len() - 1
+                    }
+                };
+                shape.push(size);
+                dimension_names.push(format!("phony_dim_{k}"));
+            }
+            (None, None) => return Err("a <Dim> without a name or a size".into()),
+        }
+    }
+    let mut attributes = Attributes::new();
+    let mut skipped = Vec::new();
+    for a in el.children_named("Attribute") {
+        attribute(a, &mut attributes, &mut skipped, "");
+    }
+    for child in &el.children {
+        if child.name.starts_with("unsupported") {
+            return Err(format!(
+                "the DMR++ marks it {}: its bytes are not described",
+                child.name
+            ));
+        }
+    }
+    if el.child("missingdata").is_some() {
+        return Err("values held in dmrpp:missingdata: not read from DMR++ yet".into());
+    }
+    if el.child("vlsa").is_some() {
+        return Err("variable-length string values (dmrpp:vlsa): not read from DMR++ yet".into());
+    }
+    let compact = el.child("compact");
+    // Early DMR++ lists a contiguous variable's `dmrpp:chunk` directly inside it.
+    let chunks = el.child("chunks").or_else(|| el.child("chunk").map(|_| el));
+    let byte_order = chunks.and_then(|c| c.attr("byteOrder")).unwrap_or("LE");
+    let endian = match byte_order {
+        "LE" => Endian::Little,
+        "BE" => Endian::Big,
+        other => return Err(format!("byteOrder {other:?} (neither LE nor BE)")),
+    };
+    let fill_value = fill_value(&data_type, chunks, &attributes)?;
+    let elements = shape
+        .iter()
+        .try_fold(1u64, |n, &d| n.checked_mul(d))
+        .ok_or("the shape's element count overflows")?;
+    let bytes = elements
+        .checked_mul(data_type.size() as u64)
+        .ok_or("the array's size in bytes overflows")?;
+    let url = doc.data_url;
+    let (grid, codecs, manifest) = if let Some(c) = compact {
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(c.text.trim())
+            .map_err(|e| format!("dmrpp:compact is not base64: {e}"))?;
+        if data.len() as u64 != bytes {
+            return Err(format!(
+                "dmrpp:compact holds {} bytes, the array {bytes}",
+                data.len()
+            ));
+        }
+        let grid = ChunkGrid::whole(&shape).map_err(|e| e.to_string())?;
+        let mut m = ChunkManifest::new_missing(1);
+        m.set_inline(0, data).map_err(|e| e.to_string())?;
+        (grid, Vec::new(), m)
+    } else if let Some(c) = chunks {
+        chunked(doc, c, &data_type, &shape, bytes, url)?
+    } else {
+        return Err(
+            "no storage information (no dmrpp:chunks, chunk or compact): where its values are \
+             is not said"
+                .into(),
+        );
+    };
+    Ok(VirtualArray {
+        data_type,
+        endian,
+        fill_value,
+        codecs,
+        dimension_names,
+        attributes,
+        grid,
+        manifest,
+    })
+}
+
+/// The fill value: the `fillValue` of `dmrpp:chunks` (Hyrax writes floats with six
+/// significant digits), replaced by the `_FillValue` attribute's exact value where the two
+/// agree; zero without either (HDF5's default).
+fn fill_value(
+    t: &DataType,
+    chunks: Option<&Element>,
+    attributes: &Attributes,
+) -> Result<FillValue, String> {
+    let stated = chunks.and_then(|c| c.attr("fillValue"));
+    let attr = attributes.get("_FillValue").and_then(|v| match v {
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::String(s) => Some(s.clone()),
+        _ => None,
+    });
+    let text = match (stated, attr) {
+        (Some(s), Some(a)) if t.is_float() => {
+            let (x, y) = (types::parse_float(s), types::parse_float(&a));
+            match (x, y) {
+                (Some(x), Some(y)) if x == y || (x - y).abs() <= 1e-5 * y.abs() => a,
+                (Some(x), Some(y)) if x.is_nan() && y.is_nan() => a,
+                _ => s.to_string(),
+            }
+        }
+        (Some(s), _) => s.to_string(),
+        (None, Some(a)) => a,
+        (None, None) => return Ok(FillValue::zero(t.clone())),
+    };
+    let text = netcdf_default(t, &text).unwrap_or(text);
+    let bytes = types::le_bytes(t, &text).map_err(|e| format!("fill value: {e}"))?;
+    FillValue::from_le_bytes(t.clone(), &bytes).map_err(|e| e.to_string())
+}
+
+/// netCDF's default fill value of a float type (`NC_FILL_FLOAT`, `NC_FILL_DOUBLE`: 2^103 x
+/// 0x1.ep, 9.969209968386869e36), exactly, where `text` is it to six significant digits.
+fn netcdf_default(t: &DataType, text: &str) -> Option<String> {
+    const NC_FILL: f64 = 9.969_209_968_386_869e36;
+    let v = types::parse_float(text)?;
+    (t.is_float() && (v - NC_FILL).abs() <= 1e-5 * NC_FILL).then(|| format!("{NC_FILL:e}"))
+}
+
+/// The filters of `compressionType`, as codecs in encoding order.
+fn codecs(doc: &Doc<'_>, c: &Element, t: &DataType) -> Result<Vec<Codec>, String> {
+    let listed: Vec<&str> = c
+        .attr("compressionType")
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    let levels: Vec<u32> = c
+        .attr("deflateLevel")
+        .or_else(|| c.attr("deflate_level"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|l| l.parse().ok())
+        .collect();
+    let mut deflates = 0usize;
+    let mut codec = |f: &str| -> Result<Codec, String> {
+        Ok(match f {
+            "deflate" => {
+                let level = levels.get(deflates).or(levels.last()).copied().unwrap_or(6);
+                deflates += 1;
+                Codec::Zlib { level }
+            }
+            "shuffle" => Codec::Shuffle {
+                element_size: t.size(),
+            },
+            "fletcher32" => Codec::Fletcher32,
+            other => {
+                return Err(format!(
+                    "filter {other:?} (Hyrax reads deflate, shuffle and fletcher32)"
+                ));
+            }
+        })
+    };
+    if doc.versioned {
+        listed.iter().map(|f| codec(f)).collect()
+    } else {
+        // Hyrax before versioned DMR++ decodes inflating first, then unshuffling, whatever
+        // the order written: in encoding order, shuffle before deflate.
+        let mut out = Vec::new();
+        for f in ["shuffle", "deflate", "fletcher32"] {
+            for _ in listed.iter().filter(|&&x| x == f) {
+                out.push(codec(f)?);
+            }
+        }
+        if let Some(other) = listed
+            .iter()
+            .find(|f| !matches!(**f, "shuffle" | "deflate" | "fletcher32"))
+        {
+            return Err(codec(other).err().unwrap_or_default());
+        }
+        Ok(out)
+    }
+}
+
+/// A `dmrpp:chunks` element: chunked (`chunkDimensionSizes` and positions) or contiguous
+/// (one byte range, or several adjacent ones Hyrax lists for parallel reads).
+fn chunked(
+    doc: &Doc<'_>,
+    c: &Element,
+    t: &DataType,
+    shape: &[u64],
+    bytes: u64,
+    url: &str,
+) -> Result<(ChunkGrid, Vec<Codec>, ChunkManifest), String> {
+    let codecs = codecs(doc, c, t)?;
+    let listed: Vec<&Element> = c.children_named("chunk").collect();
+    for ch in &listed {
+        if ch.attr("href").is_some() {
+            return Err("a chunk in another file (per-chunk href): not read from DMR++ yet".into());
+        }
+        if ch.attr("fm").is_some_and(|m| m.trim() != "0") {
+            return Err(
+                "a chunk whose filters were skipped (fm mask): not read from DMR++ yet".into(),
+            );
+        }
+    }
+    let range = |ch: &Element| -> Result<(u64, u64), String> {
+        let num = |k: &str| {
+            ch.attr(k)
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| format!("a chunk without a valid {k}"))
+        };
+        let (o, n) = (num("offset")?, num("nBytes")?);
+        o.checked_add(n).ok_or("a chunk's end overflows")?;
+        Ok((o, n))
+    };
+    let sizes = c.child("chunkDimensionSizes");
+    let Some(sizes) = sizes else {
+        // Contiguous: the ranges must follow each other and hold the array.
+        let mut ranges = listed
+            .iter()
+            .map(|ch| range(ch))
+            .collect::<Result<Vec<_>, _>>()?;
+        ranges.sort_unstable();
+        let grid = ChunkGrid::whole(shape).map_err(|e| e.to_string())?;
+        let mut m = ChunkManifest::new_missing(1);
+        let Some(&(start, _)) = ranges.first() else {
+            return Ok((grid, codecs, m));
+        };
+        let mut end = start;
+        for &(o, n) in &ranges {
+            if o != end {
+                return Err(format!(
+                    "contiguous data in ranges that do not follow each other (byte {o} after {end})"
+                ));
+            }
+            end += n;
+        }
+        if codecs.is_empty() && end - start != bytes {
+            return Err(format!(
+                "contiguous data of {} bytes for an array of {bytes}",
+                end - start
+            ));
+        }
+        let sid = m.intern(url).map_err(|e| e.to_string())?;
+        m.set_range(0, sid, start, end - start)
+            .map_err(|e| e.to_string())?;
+        return Ok((grid, codecs, m));
+    };
+    let chunk: Vec<u64> = sizes
+        .text
+        .split_whitespace()
+        .map(|s| {
+            s.parse::<u64>()
+                .map_err(|_| format!("chunk size {s:?} is not a number"))
+        })
+        .collect::<Result<_, _>>()?;
+    if chunk.len() != shape.len() || chunk.contains(&0) {
+        return Err(format!(
+            "chunk shape {chunk:?} for an array of shape {shape:?}"
+        ));
+    }
+    let dims = chunk
+        .iter()
+        .zip(shape)
+        .map(|(&c, &s)| DimGrid::fixed(c, s).map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let grid = ChunkGrid::new(dims);
+    let n = grid.n_chunks().map_err(|e| e.to_string())?;
+    if n > MAX_CHUNKS {
+        return Err(format!("{n} chunks, over the {MAX_CHUNKS} read"));
+    }
+    let counts: Vec<u64> = chunk
+        .iter()
+        .zip(shape)
+        .map(|(&c, &s)| s.div_ceil(c))
+        .collect();
+    let mut m = ChunkManifest::new_missing(n as usize);
+    let sid = m.intern(url).map_err(|e| e.to_string())?;
+    for ch in listed {
+        let (o, len) = range(ch)?;
+        let pos: Vec<u64> = ch
+            .attr("chunkPositionInArray")
+            .unwrap_or("[]")
+            .trim()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| {
+                s.trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("chunk position {s:?}"))
+            })
+            .collect::<Result<_, _>>()?;
+        if pos.len() != shape.len() {
+            return Err(format!(
+                "chunk position {pos:?} for an array of {} axes",
+                shape.len()
+            ));
+        }
+        let mut index = 0u64;
+        for ((&p, &c), &k) in pos.iter().zip(&chunk).zip(&counts) {
+            if p % c != 0 || p / c >= k {
+                return Err(format!(
+                    "chunk position {pos:?} is not on the chunk grid {chunk:?}"
+                ));
+            }
+            index = index * k + p / c;
+        }
+        m.set_range(index as usize, sid, o, len)
+            .map_err(|e| e.to_string())?;
+    }
+    // A chunk longer than the array along the first axis, as the HDF5 mapping cuts it.
+    let cut = vzarr_hdf5_map::chunks::Chunks { grid, manifest: m }
+        .cut_to_extent(codecs.is_empty(), t.size());
+    Ok((cut.grid, codecs, cut.manifest))
+}
