@@ -25,6 +25,15 @@ pub enum DmrppError {
         /// What is wrong, and near which byte.
         reason: String,
     },
+    /// Neither the document nor the sidecar's name says where the granule is.
+    #[error(
+        "{url}: the granule's URL is not known: the sidecar's name does not end in .dmrpp and \
+         its dmrpp:href is not an absolute URL beside it"
+    )]
+    NoDataUrl {
+        /// Sidecar URL.
+        url: String,
+    },
     /// The root element is not a DAP4 `Dataset`.
     #[error("{url}: not a DMR++ document: its root element is <{root}>, not <Dataset>")]
     NotDmrpp {

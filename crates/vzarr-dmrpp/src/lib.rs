@@ -26,8 +26,9 @@
 //! chunks with a filter mask, and every `unsupported-*` marker.
 //!
 //! The chunks are read from the granule the document names (`dmrpp:href`) when it is an
-//! absolute URL, else from the sidecar's own URL without `.dmrpp` (Hyrax writes a placeholder,
-//! `OPeNDAP_DMRpp_DATA_ACCESS_URL`, or a path on its server).
+//! absolute URL at the sidecar's own scheme and host, else from the sidecar's own URL without
+//! `.dmrpp` (Hyrax writes a placeholder, `OPeNDAP_DMRpp_DATA_ACCESS_URL`, or a path on its
+//! server): a sidecar never sends its reader to another host.
 //!
 //! Untrusted input: the document is read whole, at most [`MAX_SIDECAR_BYTES`], into a tree of
 //! bounded depth and size (`xml`); every number is parsed with checks; a variable the scanner
@@ -50,33 +51,46 @@ pub const MAX_SIDECAR_BYTES: u64 = 512 << 20;
 /// the sidecar is served.
 pub const DATA_URL_PLACEHOLDER: &str = "OPeNDAP_DMRpp_DATA_ACCESS_URL";
 
-/// Whether `head` (a file's first bytes) looks like a DMR++ document: XML whose root is a
-/// DAP4 `Dataset` in the `dmrpp` namespace.
-pub fn looks_like_dmrpp(head: &[u8]) -> bool {
-    let head = &head[..head.len().min(4096)];
-    let text = String::from_utf8_lossy(head);
-    text.trim_start_matches('\u{feff}')
-        .trim_start()
-        .starts_with('<')
-        && text.contains("<Dataset")
-        && text.contains("dmrpp")
-}
-
 /// The URL the chunks of the sidecar at `sidecar_url` are read from: its `dmrpp:href` when
-/// that is an absolute URL, else the sidecar's URL without its `.dmrpp` suffix.
-pub fn data_url(sidecar_url: &str, href: Option<&str>) -> String {
+/// that is an absolute URL at the sidecar's own scheme and host, not a local file (a sidecar
+/// does not send its reader elsewhere), else the sidecar's URL without its `.dmrpp` suffix; `None` when neither
+/// applies.
+pub fn data_url(sidecar_url: &str, href: Option<&str>) -> Option<String> {
+    // A local file is followed only beside the sidecar (every local path has one origin).
+    let origin = |u: &str| -> Option<String> {
+        let (scheme, rest) = u.split_once("://")?;
+        let host = rest.split('/').next().unwrap_or_default();
+        (scheme != "file" && !host.is_empty()).then(|| format!("{scheme}://{host}"))
+    };
     match href.map(str::trim) {
-        Some(h) if h.contains("://") && !h.contains(DATA_URL_PLACEHOLDER) => h.to_string(),
+        Some(h)
+            if !h.contains(DATA_URL_PLACEHOLDER)
+                && origin(h).is_some()
+                && origin(h) == origin(sidecar_url) =>
+        {
+            Some(h.to_string())
+        }
         _ => sidecar_url
             .strip_suffix(".dmrpp")
-            .unwrap_or(sidecar_url)
-            .to_string(),
+            .filter(|u| !u.ends_with('/') && !u.is_empty())
+            .map(str::to_string),
     }
 }
 
+/// What a DMR++ document describes.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Scanned {
+    /// The virtual dataset, its chunks in the granule; the provenance left empty for the
+    /// caller (the granule's record, which the sidecar does not hold).
+    pub dataset: VirtualDataset,
+    /// The granule's URL ([`data_url`]).
+    pub data_url: String,
+}
+
 /// Scans the DMR++ document `xml` (at `sidecar_url`) into a virtual dataset whose chunks point
-/// into the granule it describes ([`data_url`]). The provenance is left empty for the caller.
-pub fn scan(xml: &[u8], sidecar_url: &str) -> Result<VirtualDataset, DmrppError> {
+/// into the granule it describes ([`data_url`]).
+pub fn scan(xml: &[u8], sidecar_url: &str) -> Result<Scanned, DmrppError> {
     if xml.len() as u64 > MAX_SIDECAR_BYTES {
         return Err(DmrppError::TooLarge {
             url: sidecar_url.to_string(),
@@ -94,7 +108,10 @@ pub fn scan(xml: &[u8], sidecar_url: &str) -> Result<VirtualDataset, DmrppError>
             root: root.name,
         });
     }
-    let data_url = data_url(sidecar_url, root.attr("href"));
+    let data_url =
+        data_url(sidecar_url, root.attr("href")).ok_or_else(|| DmrppError::NoDataUrl {
+            url: sidecar_url.to_string(),
+        })?;
     let doc = map::Doc {
         data_url: &data_url,
         versioned: root.attr("version").is_some(),
@@ -114,5 +131,47 @@ pub fn scan(xml: &[u8], sidecar_url: &str) -> Result<VirtualDataset, DmrppError>
         object: "/".into(),
         source,
     })?;
-    Ok(out)
+    Ok(Scanned {
+        dataset: out,
+        data_url,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_granule_is_beside_the_sidecar() {
+        let s = "s3://bucket/a/g.h5.dmrpp";
+        assert_eq!(data_url(s, None).unwrap(), "s3://bucket/a/g.h5");
+        assert_eq!(
+            data_url(s, Some(DATA_URL_PLACEHOLDER)).unwrap(),
+            "s3://bucket/a/g.h5"
+        );
+        assert_eq!(
+            data_url(s, Some("data/g.h5")).unwrap(),
+            "s3://bucket/a/g.h5"
+        );
+        assert_eq!(
+            data_url(s, Some("s3://bucket/b/g2.h5")).unwrap(),
+            "s3://bucket/b/g2.h5"
+        );
+        // Another host or scheme: not followed.
+        assert_eq!(
+            data_url(s, Some("s3://other/g.h5")).unwrap(),
+            "s3://bucket/a/g.h5"
+        );
+        assert_eq!(
+            data_url(s, Some("file:///etc/passwd")).unwrap(),
+            "s3://bucket/a/g.h5"
+        );
+        let f = "file:///d/g.h5.dmrpp";
+        assert_eq!(
+            data_url(f, Some("file:///etc/passwd")).unwrap(),
+            "file:///d/g.h5"
+        );
+        assert_eq!(data_url("file:///d/x.xml", None), None);
+        assert_eq!(data_url("file:///d/.dmrpp", None), None);
+    }
 }

@@ -138,9 +138,11 @@ fn variable(
                     .trim()
                     .parse()
                     .map_err(|_| format!("dimension size {size:?} is not a number"))?;
-                // Anonymous dimensions numbered by their sizes in document order, as netCDF-C
-                // numbers phony dimensions.
-                let k = match phony.iter().position(|&s| s == size) {
+                // Anonymous dimensions numbered in document order, one of each size shared
+                // by the variables, two axes of one variable never the same: as netCDF-C
+                // names phony dimensions.
+                let taken = |k: usize| dimension_names.contains(&format!("phony_dim_{k}"));
+                let k = match (0..phony.len()).find(|&k| phony[k] == size && !taken(k)) {
                     Some(k) => k,
                     None => {
                         phony.push(size);

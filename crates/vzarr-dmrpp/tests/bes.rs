@@ -150,7 +150,7 @@ fn bes_sidecars_match_their_granules() {
         let url = format!("file://{}", data_path.display());
         let xml = std::fs::read(bes.join(sidecar)).unwrap();
         let ours = match vzarr_dmrpp::scan(&xml, &format!("{url}.dmrpp")) {
-            Ok(ds) => ds,
+            Ok(s) => s.dataset,
             Err(e) => {
                 refused.push(format!("{sidecar}: {e}"));
                 continue;
@@ -255,7 +255,8 @@ fn every_sidecar_scans_or_names_why_not() {
     for f in &files {
         let xml = std::fs::read(f).unwrap();
         match vzarr_dmrpp::scan(&xml, &format!("file://{}", f.display())) {
-            Ok(ds) => {
+            Ok(s) => {
+                let ds = s.dataset;
                 built += ds.arrays.len();
                 skipped += ds.skipped.iter().filter(|s| !s.path.contains('@')).count();
             }
@@ -280,7 +281,9 @@ fn every_sidecar_scans_or_names_why_not() {
                 .ends_with("ATL08_20200716202251.h5.dmrpp")
         })
         .expect("ATL08's sidecar");
-    let ds = vzarr_dmrpp::scan(&std::fs::read(atl08).unwrap(), "s3://b/ATL08.h5.dmrpp").unwrap();
+    let s = vzarr_dmrpp::scan(&std::fs::read(atl08).unwrap(), "s3://b/ATL08.h5.dmrpp").unwrap();
+    assert_eq!(s.data_url, "s3://b/ATL08.h5");
+    let ds = s.dataset;
     let shuffled: Vec<_> = ds
         .arrays
         .values()

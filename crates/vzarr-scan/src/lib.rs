@@ -167,6 +167,9 @@ pub enum ScanError {
     /// The NetCDF3 scanner failed.
     #[error(transparent)]
     NetCdf3(#[from] vzarr_netcdf3::Nc3Error),
+    /// The DMR++ scanner failed.
+    #[error(transparent)]
+    Dmrpp(#[from] vzarr_dmrpp::DmrppError),
     /// A local path (input, catalog or cache directory) could not be read.
     #[error("{path}: {source}")]
     Io {
@@ -380,7 +383,7 @@ pub(crate) fn scan_opened(
     opened: Opened,
     opts: &ScanOptions,
 ) -> Result<VirtualDataset, ScanError> {
-    let src = opened.src;
+    let mut src = opened.src;
     let mut ds = match sniff(src.as_ref())? {
         Format::Hdf5 { .. } => match opts.hdf5_scanner {
             Hdf5Scanner::Native => {
@@ -418,6 +421,13 @@ pub(crate) fn scan_opened(
             keep_head(&mut ds, src.url(), &opened.head);
             ds
         }
+        Format::Dmrpp => {
+            let (ds, granule) = scan_dmrpp(src.as_ref())?;
+            // The chunks are the granule's: its record (size, time, ETag) is what readers
+            // check, taken with one request; the granule's bytes are not read.
+            src = open_for_scan(&SourceRef::parse(&granule)?, 0)?.src;
+            ds
+        }
         _ => {
             return Err(ScanError::Format(SniffError::Unrecognised {
                 url: source.url(),
@@ -434,6 +444,22 @@ pub(crate) fn scan_opened(
     }
     ds.provenance = Provenance::single(record);
     Ok(ds)
+}
+
+/// The virtual dataset a DMR++ sidecar describes, and its granule's URL.
+fn scan_dmrpp(src: &dyn ByteSource) -> Result<(VirtualDataset, String), ScanError> {
+    let url = src.url().to_string();
+    if src.size() > vzarr_dmrpp::MAX_SIDECAR_BYTES {
+        return Err(vzarr_dmrpp::DmrppError::TooLarge {
+            url,
+            size: src.size(),
+            max: vzarr_dmrpp::MAX_SIDECAR_BYTES,
+        }
+        .into());
+    }
+    let xml = src.read(0..src.size())?;
+    let s = vzarr_dmrpp::scan(&xml, &url)?;
+    Ok((s.dataset, s.data_url))
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! Format detection from magic bytes, never from the file name: the HDF5 signature at
 //! offset 0, 512, 1024, 2048, ... (HDF5 File Format Specification 3.0, section II.A,
 //! "Format Signature"), and `CDF\x01`, `CDF\x02`, `CDF\x05` for NetCDF3 (netCDF-C
-//! `docs/file_format_specifications.md`).
+//! `docs/file_format_specifications.md`); a DMR++ sidecar is XML whose first 4 KiB hold a
+//! DAP4 `<Dataset` and the `dmrpp` namespace.
 
 use crate::{ByteSource, SourceError};
 
@@ -29,6 +30,20 @@ pub enum Format {
         /// Version byte.
         version: u8,
     },
+    /// A DMR++ sidecar (OPeNDAP's XML description of an HDF5, NetCDF4 or HDF4 granule).
+    Dmrpp,
+}
+
+/// Bytes of a file's start searched for the marks of a DMR++ document.
+const DMRPP_HEAD: u64 = 4096;
+
+/// Whether `head`, a file's first bytes, is XML that holds a DAP4 `Dataset` in the `dmrpp`
+/// namespace.
+pub fn looks_like_dmrpp(head: &[u8]) -> bool {
+    let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    let start = head.iter().position(|b| !b.is_ascii_whitespace());
+    let has = |needle: &[u8]| head.windows(needle.len()).any(|w| w == needle);
+    start.is_some_and(|i| head[i] == b'<') && has(b"<Dataset") && has(b"dmrpp")
 }
 
 /// Why a source's format was not recognised.
@@ -85,6 +100,12 @@ pub fn sniff(src: &dyn ByteSource) -> Result<Format, SniffError> {
     if head[..] == HDF5_SIGNATURE {
         return Ok(Format::Hdf5 { offset: 0 });
     }
+    if head.trim_ascii_start().starts_with(b"<") || head.starts_with(b"\xef\xbb\xbf") {
+        let start = src.read(0..size.min(DMRPP_HEAD))?;
+        if looks_like_dmrpp(&start) {
+            return Ok(Format::Dmrpp);
+        }
+    }
     let ranges: Vec<std::ops::Range<u64>> = others.iter().map(|&o| o..o + 8).collect();
     let sigs = src.read_ranges(&ranges)?;
     if let Some((&offset, _)) = others
@@ -115,6 +136,15 @@ mod tests {
         assert_eq!(sniff(&m).unwrap(), Format::Hdf5 { offset: 512 });
         // One read for the head, one batch for the other offsets.
         assert_eq!(m.reads(), 2);
+    }
+
+    #[test]
+    fn sniffs_dmrpp_sidecars() {
+        let doc = b"<?xml version=\"1.0\"?>\n<Dataset xmlns:dmrpp=\"http://xml.opendap.org/dap/dmrpp/1.0.0#\">";
+        let m = MemSource::new("mem://a.h5.dmrpp", doc.to_vec());
+        assert_eq!(sniff(&m).unwrap(), Format::Dmrpp);
+        let m = MemSource::new("mem://a.xml", b"<?xml version=\"1.0\"?><other/>".to_vec());
+        assert!(matches!(sniff(&m), Err(SniffError::Unrecognised { .. })));
     }
 
     #[test]

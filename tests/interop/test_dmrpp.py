@@ -1,0 +1,118 @@
+"""DMR++ sidecars as vzarr's input (GitHub issue 53): each DMR++ file of OPeNDAP's bes repository
+that sits beside its HDF5 granule (`../shared/dmrpp`, or VZARR_DMRPP_DIR) is built with
+``vzarr build <granule>.dmrpp``, never reading the granule's data, and every array read back
+through zarr-python equals what h5py reads from the granule. The sidecars that do not describe
+their granule (one stale, one without byte orders for big-endian data, one of a granule that
+contradicts itself) must read differently or fail, and nothing else."""
+
+import json
+import os
+from pathlib import Path
+
+import h5py
+import numpy as np
+import zarr
+
+from conftest import ROOT, assert_values_equal, open_store, run_vzarr
+
+DMRPP_DIR = Path(os.environ.get("VZARR_DMRPP_DIR", ROOT.parent / "shared" / "dmrpp"))
+
+# Sidecars whose values cannot be those of their granule (see crates/vzarr-dmrpp/tests/bes.rs).
+NOT_THEIR_GRANULE = {
+    "modules/dmrpp_module/data/dmrpp/FletcherShuffle.nc4.dmrpp",  # every offset 40 bytes off
+    "modules/dmrpp_module/data/dmrpp/ntypes.h5.dmrpp",  # no byte order; big-endian data
+    "modules/fileout_netcdf/data/swath_wrong_dim_rp.nc.dmrpp",  # dimension 8, data 4
+}
+
+
+def pairs():
+    """(sidecar, granule) of the bes pairs whose granule is HDF5 and sits beside the sidecar
+    under the sidecar's name without `.dmrpp`."""
+    out = []
+    for line in (DMRPP_DIR / "bes_pairs.tsv").read_text().splitlines():
+        cols = line.split("\t")
+        if len(cols) != 5 or cols[4] != "present" or cols[0] != cols[2] + ".dmrpp":
+            continue
+        granule = DMRPP_DIR / "bes" / cols[2]
+        if granule.read_bytes()[:8] == b"\x89HDF\r\n\x1a\n":
+            out.append((cols[0], granule))
+    return out
+
+
+def h5_path(f, path, attrs):
+    """The h5py path of an array of the output: its source name where it was renamed, or the
+    hidden name netCDF-4 gives a variable named as a dimension it does not hold."""
+    parts = path.split("/")
+    name = attrs.get("vzarr:original_name", parts[-1])
+    for cand in ("/".join(parts[:-1] + ["_nc4_non_coord_" + name]), "/".join(parts[:-1] + [name])):
+        if cand in f:
+            return cand
+    return None
+
+
+def undefined(ds):
+    """Whether some of a dataset's values are undefined: chunks never written of a dataset whose
+    fill time is "never" (libhdf5 then leaves the reader's buffer as it is: h5py reads zeros,
+    the sidecar and vzarr the declared fill value)."""
+    dcpl = ds.id.get_create_plist()
+    if dcpl.get_fill_time() != h5py.h5d.FILL_TIME_NEVER or ds.chunks is None:
+        return False
+    total = int(np.prod([-(-n // c) for n, c in zip(ds.shape, ds.chunks)]))
+    return ds.id.get_num_chunks() < total
+
+
+def test_bes_sidecars_read_as_their_granules(tmp_path):
+    found = pairs()
+    assert len(found) > 150, f"{len(found)} pairs under {DMRPP_DIR}"
+    arrays, equal, differ, undefined_arrays = 0, 0, {}, 0
+    for k, (sidecar, granule) in enumerate(found):
+        out = tmp_path / f"{k}.json"
+        p = run_vzarr("build", f"{granule}.dmrpp", "-o", out, check=False)
+        if p.returncode != 0:
+            assert "not a DMR++ document" in p.stderr, (sidecar, p.stderr)
+            continue
+        refs = json.loads(out.read_text())
+        group = zarr.open_group(open_store(refs), mode="r")
+        with h5py.File(granule, "r") as f:
+            for path in [k for k, v in refs["refs"].items() if k.endswith("zarr.json")
+                         and json.loads(v)["node_type"] == "array"]:
+                path = path[: -len("/zarr.json")]
+                arr = group[path]
+                h5 = h5_path(f, path, dict(arr.attrs))
+                if h5 is None or not isinstance(f[h5], h5py.Dataset):
+                    continue
+                if undefined(f[h5]):
+                    undefined_arrays += 1
+                    continue
+                arrays += 1
+                try:
+                    assert_values_equal(f[h5][()], arr[...], f"{sidecar}:{path}")
+                    equal += 1
+                except Exception as e:  # noqa: BLE001 - a wrong sidecar may fail any way
+                    differ.setdefault(sidecar, []).append(f"{path}: {str(e)[:200]}")
+    print(f"{len(found)} bes sidecars beside their HDF5 granules: {arrays} arrays read, "
+          f"{equal} equal to h5py's; {undefined_arrays} with chunks of undefined values")
+    for s, d in differ.items():
+        print(f"{s}:\n    " + "\n    ".join(d))
+    assert set(differ) <= NOT_THEIR_GRANULE, sorted(set(differ) - NOT_THEIR_GRANULE)
+    assert "modules/dmrpp_module/data/dmrpp/FletcherShuffle.nc4.dmrpp" in differ
+    assert equal > 200, equal
+
+
+def test_a_sidecar_never_sends_the_reader_elsewhere(tmp_path):
+    """A sidecar whose dmrpp:href names a file elsewhere on the machine is read as describing
+    the granule beside it: the references point there, never at the named file."""
+    src = DMRPP_DIR / "bes/modules/dmrpp_module/data/dmrpp/chunked_shufzip_twoD.h5"
+    (tmp_path / "g.h5").write_bytes(src.read_bytes())
+    xml = (src.parent / (src.name + ".dmrpp")).read_text()
+    xml = xml.replace('dmrpp:href="data/dmrpp/chunked_shufzip_twoD.h5"', 'dmrpp:href="file:///etc/passwd"')
+    assert "/etc/passwd" in xml
+    (tmp_path / "g.h5.dmrpp").write_text(xml)
+    out = tmp_path / "g.json"
+    run_vzarr("build", tmp_path / "g.h5.dmrpp", "-o", out, "--small-chunks", "keep")
+    text = out.read_text()
+    assert "/etc/passwd" not in text and "g.h5" in text
+    refs = json.loads(text)
+    with h5py.File(src, "r") as f:
+        got = zarr.open_group(open_store(refs), mode="r")["d_4_shufzip_chunks"][...]
+        assert np.array_equal(f["d_4_shufzip_chunks"][()], got)
