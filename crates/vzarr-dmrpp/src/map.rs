@@ -11,6 +11,8 @@ use vzarr_core::{
     SkippedVariable, VirtualArray, VirtualDataset,
 };
 
+use vzarr_hdf5_map::chunks::Chunks;
+
 use crate::types;
 use crate::xml::Element;
 
@@ -192,7 +194,7 @@ fn variable(
         .checked_mul(data_type.size() as u64)
         .ok_or("the array's size in bytes overflows")?;
     let url = doc.data_url;
-    let (grid, codecs, manifest) = if let Some(c) = compact {
+    let (chunks, codecs, chunking) = if let Some(c) = compact {
         let data = base64::engine::general_purpose::STANDARD
             .decode(c.text.trim())
             .map_err(|e| format!("dmrpp:compact is not base64: {e}"))?;
@@ -203,9 +205,9 @@ fn variable(
             ));
         }
         let grid = ChunkGrid::whole(&shape).map_err(|e| e.to_string())?;
-        let mut m = ChunkManifest::new_missing(1);
-        m.set_inline(0, data).map_err(|e| e.to_string())?;
-        (grid, Vec::new(), m)
+        let mut manifest = ChunkManifest::new_missing(1);
+        manifest.set_inline(0, data).map_err(|e| e.to_string())?;
+        (Chunks { grid, manifest }, Vec::new(), None)
     } else if let Some(c) = chunks {
         chunked(doc, c, &data_type, &shape, bytes, url)?
     } else {
@@ -215,16 +217,16 @@ fn variable(
                 .into(),
         );
     };
-    Ok(VirtualArray {
-        data_type,
-        endian,
+    // The storage (filters, chunk shape) recorded as the HDF5 mapping records it, for the
+    // encoding vzarr's xarray backend gives.
+    Ok(chunks.into_array(
+        (data_type, endian),
         fill_value,
         codecs,
-        dimension_names,
         attributes,
-        grid,
-        manifest,
-    })
+        dimension_names,
+        chunking.as_deref(),
+    ))
 }
 
 /// The fill value: the `fillValue` of `dmrpp:chunks` (Hyrax writes floats with six
@@ -321,6 +323,10 @@ fn codecs(doc: &Doc<'_>, c: &Element, t: &DataType) -> Result<Vec<Codec>, String
     }
 }
 
+/// A variable's chunks, its filters (in encoding order) and its chunk shape (`None`:
+/// contiguous or compact).
+type Stored = (Chunks, Vec<Codec>, Option<Vec<u64>>);
+
 /// A `dmrpp:chunks` element: chunked (`chunkDimensionSizes` and positions) or contiguous
 /// (one byte range, or several adjacent ones Hyrax lists for parallel reads).
 fn chunked(
@@ -330,7 +336,7 @@ fn chunked(
     shape: &[u64],
     bytes: u64,
     url: &str,
-) -> Result<(ChunkGrid, Vec<Codec>, ChunkManifest), String> {
+) -> Result<Stored, String> {
     let codecs = codecs(doc, c, t)?;
     let listed: Vec<&Element> = c.children_named("chunk").collect();
     for ch in &listed {
@@ -364,7 +370,7 @@ fn chunked(
         let grid = ChunkGrid::whole(shape).map_err(|e| e.to_string())?;
         let mut m = ChunkManifest::new_missing(1);
         let Some(&(start, _)) = ranges.first() else {
-            return Ok((grid, codecs, m));
+            return Ok((Chunks { grid, manifest: m }, codecs, None));
         };
         let mut end = start;
         for &(o, n) in &ranges {
@@ -384,7 +390,7 @@ fn chunked(
         let sid = m.intern(url).map_err(|e| e.to_string())?;
         m.set_range(0, sid, start, end - start)
             .map_err(|e| e.to_string())?;
-        return Ok((grid, codecs, m));
+        return Ok((Chunks { grid, manifest: m }, codecs, None));
     };
     let chunk: Vec<u64> = sizes
         .text
@@ -451,7 +457,6 @@ fn chunked(
             .map_err(|e| e.to_string())?;
     }
     // A chunk longer than the array along the first axis, as the HDF5 mapping cuts it.
-    let cut = vzarr_hdf5_map::chunks::Chunks { grid, manifest: m }
-        .cut_to_extent(codecs.is_empty(), t.size());
-    Ok((cut.grid, codecs, cut.manifest))
+    let cut = Chunks { grid, manifest: m }.cut_to_extent(codecs.is_empty(), t.size());
+    Ok((cut, codecs, Some(chunk)))
 }
