@@ -12,7 +12,9 @@
 //! - elements and attributes matched by local name, as libdap's parser matches them;
 //! - groups, `Dimension`s (named by their absolute paths in `Dim`), anonymous `Dim size`s
 //!   (named `phony_dim_<k>`), and variables of the DAP4 numeric types (`Char` as a one-byte
-//!   string) with their attributes (numeric ones with their numpy types; containers unwrapped);
+//!   string) and enums (their base integers, the members as CF flags, as the HDF5 mapping
+//!   gives them) with their attributes (numeric ones with their numpy types; containers
+//!   unwrapped);
 //! - `dmrpp:chunks`: `byteOrder` (`LE` default, `BE`), `fillValue` (six significant digits for
 //!   floats: the `_FillValue` attribute's exact value is taken where the two agree),
 //!   `compressionType` (deflate, shuffle, fletcher32) in the order the HDF5 pipeline applied
@@ -21,7 +23,7 @@
 //!   `chunkPositionInArray`; contiguous data as one range (or adjacent ones);
 //! - `dmrpp:compact` values (base64) as an inline chunk.
 //!
-//! Listed as skipped, with the reason, for now: strings, enums, opaque and constructor types,
+//! Listed as skipped, with the reason, for now: strings, opaque and constructor types,
 //! `dmrpp:missingdata` and `dmrpp:vlsa` values, chunks in other files (per-chunk `href`),
 //! chunks with a filter mask, and every `unsupported-*` marker.
 //!
@@ -38,8 +40,6 @@ mod error;
 mod map;
 mod types;
 mod xml;
-
-use std::collections::HashMap;
 
 pub use error::DmrppError;
 use vzarr_core::VirtualDataset;
@@ -117,14 +117,7 @@ pub fn scan(xml: &[u8], sidecar_url: &str) -> Result<Scanned, DmrppError> {
         versioned: root.attr("version").is_some(),
     };
     let mut out = VirtualDataset::new();
-    map::walk(
-        &doc,
-        &root,
-        "",
-        &mut HashMap::new(),
-        &mut Vec::new(),
-        &mut out,
-    );
+    map::walk(&doc, &root, "", &mut map::Scope::default(), &mut out);
     vzarr_core::names::make_names_zarr_safe(&mut out);
     out.validate().map_err(|source| DmrppError::Core {
         url: sidecar_url.to_string(),

@@ -12,6 +12,7 @@ use vzarr_core::{
 };
 
 use vzarr_hdf5_map::chunks::Chunks;
+use vzarr_hdf5_map::types::{IntFacts, Order, TypeInfo};
 
 use crate::types;
 use crate::xml::Element;
@@ -34,8 +35,7 @@ pub(crate) fn walk(
     doc: &Doc<'_>,
     el: &Element,
     path: &str,
-    dims: &mut HashMap<String, u64>,
-    phony: &mut Vec<u64>,
+    scope: &mut Scope,
     out: &mut VirtualDataset,
 ) {
     let mut attributes = Attributes::new();
@@ -53,13 +53,18 @@ pub(crate) fn walk(
                     .attr("size")
                     .and_then(|s| s.trim().parse::<u64>().ok());
                 if let Some(size) = size {
-                    dims.insert(format!("/{}", join(path, name)), size);
+                    scope.dims.insert(format!("/{}", join(path, name)), size);
                 }
             }
-            "Group" => walk(doc, child, &join(path, name), dims, phony, out),
+            "Enumeration" => {
+                if let Some(e) = enumeration(child) {
+                    scope.enums.insert(format!("/{}", join(path, name)), e);
+                }
+            }
+            "Group" => walk(doc, child, &join(path, name), scope, out),
             v if types::is_variable(v) => {
                 let vpath = join(path, name);
-                match variable(doc, child, dims, phony) {
+                match variable(doc, child, scope) {
                     Ok(a) => {
                         out.arrays.insert(vpath, a);
                     }
@@ -72,6 +77,36 @@ pub(crate) fn walk(
             _ => {}
         }
     }
+}
+
+/// What a group's elements declare for the variables below it, by absolute path.
+#[derive(Default)]
+pub(crate) struct Scope {
+    /// Dimension sizes.
+    dims: HashMap<String, u64>,
+    /// Enumerations: the base integer type and the (name, value) members, by value.
+    enums: HashMap<String, (DataType, Vec<(String, i128)>)>,
+    /// The sizes of the phony dimensions named so far, `phony_dim_<index>`.
+    phony: Vec<u64>,
+}
+
+/// An `Enumeration` element: its base integer type and members in the order of their values.
+fn enumeration(el: &Element) -> Option<(DataType, Vec<(String, i128)>)> {
+    let base = types::data_type(el.attr("basetype")?)?;
+    if !(base.is_signed_int() || base.is_unsigned_int()) {
+        return None;
+    }
+    let mut members: Vec<(String, i128)> = el
+        .children_named("EnumConst")
+        .map(|c| {
+            Some((
+                c.attr("name")?.to_string(),
+                c.attr("value")?.trim().parse().ok()?,
+            ))
+        })
+        .collect::<Option<_>>()?;
+    members.sort_by_key(|m| m.1);
+    Some((base, members))
 }
 
 /// `parent/name` (`name` at the root).
@@ -110,14 +145,51 @@ fn attribute(el: &Element, out: &mut Attributes, skipped: &mut Vec<SkippedVariab
 }
 
 /// One variable element as a virtual array, or why not.
-fn variable(
-    doc: &Doc<'_>,
-    el: &Element,
-    dims: &HashMap<String, u64>,
-    phony: &mut Vec<u64>,
-) -> Result<VirtualArray, String> {
-    let data_type = types::data_type(&el.name)
-        .ok_or_else(|| format!("DAP4 {} variable: not mapped from DMR++ yet", el.name))?;
+fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArray, String> {
+    // An enum is read as its base integer type, its members as CF flags (as the HDF5
+    // mapping reads an HDF5 enum).
+    let members = match el.attr("enum") {
+        Some(e) if el.name == "Enum" => {
+            let path = if e.starts_with('/') {
+                e.to_string()
+            } else {
+                format!("/{e}")
+            };
+            Some(
+                scope
+                    .enums
+                    .get(&path)
+                    .cloned()
+                    .ok_or_else(|| format!("enumeration {e:?} is not declared"))?,
+            )
+        }
+        _ => None,
+    };
+    // h5py's bool (members FALSE=0 and TRUE=1 on one byte) is `bool`, as the HDF5 mapping
+    // decides it.
+    let is_bool = members.as_ref().is_some_and(|(base, m)| {
+        let facts = IntFacts {
+            size: base.size(),
+            signed: Some(base.is_signed_int()),
+            order: Order::Little,
+            precision: base.size() * 8,
+            offset: 0,
+        };
+        let named: Vec<(&str, Vec<u8>)> = m
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.to_le_bytes()[..base.size()].to_vec()))
+            .collect();
+        vzarr_hdf5_map::types::enum_info(&facts, &named) == TypeInfo::Bool
+    });
+    let members = members.filter(|_| !is_bool);
+    let data_type = match &members {
+        _ if is_bool => DataType::Bool,
+        Some((base, _)) => base.clone(),
+        None => types::data_type(&el.name)
+            .ok_or_else(|| format!("DAP4 {} variable: not mapped from DMR++ yet", el.name))?,
+    };
+    let dims = &scope.dims;
+    let phony = &mut scope.phony;
     let mut shape = Vec::new();
     let mut dimension_names = Vec::new();
     for d in el.children_named("Dim") {
@@ -161,6 +233,9 @@ fn variable(
     let mut skipped = Vec::new();
     for a in el.children_named("Attribute") {
         attribute(a, &mut attributes, &mut skipped, "");
+    }
+    if let Some((_, m)) = &members {
+        vzarr_hdf5_map::attrs::enum_attributes(&mut attributes, m);
     }
     for child in &el.children {
         if child.name.starts_with("unsupported") {

@@ -405,6 +405,35 @@ fn fill_attr(dt: DataType, value: &Value, numeric: Option<&Numeric>) -> Option<V
     Some(cf_fill_value(dt, &fill))
 }
 
+/// The CF attributes of an enum's members: `flag_values` (the values, as the base integer
+/// type's) and `flag_meanings` (the names, blank-separated, blanks inside a name replaced by
+/// `_`), in the order of the values; attributes of these names already in the source win.
+/// The members are also recorded in the netCDF view (`vzarr_core::netcdf`'s `enum`: what
+/// netCDF4-python gives as the variable's `datatype.enum_dict`).
+pub fn enum_attributes(attributes: &mut Attributes, members: &[(String, i128)]) {
+    let number = |v: i128| match i64::try_from(v) {
+        Ok(i) => Value::from(i),
+        Err(_) => Value::from(u64::try_from(v).unwrap_or(u64::MAX)),
+    };
+    if !members.is_empty()
+        && !attributes.contains_key("flag_values")
+        && !attributes.contains_key("flag_meanings")
+    {
+        let values: Vec<Value> = members.iter().map(|(_, v)| number(*v)).collect();
+        let meanings: Vec<String> = members
+            .iter()
+            .map(|(n, _)| n.split_whitespace().collect::<Vec<_>>().join("_"))
+            .collect();
+        attributes.insert("flag_values".into(), Value::Array(values));
+        attributes.insert("flag_meanings".into(), Value::String(meanings.join(" ")));
+    }
+    let dict: serde_json::Map<String, Value> = members
+        .iter()
+        .map(|(n, v)| (n.clone(), number(*v)))
+        .collect();
+    vzarr_core::netcdf::set_field(attributes, "enum", dict.into());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -560,19 +560,7 @@ fn scan_dataset(
         string_fill_attribute(ctx, path, &mut attributes, &fill_value);
     }
     if let Some(members) = &mapped.enum_members {
-        enum_attributes(&mut attributes, members);
-        // What netCDF4-python gives as the variable's `datatype.enum_dict`.
-        let dict: serde_json::Map<String, serde_json::Value> = members
-            .iter()
-            .map(|(n, v)| {
-                let v = match i64::try_from(*v) {
-                    Ok(i) => serde_json::Value::from(i),
-                    Err(_) => serde_json::Value::from(u64::try_from(*v).unwrap_or(u64::MAX)),
-                };
-                (n.clone(), v)
-            })
-            .collect();
-        vzarr_core::netcdf::set_field(&mut attributes, "enum", dict.into());
+        vzarr_hdf5_map::attrs::enum_attributes(&mut attributes, members);
     }
     let mut dimension_names = dimension_names(
         ctx,
@@ -644,34 +632,6 @@ pub(crate) fn element_fill(
         }
         _ => Ok(fill.clone()),
     }
-}
-
-/// The CF attributes of an enum's members: `flag_values` (the values, as the base integer
-/// type's) and `flag_meanings` (the names, blank-separated, blanks inside a name replaced by
-/// `_`), in the order of the values; attributes of these names already in the source win.
-fn enum_attributes(attributes: &mut vzarr_core::Attributes, members: &[(String, i128)]) {
-    if members.is_empty()
-        || attributes.contains_key("flag_values")
-        || attributes.contains_key("flag_meanings")
-    {
-        return;
-    }
-    let values: Vec<serde_json::Value> = members
-        .iter()
-        .map(|(_, v)| match i64::try_from(*v) {
-            Ok(i) => serde_json::Value::from(i),
-            Err(_) => serde_json::Value::from(u64::try_from(*v).unwrap_or(u64::MAX)),
-        })
-        .collect();
-    let meanings: Vec<String> = members
-        .iter()
-        .map(|(n, _)| n.split_whitespace().collect::<Vec<_>>().join("_"))
-        .collect();
-    attributes.insert("flag_values".into(), serde_json::Value::Array(values));
-    attributes.insert(
-        "flag_meanings".into(),
-        serde_json::Value::String(meanings.join(" ")),
-    );
 }
 
 /// Whether `t` is a struct holding a struct, with a padding field at any depth (a compound
