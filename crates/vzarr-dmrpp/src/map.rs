@@ -413,6 +413,19 @@ fn chunked(
     url: &str,
 ) -> Result<Stored, String> {
     let codecs = codecs(doc, c, t)?;
+    // Anything else inside (HDF4's linked `dmrpp:block`s, elements of later DMR++ versions)
+    // would leave bytes undescribed: the variable is refused rather than read as fill.
+    if let Some(other) = c
+        .children
+        .iter()
+        .find(|e| !matches!(e.name.as_str(), "chunk" | "chunkDimensionSizes"))
+        .filter(|_| c.name == "chunks")
+    {
+        return Err(match other.name.as_str() {
+            "block" => "HDF4 linked blocks (dmrpp:block): not read from DMR++ yet".into(),
+            name => format!("dmrpp:{name} inside dmrpp:chunks: not read from DMR++"),
+        });
+    }
     let listed: Vec<&Element> = c.children_named("chunk").collect();
     for ch in &listed {
         if ch.attr("href").is_some() {

@@ -273,6 +273,18 @@ fn every_sidecar_scans_or_names_why_not() {
         refused.iter().all(|r| r.contains("not a DMR++ document")),
         "{refused:#?}"
     );
+    // HDF4 linked blocks: refused with the reason, never read as the fill value.
+    let linked = dir.join("bes/modules/fileout_netcdf/data/SDS_unlimited_2.hdf.dmrpp");
+    let ds = vzarr_dmrpp::scan(&std::fs::read(linked).unwrap(), "file:///x.hdf.dmrpp")
+        .unwrap()
+        .dataset;
+    assert!(
+        ds.skipped
+            .iter()
+            .any(|s| s.reason.contains("linked blocks")),
+        "{:?}",
+        ds.skipped
+    );
     // ICESat-2 ATL08 (unversioned: "deflate shuffle" decodes inflating first).
     let atl08 = files
         .iter()
