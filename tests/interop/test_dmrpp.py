@@ -34,8 +34,9 @@ def pairs():
         if len(cols) != 5 or cols[4] != "present" or cols[0] != cols[2] + ".dmrpp":
             continue
         granule = DMRPP_DIR / "bes" / cols[2]
-        if granule.read_bytes()[:8] == b"\x89HDF\r\n\x1a\n":
-            out.append((cols[0], granule))
+        with open(granule, "rb") as f:
+            if f.read(8) == b"\x89HDF\r\n\x1a\n":
+                out.append((cols[0], granule))
     return out
 
 

@@ -135,6 +135,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_array_of_more_dimensions_than_zarr_readers_take_is_skipped() {
+        let dims = "<Dim size=\"1\"/>".repeat(vzarr_core::limits::MAX_RANK + 1);
+        let xml = format!(
+            "<Dataset xmlns:dmrpp=\"x\"><Int8 name=\"v\">{dims}<dmrpp:chunks>\
+             <dmrpp:chunk offset=\"0\" nBytes=\"1\"/></dmrpp:chunks></Int8></Dataset>"
+        );
+        let ds = scan(xml.as_bytes(), "file:///g.h5.dmrpp").unwrap().dataset;
+        assert!(ds.arrays.is_empty());
+        assert!(
+            ds.skipped[0].reason.contains("dimensions"),
+            "{:?}",
+            ds.skipped
+        );
+    }
+
+    #[test]
     fn the_granule_is_beside_the_sidecar() {
         let s = "s3://bucket/a/g.h5.dmrpp";
         assert_eq!(data_url(s, None).unwrap(), "s3://bucket/a/g.h5");

@@ -261,6 +261,13 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
         other => return Err(format!("byteOrder {other:?} (neither LE nor BE)")),
     };
     let fill_value = fill_value(&data_type, chunks, &attributes)?;
+    if shape.len() > vzarr_core::limits::MAX_RANK {
+        return Err(format!(
+            "{} dimensions, more than the {} an array may have",
+            shape.len(),
+            vzarr_core::limits::MAX_RANK
+        ));
+    }
     let elements = shape
         .iter()
         .try_fold(1u64, |n, &d| n.checked_mul(d))

@@ -5,8 +5,9 @@
 //! not UTF-8 (sidecars declaring ISO-8859-1) are taken lossily.
 //!
 //! Untrusted input: the document is at most [`crate::MAX_SIDECAR_BYTES`] (the caller's
-//! check), elements nest at most [`MAX_DEPTH`] deep and number at most [`MAX_ELEMENTS`], so
-//! the tree costs a bounded multiple of the input.
+//! check), elements nest at most [`MAX_DEPTH`] deep, and elements and attributes together
+//! number at most [`MAX_NODES`] (each costs about 100 bytes of tree however short its text,
+//! so at most about 1 GiB), so the tree costs a bounded amount whatever the input.
 
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
@@ -14,8 +15,9 @@ use quick_xml::events::{BytesStart, Event};
 /// Deepest nesting of elements read.
 pub(crate) const MAX_DEPTH: usize = 256;
 
-/// Most elements read from one document.
-pub(crate) const MAX_ELEMENTS: usize = 50_000_000;
+/// Most elements and attributes, together, read from one document (ICESat-2 ATL08's 2.2 MB
+/// sidecar has about 60,000).
+pub(crate) const MAX_NODES: usize = 1 << 23;
 
 /// One element: its local name, its attributes (local names) in document order, the text
 /// directly inside it and its child elements.
@@ -49,12 +51,20 @@ impl Element {
 
 /// Parses a document into its root element, or says why it is not well-formed XML.
 pub(crate) fn parse(bytes: &[u8]) -> Result<Element, String> {
+    parse_bounded(bytes, MAX_NODES)
+}
+
+/// [`parse`] with at most `max_nodes` elements and attributes.
+fn parse_bounded(bytes: &[u8], max_nodes: usize) -> Result<Element, String> {
     let mut reader = Reader::from_reader(bytes);
     reader.config_mut().check_end_names = true;
     let mut buf = Vec::new();
     let mut stack: Vec<Element> = Vec::new();
     let mut root: Option<Element> = None;
-    let mut count = 0usize;
+    let mut count = Budget {
+        used: 0,
+        max: max_nodes,
+    };
     loop {
         let at = reader.buffer_position();
         let event = reader
@@ -62,18 +72,12 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Element, String> {
             .map_err(|e| format!("not well-formed XML near byte {at}: {e}"))?;
         match event {
             Event::Start(e) => {
-                count += 1;
-                if count > MAX_ELEMENTS || stack.len() >= MAX_DEPTH {
-                    return Err(too_large(count, stack.len()));
-                }
-                stack.push(element(&e));
+                let el = element(&e, &mut count, stack.len())?;
+                stack.push(el);
             }
             Event::Empty(e) => {
-                count += 1;
-                if count > MAX_ELEMENTS || stack.len() >= MAX_DEPTH {
-                    return Err(too_large(count, stack.len()));
-                }
-                close(element(&e), &mut stack, &mut root)?;
+                let el = element(&e, &mut count, stack.len())?;
+                close(el, &mut stack, &mut root)?;
             }
             Event::End(_) => {
                 let done = stack
@@ -117,11 +121,20 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Element, String> {
     root.ok_or_else(|| "no root element".to_string())
 }
 
-fn too_large(count: usize, depth: usize) -> String {
-    if depth >= MAX_DEPTH {
-        format!("elements nested over {MAX_DEPTH} deep")
-    } else {
-        format!("over {MAX_ELEMENTS} elements (counted {count})")
+/// The nodes (elements and attributes) read so far against the most allowed.
+struct Budget {
+    used: usize,
+    max: usize,
+}
+
+impl Budget {
+    /// Counts one node.
+    fn take(&mut self) -> Result<(), String> {
+        self.used += 1;
+        if self.used > self.max {
+            return Err(format!("over {} elements and attributes", self.max));
+        }
+        Ok(())
     }
 }
 
@@ -135,24 +148,27 @@ fn close(done: Element, stack: &mut [Element], root: &mut Option<Element>) -> Re
     Ok(())
 }
 
-/// An element with its local name and attributes (malformed attributes are left out).
-fn element(e: &BytesStart<'_>) -> Element {
+/// An element at nesting `depth` with its local name and attributes (malformed attributes
+/// are left out), it and its attributes counted in `count`.
+fn element(e: &BytesStart<'_>, count: &mut Budget, depth: usize) -> Result<Element, String> {
+    if depth >= MAX_DEPTH {
+        return Err(format!("elements nested over {MAX_DEPTH} deep"));
+    }
+    count.take()?;
     let name = String::from_utf8_lossy(e.local_name().as_ref()).into_owned();
-    let attrs = e
-        .attributes()
-        .filter_map(Result::ok)
-        .map(|a| {
-            (
-                String::from_utf8_lossy(a.key.local_name().as_ref()).into_owned(),
-                unescape(&a.value),
-            )
-        })
-        .collect();
-    Element {
+    let mut attrs = Vec::new();
+    for a in e.attributes().filter_map(Result::ok) {
+        count.take()?;
+        attrs.push((
+            String::from_utf8_lossy(a.key.local_name().as_ref()).into_owned(),
+            unescape(&a.value),
+        ));
+    }
+    Ok(Element {
         name,
         attrs,
         ..Element::default()
-    }
+    })
 }
 
 /// An attribute value with its entity and character references resolved (an unknown one kept
@@ -226,5 +242,18 @@ mod tests {
         assert!(parse(b"").is_err());
         let deep = "<a>".repeat(MAX_DEPTH + 1);
         assert!(parse(deep.as_bytes()).unwrap_err().contains("nested"));
+        // Attributes count as nodes: one element cannot hold millions of them.
+        let mut flood = String::from("<a");
+        for i in 0..100 {
+            flood.push_str(&format!(" x{i}=\"\""));
+        }
+        flood.push_str("/>");
+        assert!(parse_bounded(flood.as_bytes(), 101).is_ok());
+        assert!(
+            parse_bounded(flood.as_bytes(), 100)
+                .unwrap_err()
+                .contains("attributes")
+        );
+        assert!(parse_bounded(b"<a><b/><c/></a>", 2).is_err());
     }
 }

@@ -143,8 +143,11 @@ fn bes_sidecars_match_their_granules() {
             continue;
         };
         let data_path = bes.join(data);
-        let head = std::fs::read(&data_path).unwrap_or_default();
-        if !head.starts_with(b"\x89HDF\r\n\x1a\n") {
+        let mut head = [0u8; 8];
+        let is_hdf5 = std::fs::File::open(&data_path)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+            .is_ok_and(|()| &head == b"\x89HDF\r\n\x1a\n");
+        if !is_hdf5 {
             continue; // HDF4 and others: not scanned by vzarr-hdf5
         }
         let url = format!("file://{}", data_path.display());

@@ -69,9 +69,7 @@ pub use object::{
 };
 pub use reader::SourceReader;
 pub use runtime::{block_on, runtime};
-pub use sniff::{
-    Format, HDF5_SIGNATURE, SniffError, hdf5_signature_offsets, looks_like_dmrpp, sniff,
-};
+pub use sniff::{Format, HDF5_SIGNATURE, SniffError, hdf5_signature_offsets, sniff};
 pub use stats::{Counted, IoCounts, IoStats};
 pub use store::{
     CheckRecords, FINGERPRINT_BYTES, Memo, Opened, ReadTuning, Recorded, SourceStore, Stores,

@@ -39,7 +39,7 @@ const DMRPP_HEAD: u64 = 4096;
 
 /// Whether `head`, a file's first bytes, is XML that holds a DAP4 `Dataset` in the `dmrpp`
 /// namespace.
-pub fn looks_like_dmrpp(head: &[u8]) -> bool {
+fn looks_like_dmrpp(head: &[u8]) -> bool {
     let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
     let start = head.iter().position(|b| !b.is_ascii_whitespace());
     let has = |needle: &[u8]| head.windows(needle.len()).any(|w| w == needle);
