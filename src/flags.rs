@@ -47,6 +47,11 @@ pub(crate) struct ScanArgs {
     /// `ref` conventions).
     #[arg(long)]
     pub(crate) no_object_references: bool,
+    /// Where the granules of DMR++ sidecars are, when not beside them (nor at the sidecar's
+    /// own dmrpp:href): a URL or path, {name} standing for the sidecar's file name without
+    /// .dmrpp (e.g. 's3://bucket/granules/{name}'; one ending in / gets the name appended).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub(crate) data_url: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -374,6 +379,10 @@ pub(crate) enum Command {
     Verify(VerifyArgs),
     /// Print values through the references, e.g. `vzarr cat OUT.json 'tas[0:3,10,:]'`.
     Cat(CatArgs),
+    /// Check DMR++ sidecars against their granules (each sidecar's layout compared with the
+    /// granule's, or with --ranges by range reads only); exit status 1 if any does not match.
+    #[command(name = "check-dmrpp")]
+    CheckDmrpp(crate::dmrpp_cmd::CheckDmrppArgs),
     /// Bring an output in line with its sources: new files appended, changed ones replaced.
     Sync(crate::sync_cmd::SyncArgs),
     /// Expire an Icechunk repository's old snapshots and collect its garbage, keeping what
@@ -400,7 +409,7 @@ pub(crate) enum Command {
 impl Command {
     /// Every subcommand's name, as typed.
     #[cfg(test)]
-    pub(crate) const NAMES: [&'static str; 11] = [
+    pub(crate) const NAMES: [&'static str; 12] = [
         "build",
         "sync",
         "expire",
@@ -409,6 +418,7 @@ impl Command {
         "inspect",
         "verify",
         "cat",
+        "check-dmrpp",
         "upgrade",
         "__verify-worker",
         "__scan-worker",
@@ -423,6 +433,7 @@ impl Command {
             Command::Inspect { .. } => "inspect",
             Command::Verify(_) => "verify",
             Command::Cat(_) => "cat",
+            Command::CheckDmrpp(_) => "check-dmrpp",
             Command::Sync(_) => "sync",
             Command::Expire(_) => "expire",
             Command::Upgrade(_) => "upgrade",
@@ -473,6 +484,8 @@ pub(crate) enum Run {
     Verify(VerifyArgs),
     /// `vzarr cat`.
     Cat(CatArgs),
+    /// `vzarr check-dmrpp`.
+    CheckDmrpp(crate::dmrpp_cmd::CheckDmrppArgs),
     /// `vzarr sync`.
     Sync(crate::sync_cmd::SyncArgs),
     /// `vzarr expire`.
@@ -579,6 +592,7 @@ pub(crate) fn validate(command: Command) -> Result<Run> {
         Command::Sync(args) => Run::Sync(args),
         Command::Expire(args) => Run::Expire(args),
         Command::Upgrade(args) => Run::Upgrade(args),
+        Command::CheckDmrpp(args) => Run::CheckDmrpp(args),
         Command::VerifyWorker => Run::VerifyWorker,
         Command::ScanWorker {
             path,
@@ -736,6 +750,7 @@ fn scan_options(a: &ScanArgs, timeout_secs: u64) -> Result<vzarr_scan::ScanOptio
         .with_max_string_bytes(a.max_string_bytes)
         .with_object_references(!a.no_object_references)
         .with_record_links(a.record_links)
+        .with_dmrpp_data_url(a.data_url.clone())
         .with_hdf5_scanner(match a.hdf5_scanner {
             Hdf5ScannerArg::Native => vzarr_scan::Hdf5Scanner::Native,
             Hdf5ScannerArg::Libhdf5 => vzarr_scan::Hdf5Scanner::Libhdf5,

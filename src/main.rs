@@ -11,6 +11,7 @@ use anyhow::Result;
 use clap::Parser;
 
 mod build_cmds;
+mod dmrpp_cmd;
 #[cfg(test)]
 mod doc_commands;
 mod expire_cmd;
@@ -97,6 +98,7 @@ fn run(command: Run) -> Result<ExitCode> {
         Run::Sync(args) => sync_cmd::sync(args),
         Run::Expire(args) => expire_cmd::expire(args),
         Run::Upgrade(args) => upgrade_cmd::upgrade(args),
+        Run::CheckDmrpp(args) => dmrpp_cmd::check(&args),
         Run::VerifyWorker => verify_worker(),
         Run::ScanWorker {
             path,

@@ -4,6 +4,7 @@
 mod batch;
 mod build;
 mod common;
+mod dmrpp;
 mod hostile;
 mod messages;
 mod read;

@@ -1,6 +1,7 @@
 """DMR++ sidecars as vzarr's input (GitHub issue 53): each DMR++ file of OPeNDAP's bes repository
-that sits beside its HDF5 granule (`../shared/dmrpp`, or VZARR_DMRPP_DIR) is built with
-``vzarr build <granule>.dmrpp``, never reading the granule's data, and every array read back
+whose HDF5 granule is present (`../shared/dmrpp`, or VZARR_DMRPP_DIR) is built with
+``vzarr build <granule>.dmrpp`` (``--data-url`` naming granules not beside their sidecars),
+never reading the granule's data, and every array read back
 through zarr-python equals what h5py reads from the granule. The sidecars that do not describe
 their granule (one stale, one without byte orders for big-endian data, one of a granule that
 contradicts itself) must read differently or fail, and nothing else."""
@@ -25,28 +26,35 @@ NOT_THEIR_GRANULE = {
 }
 
 
-def pairs():
-    """(sidecar, granule) of the bes pairs whose granule is HDF5 and sits beside the sidecar
-    under the sidecar's name without `.dmrpp`."""
+def pairs(beside_only=True):
+    """(sidecar's name in bes, sidecar, granule) of the bes pairs whose granule is HDF5 and
+    sits beside the sidecar under the sidecar's name without `.dmrpp` (or, unless
+    `beside_only`, anywhere in bes: 37 pairs)."""
     out = []
     for line in (DMRPP_DIR / "bes_pairs.tsv").read_text().splitlines():
         cols = line.split("\t")
-        if len(cols) != 5 or cols[4] != "present" or cols[0] != cols[2] + ".dmrpp":
+        if len(cols) != 5 or cols[4] != "present":
+            continue
+        if beside_only and cols[0] != cols[2] + ".dmrpp":
             continue
         granule = DMRPP_DIR / "bes" / cols[2]
         with open(granule, "rb") as f:
             if f.read(8) == b"\x89HDF\r\n\x1a\n":
-                out.append((cols[0], granule))
+                out.append((cols[0], DMRPP_DIR / "bes" / cols[0], granule))
     return out
 
 
 def h5_path(f, path, attrs):
-    """The h5py path of an array of the output: its source name where it was renamed, or the
-    hidden name netCDF-4 gives a variable named as a dimension it does not hold."""
+    """The h5py path of an array of the output: its source name where it was renamed, the
+    hidden name netCDF-4 gives a variable named as a dimension it does not hold, or the path
+    its `fullnamepath` attribute gives (Hyrax's flattened CF names: `g1_x` for `/g1/x`)."""
     parts = path.split("/")
     name = attrs.get("vzarr:original_name", parts[-1])
-    for cand in ("/".join(parts[:-1] + ["_nc4_non_coord_" + name]), "/".join(parts[:-1] + [name])):
-        if cand in f:
+    full = attrs.get("fullnamepath")
+    full = full[0] if isinstance(full, list) and full else full
+    for cand in ("/".join(parts[:-1] + ["_nc4_non_coord_" + name]), "/".join(parts[:-1] + [name]),
+                 full if isinstance(full, str) else None):
+        if cand and cand in f:
             return cand
     return None
 
@@ -63,14 +71,18 @@ def undefined(ds):
 
 
 def test_bes_sidecars_read_as_their_granules(tmp_path):
-    found = pairs()
-    assert len(found) > 150, f"{len(found)} pairs under {DMRPP_DIR}"
+    found = pairs(beside_only=False)
+    assert len(found) > 190, f"{len(found)} pairs under {DMRPP_DIR}"
     arrays, equal, differ, undefined_arrays = 0, 0, {}, 0
-    for k, (sidecar, granule) in enumerate(found):
+    for k, (sidecar, path, granule) in enumerate(found):
         out = tmp_path / f"{k}.json"
-        p = run_vzarr("build", f"{granule}.dmrpp", "-o", out, check=False)
+        # A granule elsewhere than beside its sidecar is named with --data-url.
+        elsewhere = [] if path == Path(f"{granule}.dmrpp") else ["--data-url", granule]
+        p = run_vzarr("build", path, "-o", out, *elsewhere, check=False)
         if p.returncode != 0:
-            assert "not a DMR++ document" in p.stderr, (sidecar, p.stderr)
+            # bes's request files kept under a .dmrpp name: XML, not DMR++.
+            assert "not a DMR++ document" in p.stderr or "no HDF5 signature" in p.stderr, (
+                sidecar, p.stderr)
             continue
         refs = json.loads(out.read_text())
         group = zarr.open_group(open_store(refs), mode="r")
@@ -91,7 +103,7 @@ def test_bes_sidecars_read_as_their_granules(tmp_path):
                     equal += 1
                 except Exception as e:  # noqa: BLE001 - a wrong sidecar may fail any way
                     differ.setdefault(sidecar, []).append(f"{path}: {str(e)[:200]}")
-    print(f"{len(found)} bes sidecars beside their HDF5 granules: {arrays} arrays read, "
+    print(f"{len(found)} bes sidecars of HDF5 granules: {arrays} arrays read, "
           f"{equal} equal to h5py's; {undefined_arrays} with chunks of undefined values")
     for s, d in differ.items():
         print(f"{s}:\n    " + "\n    ".join(d))
@@ -134,7 +146,7 @@ def test_virtualizarr_opens_sidecars_through_vzarrs_parser():
 
     registry = ObjectStoreRegistry({"file://": LocalStore()})
     compared = 0
-    for sidecar, granule in pairs()[::4]:
+    for sidecar, _, granule in pairs()[::4]:
         if sidecar in NOT_THEIR_GRANULE:
             continue
         with warnings.catch_warnings():

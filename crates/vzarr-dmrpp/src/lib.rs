@@ -77,6 +77,23 @@ pub fn data_url(sidecar_url: &str, href: Option<&str>) -> Option<String> {
     }
 }
 
+/// The granule's URL for the sidecar at `sidecar_url` by a template the user gives (where a
+/// sidecar names no usable granule: NASA's `OPeNDAP_DMRpp_DATA_ACCESS_URL`, or sidecars copied
+/// away from their granules): `{name}` in `template` stands for the sidecar's file name without
+/// `.dmrpp`; a template ending in `/` is a directory or prefix the name is appended to; any
+/// other is the granule's URL itself.
+pub fn granule_from_template(template: &str, sidecar_url: &str) -> String {
+    let file = sidecar_url.rsplit('/').next().unwrap_or(sidecar_url);
+    let name = file.strip_suffix(".dmrpp").unwrap_or(file);
+    if template.contains("{name}") {
+        template.replace("{name}", name)
+    } else if template.ends_with('/') {
+        format!("{template}{name}")
+    } else {
+        template.to_string()
+    }
+}
+
 /// What a DMR++ document describes.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -91,6 +108,16 @@ pub struct Scanned {
 /// Scans the DMR++ document `xml` (at `sidecar_url`) into a virtual dataset whose chunks point
 /// into the granule it describes ([`data_url`]).
 pub fn scan(xml: &[u8], sidecar_url: &str) -> Result<Scanned, DmrppError> {
+    scan_with(xml, sidecar_url, None)
+}
+
+/// [`scan`], the chunks pointing into the granule at `granule_url` (a URL the caller was given,
+/// e.g. a template's for NASA's placeholder) instead of [`data_url`]'s when it is `Some`.
+pub fn scan_with(
+    xml: &[u8],
+    sidecar_url: &str,
+    granule_url: Option<&str>,
+) -> Result<Scanned, DmrppError> {
     if xml.len() as u64 > MAX_SIDECAR_BYTES {
         return Err(DmrppError::TooLarge {
             url: sidecar_url.to_string(),
@@ -108,10 +135,12 @@ pub fn scan(xml: &[u8], sidecar_url: &str) -> Result<Scanned, DmrppError> {
             root: root.name,
         });
     }
-    let data_url =
-        data_url(sidecar_url, root.attr("href")).ok_or_else(|| DmrppError::NoDataUrl {
+    let data_url = match granule_url {
+        Some(g) => g.to_string(),
+        None => data_url(sidecar_url, root.attr("href")).ok_or_else(|| DmrppError::NoDataUrl {
             url: sidecar_url.to_string(),
-        })?;
+        })?,
+    };
     let doc = map::Doc {
         data_url: &data_url,
         versioned: root.attr("version").is_some(),
@@ -148,6 +177,20 @@ mod tests {
             "{:?}",
             ds.skipped
         );
+    }
+
+    #[test]
+    fn a_template_names_the_granule() {
+        let s = "file:///d/MOD09.A2020.hdf.dmrpp";
+        assert_eq!(
+            granule_from_template("s3://b/p/{name}", s),
+            "s3://b/p/MOD09.A2020.hdf"
+        );
+        assert_eq!(
+            granule_from_template("s3://b/p/", s),
+            "s3://b/p/MOD09.A2020.hdf"
+        );
+        assert_eq!(granule_from_template("/data/g.hdf", s), "/data/g.hdf");
     }
 
     #[test]

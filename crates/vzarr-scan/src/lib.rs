@@ -79,9 +79,19 @@ pub struct ScanOptions {
     /// following soft links (native HDF5 scanner; see
     /// [`vzarr_hdf5::ScanOptions::record_links`]).
     pub record_links: bool,
+    /// Where the granules of DMR++ sidecars are, when not where each sidecar says (beside it,
+    /// or its `dmrpp:href` on its own host): a template of their URLs or paths, `{name}` for
+    /// the sidecar's file name without `.dmrpp` ([`vzarr_dmrpp::granule_from_template`]).
+    pub dmrpp_data_url: Option<String>,
 }
 
 impl ScanOptions {
+    /// Options reading the granules of DMR++ sidecars from `template` (see the field).
+    pub fn with_dmrpp_data_url(mut self, template: Option<String>) -> Self {
+        self.dmrpp_data_url = template;
+        self
+    }
+
     /// Options splitting contiguous variables above `bytes` (see the field).
     pub fn with_split_contiguous(mut self, bytes: Option<u64>) -> Self {
         self.split_contiguous_bytes = bytes;
@@ -422,7 +432,7 @@ pub(crate) fn scan_opened(
             ds
         }
         Format::Dmrpp => {
-            let (ds, granule) = scan_dmrpp(src.as_ref())?;
+            let (ds, granule) = scan_dmrpp(src.as_ref(), opts.dmrpp_data_url.as_deref())?;
             // The chunks are the granule's: its record (size, time, ETag) is what readers
             // check, taken with one request; the granule's bytes are not read.
             src = open_for_scan(&SourceRef::parse(&granule)?, 0)?.src;
@@ -446,8 +456,12 @@ pub(crate) fn scan_opened(
     Ok(ds)
 }
 
-/// The virtual dataset a DMR++ sidecar describes, and its granule's URL.
-fn scan_dmrpp(src: &dyn ByteSource) -> Result<(VirtualDataset, String), ScanError> {
+/// The virtual dataset a DMR++ sidecar describes, and its granule's URL (by `template` when
+/// given: [`ScanOptions::dmrpp_data_url`]).
+fn scan_dmrpp(
+    src: &dyn ByteSource,
+    template: Option<&str>,
+) -> Result<(VirtualDataset, String), ScanError> {
     let url = src.url().to_string();
     if src.size() > vzarr_dmrpp::MAX_SIDECAR_BYTES {
         return Err(vzarr_dmrpp::DmrppError::TooLarge {
@@ -457,8 +471,12 @@ fn scan_dmrpp(src: &dyn ByteSource) -> Result<(VirtualDataset, String), ScanErro
         }
         .into());
     }
+    let granule = match template {
+        Some(t) => Some(SourceRef::parse(&vzarr_dmrpp::granule_from_template(t, &url))?.url()),
+        None => None,
+    };
     let xml = src.read(0..src.size())?;
-    let s = vzarr_dmrpp::scan(&xml, &url)?;
+    let s = vzarr_dmrpp::scan_with(&xml, &url, granule.as_deref())?;
     Ok((s.dataset, s.data_url))
 }
 

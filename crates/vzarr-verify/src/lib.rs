@@ -30,6 +30,7 @@ mod direct;
 mod h5filters;
 mod report;
 mod sample;
+mod sidecar;
 mod source_values;
 mod verify;
 #[cfg(feature = "c-oracle")]
@@ -40,6 +41,9 @@ use std::time::Duration;
 
 pub use audit::{AuditReport, Defect, DefectKind, audit, without_defective};
 pub use report::{Mismatch, Skipped, VerifyOptions, VerifyProgress, VerifyReport};
+pub use sidecar::{
+    FindingKind, SidecarFinding, SidecarMode, SidecarOptions, SidecarReport, check_sidecar,
+};
 pub use verify::verify;
 
 /// The readers that read the sources directly, to compare with what the manifest reads.
@@ -112,6 +116,12 @@ pub enum VerifyError {
         /// How many more sources failed the check.
         more: usize,
     },
+    /// A source could not be opened or read.
+    #[error(transparent)]
+    Source(#[from] vzarr_source::SourceError),
+    /// A source (a DMR++ sidecar, or its granule) could not be scanned.
+    #[error(transparent)]
+    Scan(#[from] vzarr_scan::ScanError),
     /// The readers asked for are not part of this build.
     #[error(
         "the {} readers (libhdf5, netCDF-C) are not part of this build: it was built without the cargo feature `c-oracle`",

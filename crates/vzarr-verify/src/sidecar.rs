@@ -1,0 +1,584 @@
+//! Checking a DMR++ sidecar against the granule it describes.
+//!
+//! A DMR++ file (OPeNDAP's XML listing of a granule's variables and of every chunk's byte
+//! range, `vzarr-dmrpp`) is written once, beside its granule; when the granule is rewritten
+//! and the sidecar is not, reads through the sidecar return other bytes than the variable's,
+//! silently. Two checks, neither reading the granule's data:
+//!
+//! - [`SidecarMode::Scan`] (the default): the granule's own layout, as vzarr scans it (HDF5
+//!   and NetCDF4: the superblock, object headers and chunk indexes, no chunk data), compared
+//!   with the sidecar's, array by array: shape, data type, byte order, chunk grid, filters and
+//!   their order, the fill value where the granule has unwritten chunks (DMR++ writes floats
+//!   to six significant digits: values that agree to six digits agree), and every chunk's
+//!   offset and length, each chunk that differs, is missing from the sidecar or is only in it
+//!   counted. A granule vzarr does not scan (HDF4) is checked as [`SidecarMode::Ranges`].
+//! - [`SidecarMode::Ranges`]: range reads only: every chunk lies inside the granule's object,
+//!   no two chunks overlap in part, and a sample of chunks of every array (its first, its last
+//!   and [`SidecarOptions::samples`] more) decodes through the sidecar's filters to the size its
+//!   chunk shape says (a Fletcher-32 checksum, where the filters hold one, verified).
+//!
+//! Both modes check that every chunk lies inside the granule.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use vzarr_core::{ChunkRef, Codec, SkippedVariable, VirtualArray, VirtualDataset};
+use vzarr_scan::inputs::SourceRef;
+use vzarr_source::{ByteSource, Format};
+
+use crate::VerifyError;
+
+/// Largest decoded chunk a range check decodes (larger ones are counted, not decoded).
+const MAX_DECODED_CHUNK: u64 = 1 << 30;
+
+/// How a sidecar is checked against its granule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SidecarMode {
+    /// The sidecar's layout compared with vzarr's scan of the granule (its metadata only).
+    Scan,
+    /// Range reads only: bounds, overlaps, and sampled chunks decoded.
+    Ranges,
+}
+
+/// What to check.
+#[derive(Clone, Debug)]
+pub struct SidecarOptions {
+    /// The check.
+    pub mode: SidecarMode,
+    /// With [`SidecarMode::Ranges`]: chunks decoded per array besides its first and last.
+    pub samples: u64,
+    /// Seed of the sample (the same seed picks the same chunks).
+    pub seed: u64,
+    /// Where the granule is, when not where the sidecar says (`vzarr_dmrpp::data_url`: beside
+    /// it, or its `dmrpp:href` on the same host): a URL or local path, `{name}` standing for
+    /// the sidecar's file name without `.dmrpp` (`vzarr_dmrpp::granule_from_template`).
+    pub data_url: Option<String>,
+}
+
+impl Default for SidecarOptions {
+    fn default() -> Self {
+        SidecarOptions {
+            mode: SidecarMode::Scan,
+            samples: 2,
+            seed: 0,
+            data_url: None,
+        }
+    }
+}
+
+/// What is wrong with an array of a sidecar.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FindingKind {
+    /// Its shape is not the granule's.
+    Shape,
+    /// Its data type is not the granule's.
+    DataType,
+    /// Its byte order is not the granule's.
+    ByteOrder,
+    /// Its chunk shape is not the granule's.
+    ChunkGrid,
+    /// Its filters, or their order, are not the granule's.
+    Filters,
+    /// Its fill value is not the granule's, and the granule has unwritten chunks.
+    FillValue,
+    /// Chunks whose byte range is not the granule's.
+    StaleChunks,
+    /// Chunks the granule stores that the sidecar does not list (they read as fill values).
+    MissingChunks,
+    /// Chunks the sidecar lists that the granule does not store.
+    ExtraChunks,
+    /// Chunks that end past the end of the granule.
+    OutsideObject,
+    /// Chunks that overlap other chunks in part.
+    Overlap,
+    /// Sampled chunks that do not decode to their chunk's size through the sidecar's filters.
+    Undecodable,
+}
+
+impl FindingKind {
+    /// A short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            FindingKind::Shape => "shape",
+            FindingKind::DataType => "data type",
+            FindingKind::ByteOrder => "byte order",
+            FindingKind::ChunkGrid => "chunk shape",
+            FindingKind::Filters => "filters",
+            FindingKind::FillValue => "fill value",
+            FindingKind::StaleChunks => "stale chunks",
+            FindingKind::MissingChunks => "missing chunks",
+            FindingKind::ExtraChunks => "extra chunks",
+            FindingKind::OutsideObject => "chunks outside the granule",
+            FindingKind::Overlap => "overlapping chunks",
+            FindingKind::Undecodable => "undecodable chunks",
+        }
+    }
+}
+
+/// One thing wrong with one array of a sidecar.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SidecarFinding {
+    /// The array's path.
+    pub array: String,
+    /// What is wrong.
+    pub kind: FindingKind,
+    /// The sidecar's value against the granule's, or the chunks concerned.
+    pub detail: String,
+}
+
+impl fmt::Display for SidecarFinding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}: {}", self.array, self.kind.name(), self.detail)
+    }
+}
+
+/// The result of checking one sidecar.
+#[derive(Clone, Debug, serde::Serialize)]
+#[non_exhaustive]
+pub struct SidecarReport {
+    /// The sidecar's URL.
+    pub sidecar: String,
+    /// Its granule's URL.
+    pub granule: String,
+    /// The check made (a granule vzarr does not scan is checked by ranges).
+    pub mode: SidecarMode,
+    /// Why the check is not the one asked for, if it is not.
+    pub fallback: Option<String>,
+    /// Arrays checked.
+    pub arrays: usize,
+    /// Chunks whose byte ranges were checked.
+    pub chunks: u64,
+    /// Chunks read and decoded.
+    pub decoded: u64,
+    /// Variables of the sidecar not checked (vzarr does not build them), with the reason.
+    pub not_checked: Vec<SkippedVariable>,
+    /// Everything wrong, by array.
+    pub findings: Vec<SidecarFinding>,
+}
+
+impl SidecarReport {
+    /// Whether the sidecar describes its granule as far as checked.
+    pub fn matches(&self) -> bool {
+        self.findings.is_empty()
+    }
+
+    /// One line: the verdict and what was checked (the sidecar not named).
+    pub fn summary(&self) -> String {
+        let how = match self.mode {
+            SidecarMode::Scan => "compared with the granule's layout",
+            SidecarMode::Ranges => "checked by range reads",
+        };
+        let decoded = if self.decoded > 0 {
+            format!(", {} decoded", self.decoded)
+        } else {
+            String::new()
+        };
+        let verdict = if self.matches() {
+            "matches its granule".to_string()
+        } else {
+            let arrays: std::collections::BTreeSet<&str> =
+                self.findings.iter().map(|f| f.array.as_str()).collect();
+            format!("DOES NOT MATCH its granule ({} arrays)", arrays.len())
+        };
+        format!(
+            "{verdict}: {} arrays, {} chunks {how}{decoded}",
+            self.arrays, self.chunks
+        )
+    }
+}
+
+/// Checks the DMR++ sidecar at `sidecar` (a URL or a local path) against its granule
+/// ([`SidecarOptions::data_url`], else the file beside it or the one its `dmrpp:href` names on
+/// the same host: `vzarr_dmrpp::data_url`).
+pub fn check_sidecar(sidecar: &str, opts: &SidecarOptions) -> Result<SidecarReport, VerifyError> {
+    let src = vzarr_source::open_source(sidecar)?;
+    let url = src.url().to_string();
+    if src.size() > vzarr_dmrpp::MAX_SIDECAR_BYTES {
+        return Err(
+            vzarr_scan::ScanError::from(vzarr_dmrpp::DmrppError::TooLarge {
+                url,
+                size: src.size(),
+                max: vzarr_dmrpp::MAX_SIDECAR_BYTES,
+            })
+            .into(),
+        );
+    }
+    let xml = src.read(0..src.size())?;
+    let granule_url = match &opts.data_url {
+        Some(t) => Some(SourceRef::parse(&vzarr_dmrpp::granule_from_template(t, &url))?.url()),
+        None => None,
+    };
+    let scanned = vzarr_dmrpp::scan_with(&xml, &url, granule_url.as_deref())
+        .map_err(vzarr_scan::ScanError::from)?;
+    let ours = scanned.dataset;
+    let granule_ref = SourceRef::parse(&scanned.data_url)?;
+    let granule = vzarr_source::open_source(&granule_ref.url())?;
+    let mut report = SidecarReport {
+        sidecar: url,
+        granule: scanned.data_url.clone(),
+        mode: opts.mode,
+        fallback: None,
+        arrays: ours.arrays.len(),
+        chunks: 0,
+        decoded: 0,
+        not_checked: ours
+            .skipped
+            .iter()
+            .filter(|s| !s.path.contains('@'))
+            .cloned()
+            .collect(),
+        findings: Vec::new(),
+    };
+    if opts.mode == SidecarMode::Scan {
+        let scanned_by_vzarr = matches!(
+            vzarr_source::sniff(granule.as_ref()),
+            Ok(Format::Hdf5 { .. } | Format::NetCdf3 { .. })
+        );
+        if scanned_by_vzarr {
+            let theirs =
+                vzarr_scan::scan_source(&granule_ref, &vzarr_scan::ScanOptions::default())?;
+            compare_layouts(&ours, &theirs, &mut report);
+        } else {
+            report.mode = SidecarMode::Ranges;
+            report.fallback = Some(
+                "vzarr does not scan the granule's format (HDF4): checked by range reads".into(),
+            );
+        }
+    }
+    let decode = report.mode == SidecarMode::Ranges;
+    check_ranges(&ours, granule.as_ref(), decode, opts, &mut report);
+    report
+        .findings
+        .sort_by(|a, b| (&a.array, a.kind).cmp(&(&b.array, b.kind)));
+    Ok(report)
+}
+
+/// The granule's array the sidecar's array `a` at `path` describes: the same path; netCDF-4's
+/// hidden name of a variable named as a dimension it does not hold (DMR++ names it as netCDF
+/// does); or the path its `fullnamepath` attribute gives (Hyrax's CF names of HDF-EOS and
+/// grouped files: `g1_x` for `/g1/x`).
+fn granule_array<'a>(
+    theirs: &'a VirtualDataset,
+    path: &str,
+    a: &VirtualArray,
+) -> Option<&'a VirtualArray> {
+    let hidden = match path.rsplit_once('/') {
+        Some((g, n)) => format!("{g}/_nc4_non_coord_{n}"),
+        None => format!("_nc4_non_coord_{path}"),
+    };
+    let full = match a.attributes.get("fullnamepath") {
+        Some(serde_json::Value::String(s)) => Some(s.as_str()),
+        Some(serde_json::Value::Array(v)) => v.first().and_then(serde_json::Value::as_str),
+        _ => None,
+    }
+    .map(|s| s.trim_start_matches('/'));
+    theirs
+        .arrays
+        .get(path)
+        .or_else(|| theirs.arrays.get(&hidden))
+        .or_else(|| full.and_then(|f| theirs.arrays.get(f)))
+}
+
+/// Filters as they decode, deflate levels left out (they do not change what is read).
+fn filter_names(codecs: &[Codec]) -> Vec<String> {
+    codecs
+        .iter()
+        .map(|c| match c {
+            Codec::Zlib { .. } => "zlib".to_string(),
+            other => other.label(),
+        })
+        .collect()
+}
+
+/// Whether two fill values agree, floats to the six significant digits DMR++ writes.
+fn same_fill(a: &VirtualArray, b: &VirtualArray) -> bool {
+    if a.fill_value == b.fill_value {
+        return true;
+    }
+    match (
+        a.fill_value.as_f64(a.data_type.clone()),
+        b.fill_value.as_f64(b.data_type.clone()),
+    ) {
+        (Some(x), Some(y)) if a.data_type.is_float() => {
+            (x.is_nan() && y.is_nan()) || format!("{x:.5e}") == format!("{y:.5e}")
+        }
+        _ => false,
+    }
+}
+
+/// Compares the sidecar's arrays (`ours`) with the granule's (`theirs`).
+fn compare_layouts(ours: &VirtualDataset, theirs: &VirtualDataset, report: &mut SidecarReport) {
+    for (path, a) in &ours.arrays {
+        let Some(b) = granule_array(theirs, path, a) else {
+            // A variable the granule's scan does not build (a type vzarr refuses in HDF5, say)
+            // is not compared; nor one without chunks (Hyrax gives netCDF's dimensions without
+            // values as variables of fill values). One absent from the granule is, as extra
+            // chunks.
+            let n = a.manifest.stored() as u64;
+            if n == 0 {
+                report.not_checked.push(SkippedVariable {
+                    path: path.clone(),
+                    reason: "no chunks in the sidecar, no such variable in the granule".into(),
+                });
+            } else if !theirs.skipped.iter().any(|s| &s.path == path) {
+                report.findings.push(SidecarFinding {
+                    array: path.clone(),
+                    kind: FindingKind::ExtraChunks,
+                    detail: format!("the granule has no such variable ({n} chunks listed)"),
+                });
+            }
+            continue;
+        };
+        let mut found = |kind, detail| {
+            report.findings.push(SidecarFinding {
+                array: path.clone(),
+                kind,
+                detail,
+            })
+        };
+        if a.shape() != b.shape() {
+            found(
+                FindingKind::Shape,
+                format!(
+                    "{:?} in the sidecar, {:?} in the granule",
+                    a.shape(),
+                    b.shape()
+                ),
+            );
+            continue;
+        }
+        if a.data_type != b.data_type {
+            found(
+                FindingKind::DataType,
+                format!(
+                    "{:?} in the sidecar, {:?} in the granule",
+                    a.data_type, b.data_type
+                ),
+            );
+        }
+        if a.data_type.has_endianness() && a.endian != b.endian {
+            found(
+                FindingKind::ByteOrder,
+                format!(
+                    "{:?} in the sidecar, {:?} in the granule",
+                    a.endian, b.endian
+                ),
+            );
+        }
+        if a.grid != b.grid {
+            let shape = |v: &VirtualArray| v.grid.chunk_shape(&vec![0; v.grid.ndim()]);
+            found(
+                FindingKind::ChunkGrid,
+                format!(
+                    "{:?} in the sidecar, {:?} in the granule",
+                    shape(a),
+                    shape(b)
+                ),
+            );
+            continue;
+        }
+        let (fa, fb) = (filter_names(&a.codecs), filter_names(&b.codecs));
+        if fa != fb {
+            found(
+                FindingKind::Filters,
+                format!("{fa:?} in the sidecar, {fb:?} in the granule"),
+            );
+        }
+        let unwritten = b.manifest.stored() < b.manifest.len();
+        if unwritten && !same_fill(a, b) {
+            found(
+                FindingKind::FillValue,
+                format!(
+                    "{} in the sidecar, {} in the granule",
+                    a.fill_value.to_zarr_json(a.data_type.clone()),
+                    b.fill_value.to_zarr_json(b.data_type.clone())
+                ),
+            );
+        }
+        let mut counts: BTreeMap<FindingKind, (u64, String)> = BTreeMap::new();
+        for i in 0..b.manifest.len() {
+            let (x, y) = (a.manifest.get(i), b.manifest.get(i));
+            let kind = match (&x, &y) {
+                (ChunkRef::Missing, ChunkRef::Missing) => continue,
+                (ChunkRef::Missing, _) => FindingKind::MissingChunks,
+                (_, ChunkRef::Missing) => FindingKind::ExtraChunks,
+                (
+                    ChunkRef::Range { offset, length, .. },
+                    ChunkRef::Range {
+                        offset: o2,
+                        length: l2,
+                        ..
+                    },
+                ) if offset == o2 && length == l2 => continue,
+                (ChunkRef::Inline(p), ChunkRef::Inline(q)) if p == q => continue,
+                _ => FindingKind::StaleChunks,
+            };
+            let e = counts.entry(kind).or_default();
+            e.0 += 1;
+            if e.1.is_empty() {
+                let index = a.grid.chunk_index(i as u64);
+                e.1 = format!(
+                    "first {index:?}: {} in the sidecar, {} in the granule",
+                    describe(&x),
+                    describe(&y)
+                );
+            }
+        }
+        for (kind, (n, first)) in counts {
+            found(kind, format!("{n} of {} chunks, {first}", b.manifest.len()));
+        }
+    }
+}
+
+/// A chunk reference for a report.
+fn describe(r: &ChunkRef<'_>) -> String {
+    match r {
+        ChunkRef::Missing => "none".into(),
+        ChunkRef::Inline(b) => format!("{} bytes inline", b.len()),
+        ChunkRef::Range { offset, length, .. } => format!("bytes {offset}+{length}"),
+    }
+}
+
+/// Bounds and overlaps of every chunk; with `decode`, sampled chunks decoded.
+fn check_ranges(
+    ours: &VirtualDataset,
+    granule: &dyn ByteSource,
+    decode: bool,
+    opts: &SidecarOptions,
+    report: &mut SidecarReport,
+) {
+    let size = granule.size();
+    // (offset, end, array) of every range, to find overlaps.
+    let mut ranges: Vec<(u64, u64, &str)> = Vec::new();
+    for (path, a) in &ours.arrays {
+        let mut outside = (0u64, String::new());
+        for (_, r) in a.manifest.iter_stored() {
+            report.chunks += 1;
+            if let ChunkRef::Range { offset, length, .. } = r {
+                let end = offset.saturating_add(length);
+                if end > size {
+                    outside.0 += 1;
+                    if outside.1.is_empty() {
+                        outside.1 = format!("first bytes {offset}+{length}");
+                    }
+                }
+                ranges.push((offset, end, path.as_str()));
+            }
+        }
+        if outside.0 > 0 {
+            report.findings.push(SidecarFinding {
+                array: path.clone(),
+                kind: FindingKind::OutsideObject,
+                detail: format!(
+                    "{} chunks, {}, past the granule's {size} bytes",
+                    outside.0, outside.1
+                ),
+            });
+        }
+        if decode && outside.0 == 0 {
+            decode_sample(path, a, granule, opts, report);
+        }
+    }
+    ranges.sort_unstable();
+    let mut overlapping: BTreeMap<&str, (u64, String)> = BTreeMap::new();
+    let mut reach: Option<(u64, u64, &str)> = None; // the range reaching furthest so far
+    for &(start, end, path) in &ranges {
+        if let Some((s0, e0, p0)) = reach {
+            // Identical ranges are one stored chunk named twice (a hard link), not an overlap.
+            if start < e0 && (start, end) != (s0, e0) && start < end {
+                let e = overlapping.entry(path).or_default();
+                e.0 += 1;
+                if e.1.is_empty() {
+                    e.1 = format!("first bytes {start}..{end} overlap {p0}'s {s0}..{e0}");
+                }
+            }
+        }
+        if reach.is_none_or(|(_, e0, _)| end > e0) {
+            reach = Some((start, end, path));
+        }
+    }
+    for (path, (n, first)) in overlapping {
+        report.findings.push(SidecarFinding {
+            array: path.to_string(),
+            kind: FindingKind::Overlap,
+            detail: format!("{n} chunks, {first}"),
+        });
+    }
+}
+
+/// Decodes the first, the last and `opts.samples` random stored chunks of `a`.
+fn decode_sample(
+    path: &str,
+    a: &VirtualArray,
+    granule: &dyn ByteSource,
+    opts: &SidecarOptions,
+    report: &mut SidecarReport,
+) {
+    let stored: Vec<usize> = a.manifest.iter_stored().map(|(i, _)| i).collect();
+    if stored.is_empty() || a.data_type.size() == 0 {
+        return;
+    }
+    let mut picks: Vec<usize> =
+        crate::sample::sample_indices(stored.len() as u64, opts.samples, opts.seed)
+            .into_iter()
+            .map(|k| stored[k as usize])
+            .collect();
+    picks.extend([stored[0], stored[stored.len() - 1]]);
+    picks.sort_unstable();
+    picks.dedup();
+    let codecs = match vzarr_codec::ByteCodecs::new(&a.codecs) {
+        Ok(c) => c,
+        Err(e) => {
+            report.findings.push(SidecarFinding {
+                array: path.to_string(),
+                kind: FindingKind::Undecodable,
+                detail: format!("its filters: {e}"),
+            });
+            return;
+        }
+    };
+    let mut bad = (0u64, String::new());
+    for i in picks {
+        let index = a.grid.chunk_index(i as u64);
+        let raw = a
+            .grid
+            .chunk_shape(&index)
+            .iter()
+            .try_fold(a.data_type.size() as u64, |n, &d| n.checked_mul(d));
+        let Some(raw) = raw.filter(|&n| n <= MAX_DECODED_CHUNK) else {
+            continue;
+        };
+        let encoded = match a.manifest.get(i) {
+            ChunkRef::Inline(b) => Ok(vzarr_source::Bytes::copy_from_slice(b)),
+            ChunkRef::Range { offset, length, .. } if length <= MAX_DECODED_CHUNK => {
+                granule.read(offset..offset + length)
+            }
+            _ => continue,
+        };
+        report.decoded += 1;
+        let result = match encoded {
+            Ok(bytes) => codecs
+                .decode(&bytes, raw as usize)
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = result {
+            bad.0 += 1;
+            if bad.1.is_empty() {
+                bad.1 = format!("first {index:?}: {e}");
+            }
+        }
+    }
+    if bad.0 > 0 {
+        report.findings.push(SidecarFinding {
+            array: path.to_string(),
+            kind: FindingKind::Undecodable,
+            detail: format!("{} of the chunks decoded, {}", bad.0, bad.1),
+        });
+    }
+}
