@@ -7,68 +7,15 @@ their granule (one stale, one without byte orders for big-endian data, one of a 
 contradicts itself) must read differently or fail, and nothing else."""
 
 import json
-import os
 from pathlib import Path
 
 import h5py
 import numpy as np
 import zarr
 
-from conftest import ROOT, assert_values_equal, open_store, run_vzarr
-
-DMRPP_DIR = Path(os.environ.get("VZARR_DMRPP_DIR", ROOT.parent / "shared" / "dmrpp"))
-
-# Sidecars whose values cannot be those of their granule (see crates/vzarr-dmrpp/tests/bes.rs).
-NOT_THEIR_GRANULE = {
-    "modules/dmrpp_module/data/dmrpp/FletcherShuffle.nc4.dmrpp",  # every offset 40 bytes off
-    "modules/dmrpp_module/data/dmrpp/ntypes.h5.dmrpp",  # no byte order; big-endian data
-    "modules/fileout_netcdf/data/swath_wrong_dim_rp.nc.dmrpp",  # dimension 8, data 4
-}
-
-
-def pairs(beside_only=True):
-    """(sidecar's name in bes, sidecar, granule) of the bes pairs whose granule is HDF5 and
-    sits beside the sidecar under the sidecar's name without `.dmrpp` (or, unless
-    `beside_only`, anywhere in bes: 37 pairs)."""
-    out = []
-    for line in (DMRPP_DIR / "bes_pairs.tsv").read_text().splitlines():
-        cols = line.split("\t")
-        if len(cols) != 5 or cols[4] != "present":
-            continue
-        if beside_only and cols[0] != cols[2] + ".dmrpp":
-            continue
-        granule = DMRPP_DIR / "bes" / cols[2]
-        with open(granule, "rb") as f:
-            if f.read(8) == b"\x89HDF\r\n\x1a\n":
-                out.append((cols[0], DMRPP_DIR / "bes" / cols[0], granule))
-    return out
-
-
-def h5_path(f, path, attrs):
-    """The h5py path of an array of the output: its source name where it was renamed, the
-    hidden name netCDF-4 gives a variable named as a dimension it does not hold, or the path
-    its `fullnamepath` attribute gives (Hyrax's flattened CF names: `g1_x` for `/g1/x`)."""
-    parts = path.split("/")
-    name = attrs.get("vzarr:original_name", parts[-1])
-    full = attrs.get("fullnamepath")
-    full = full[0] if isinstance(full, list) and full else full
-    for cand in ("/".join(parts[:-1] + ["_nc4_non_coord_" + name]), "/".join(parts[:-1] + [name]),
-                 full if isinstance(full, str) else None):
-        if cand and cand in f:
-            return cand
-    return None
-
-
-def undefined(ds):
-    """Whether some of a dataset's values are undefined: chunks never written of a dataset whose
-    fill time is "never" (libhdf5 then leaves the reader's buffer as it is: h5py reads zeros,
-    the sidecar and vzarr the declared fill value)."""
-    dcpl = ds.id.get_create_plist()
-    if dcpl.get_fill_time() != h5py.h5d.FILL_TIME_NEVER or ds.chunks is None:
-        return False
-    total = int(np.prod([-(-n // c) for n, c in zip(ds.shape, ds.chunks)]))
-    return ds.id.get_num_chunks() < total
-
+from conftest import assert_values_equal, open_store, run_vzarr
+from dmrpp_values import (DMRPP_DIR, HDF4_MAGIC, NOT_THEIR_GRANULE, h5_path, hdf4_values,
+                          pairs, undefined)
 
 def test_bes_sidecars_read_as_their_granules(tmp_path):
     found = pairs(beside_only=False)
@@ -170,3 +117,78 @@ def test_virtualizarr_opens_sidecars_through_vzarrs_parser():
             assert mine == other.manifest.dict(), (sidecar, name)
             compared += 1
     assert compared > 20, compared
+
+
+def test_hdf4_sidecars_read_as_pyhdf_reads_their_granules(tmp_path):
+    """Every bes sidecar of an HDF4 granule (which vzarr cannot scan itself) is built, and each
+    array read through zarr-python equals what HDF4's own library (pyhdf) reads: SDS of every
+    number type, chunked, compressed, with unwritten chunks, unlimited; vdata fields; names
+    repeated in HDF-EOS2 files told apart by reference; HDF4's linked blocks (an appendable
+    SDS in blocks of 10, 1 and 1 rows: a rectilinear grid; vdata in blocks). Two sidecars are
+    not well-formed XML (a debug line before it) and are refused saying so."""
+    rows = [line.split("\t") for line in (DMRPP_DIR / "bes_pairs.tsv").read_text().splitlines()]
+    built, refused, arrays, equal, left_out = 0, [], 0, 0, 0
+    for k, cols in enumerate(rows):
+        if len(cols) != 5 or cols[4] != "present":
+            continue
+        granule = DMRPP_DIR / "bes" / cols[2]
+        if granule.read_bytes()[:4] != HDF4_MAGIC:
+            continue
+        out = tmp_path / f"{k}.json"
+        p = run_vzarr("build", DMRPP_DIR / "bes" / cols[0], "-o", out, "--data-url", granule,
+                      "--small-chunks", "keep", check=False)
+        if p.returncode != 0:
+            assert "text outside the root element" in p.stderr, (cols[0], p.stderr)
+            refused.append(cols[0])
+            continue
+        built += 1
+        left_out += p.stderr.count("linked blocks")
+        group = zarr.open_group(open_store(json.loads(out.read_text())), mode="r")
+        for path, arr in group.arrays():
+            arrays += 1
+            assert_values_equal(hdf4_values(granule, arr), arr[...], f"{cols[0]}:{path}")
+            equal += 1
+    print(f"HDF4 sidecars: {built} built, {arrays} arrays equal to pyhdf's; "
+          f"{len(refused)} refused; {left_out} variables of linked blocks left out")
+    assert sorted(set(refused)) == ["modules/dmrpp_module/data/h4_dmrpp/SDS_simple.hdf.dmrpp",
+                                    "modules/dmrpp_module/data/h4_dmrpp/SDS_simple_comp.hdf.dmrpp"]
+    assert built >= 30 and equal >= 45 and left_out == 0, (built, equal, left_out)
+
+
+def test_parser_reads_a_sidecar_and_its_granule_through_the_registrys_store(moto_server,
+                                                                            monkeypatch):
+    """A sidecar on S3 read through the obstore store the registry gives (NASA's case:
+    credentials in the store, not the environment): the granule beside it is opened, and its
+    small chunks read, through the same store; the references name the granule's URL."""
+    import zarr
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import S3Store
+
+    import vzarr.virtualizarr
+
+    client, env = moto_server
+    client.create_bucket(Bucket="dmrpp-reg")
+    src = DMRPP_DIR / "bes/modules/dmrpp_module/data/dmrpp/chunked_shufzip_twoD.h5"
+    for f in (src, Path(f"{src}.dmrpp")):
+        client.upload_file(str(f), "dmrpp-reg", f"deep/granules/{f.name}")
+    # The standard chain would go to a closed port with wrong keys.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "wrong")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    store = S3Store("dmrpp-reg", prefix="deep", endpoint=env["AWS_ENDPOINT_URL"],
+                    access_key_id="test", secret_access_key="test", region="us-east-1",
+                    client_options={"allow_http": True})
+    registry = ObjectStoreRegistry({"s3://dmrpp-reg": store})
+    url = f"s3://dmrpp-reg/deep/granules/{src.name}.dmrpp"
+    with h5py.File(src, "r") as f:
+        want = f["d_4_shufzip_chunks"][()]
+    keep = vzarr.virtualizarr.Parser(file_timeout=60)(url, registry)
+    paths = set(np.unique(keep._group.arrays["d_4_shufzip_chunks"].manifest._paths).tolist())
+    assert paths == {f"s3://dmrpp-reg/deep/granules/{src.name}"}
+    np.testing.assert_array_equal(zarr.open_group(keep, mode="r")["d_4_shufzip_chunks"][...], want)
+    # Kept inline: the granule's chunks read through the store at the granule's path.
+    inline = vzarr.virtualizarr.Parser(file_timeout=60, small_chunks="inline")(url, registry)
+    arr = inline._group.arrays["d_4_shufzip_chunks"]
+    assert set(np.unique(arr.manifest._paths).tolist()) == {"__inlined__"}
+    np.testing.assert_array_equal(zarr.open_group(inline, mode="r")["d_4_shufzip_chunks"][...],
+                                  want)

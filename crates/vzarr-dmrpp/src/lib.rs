@@ -21,11 +21,14 @@
 //!   them where the document names its `dmrpp:version`, in Hyrax's fixed order (shuffle, then
 //!   deflate) where it does not; `chunkDimensionSizes` and each chunk's `offset`, `nBytes` and
 //!   `chunkPositionInArray`; contiguous data as one range (or adjacent ones);
+//! - HDF4's linked blocks (`dmrpp:block`, bes's `DmrppCommon::read_chunks` with
+//!   `linked_blocks`) of uncompressed data, one chunk per block where each holds whole rows;
 //! - `dmrpp:compact` values (base64) as an inline chunk.
 //!
 //! Listed as skipped, with the reason, for now: strings, opaque and constructor types,
 //! `dmrpp:missingdata` and `dmrpp:vlsa` values, chunks in other files (per-chunk `href`),
-//! chunks with a filter mask, and every `unsupported-*` marker.
+//! chunks with a filter mask, linked blocks Zarr cannot express, and every `unsupported-*`
+//! marker.
 //!
 //! The chunks are read from the granule the document names (`dmrpp:href`) when it is an
 //! absolute URL at the sidecar's own scheme and host, else from the sidecar's own URL without
@@ -177,6 +180,54 @@ mod tests {
             "{:?}",
             ds.skipped
         );
+    }
+
+    #[test]
+    fn linked_blocks_of_whole_rows_are_chunks_and_others_refused() {
+        let doc = |blocks: &str, filters: &str| {
+            format!(
+                "<Dataset xmlns:dmrpp=\"x\"><Int32 name=\"v\"><Dim size=\"3\"/><Dim size=\"2\"/>\
+                 <dmrpp:chunks byteOrder=\"BE\"{filters}>{blocks}</dmrpp:chunks></Int32></Dataset>"
+            )
+        };
+        let ok = doc(
+            "<dmrpp:block offset=\"100\" nBytes=\"16\"/><dmrpp:block offset=\"10\" nBytes=\"8\"/>",
+            "",
+        );
+        let ds = scan(ok.as_bytes(), "file:///g.hdf.dmrpp").unwrap().dataset;
+        let a = &ds.arrays["v"];
+        assert_eq!(a.grid.dims()[0].edges(), [2, 1]);
+        assert!(matches!(
+            a.manifest.get(1),
+            vzarr_core::ChunkRef::Range {
+                offset: 10,
+                length: 8,
+                ..
+            }
+        ));
+        for (blocks, filters, why) in [
+            (
+                "<dmrpp:block offset=\"0\" nBytes=\"12\"/><dmrpp:block offset=\"99\" nBytes=\"12\"/>",
+                "",
+                "inside a row",
+            ),
+            (
+                "<dmrpp:block offset=\"0\" nBytes=\"8\"/>",
+                "",
+                "linked blocks of 8 bytes for an array of 24",
+            ),
+            (
+                "<dmrpp:block offset=\"0\" nBytes=\"16\"/><dmrpp:block offset=\"99\" nBytes=\"8\"/>",
+                " compressionType=\"deflate\"",
+                "compressed",
+            ),
+        ] {
+            let ds = scan(doc(blocks, filters).as_bytes(), "file:///g.hdf.dmrpp")
+                .unwrap()
+                .dataset;
+            assert!(ds.arrays.is_empty());
+            assert!(ds.skipped[0].reason.contains(why), "{:?}", ds.skipped);
+        }
     }
 
     #[test]

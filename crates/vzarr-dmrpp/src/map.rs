@@ -405,6 +405,79 @@ fn codecs(doc: &Doc<'_>, c: &Element, t: &DataType) -> Result<Vec<Codec>, String
     }
 }
 
+/// HDF4's linked blocks (`dmrpp:block`, in the order of the data): an uncompressed array
+/// stored in pieces. Zarr expresses them where each block holds whole rows along the first
+/// axis: one chunk per block, the blocks' row counts the grid's edges along that axis
+/// (rectilinear where they differ). Compressed data across blocks, or a block ending inside a
+/// row, cannot be expressed: refused with the reason.
+fn linked_blocks(
+    c: &Element,
+    codecs: &[Codec],
+    shape: &[u64],
+    bytes: u64,
+    url: &str,
+) -> Result<Chunks, String> {
+    if let Some(other) = c.children.iter().find(|e| e.name != "block") {
+        return Err(format!(
+            "HDF4 linked blocks with a dmrpp:{} beside them: not read from DMR++",
+            other.name
+        ));
+    }
+    if !codecs.is_empty() {
+        return Err(
+            "HDF4 linked blocks of compressed data: one compressed stream across \
+             blocks has no Zarr chunking"
+                .into(),
+        );
+    }
+    let mut blocks = Vec::new();
+    for b in c.children_named("block") {
+        let num = |k: &str| {
+            b.attr(k)
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| format!("a linked block without a valid {k}"))
+        };
+        let (o, n) = (num("offset")?, num("nBytes")?);
+        o.checked_add(n).ok_or("a linked block's end overflows")?;
+        blocks.push((o, n));
+    }
+    let total = blocks
+        .iter()
+        .try_fold(0u64, |t, &(_, n)| t.checked_add(n))
+        .ok_or("linked blocks' sizes overflow")?;
+    if total != bytes {
+        return Err(format!(
+            "HDF4 linked blocks of {total} bytes for an array of {bytes}"
+        ));
+    }
+    let rows = shape.first().copied().unwrap_or(1);
+    if blocks.len() as u64 > MAX_CHUNKS || rows == 0 {
+        return Err(format!("{} HDF4 linked blocks", blocks.len()));
+    }
+    let row_bytes = bytes / rows;
+    let mut edges = Vec::with_capacity(blocks.len());
+    for &(o, n) in &blocks {
+        if n == 0 || row_bytes == 0 || n % row_bytes != 0 || shape.is_empty() {
+            return Err(format!(
+                "an HDF4 linked block (bytes {o}+{n}) ends inside a row of {row_bytes} bytes: \
+                 no Zarr chunk grid holds it"
+            ));
+        }
+        edges.push(n / row_bytes);
+    }
+    let mut dims = vec![DimGrid::from_edges(edges, rows).map_err(|e| e.to_string())?];
+    for &d in &shape[1..] {
+        dims.push(DimGrid::fixed(d.max(1), d).map_err(|e| e.to_string())?);
+    }
+    let grid = ChunkGrid::new(dims);
+    let mut m = ChunkManifest::new_missing(blocks.len());
+    let sid = m.intern(url).map_err(|e| e.to_string())?;
+    for (i, &(o, n)) in blocks.iter().enumerate() {
+        m.set_range(i, sid, o, n).map_err(|e| e.to_string())?;
+    }
+    Ok(Chunks { grid, manifest: m })
+}
+
 /// A variable's chunks, its filters (in encoding order) and its chunk shape (`None`:
 /// contiguous or compact).
 type Stored = (Chunks, Vec<Codec>, Option<Vec<u64>>);
@@ -420,18 +493,21 @@ fn chunked(
     url: &str,
 ) -> Result<Stored, String> {
     let codecs = codecs(doc, c, t)?;
-    // Anything else inside (HDF4's linked `dmrpp:block`s, elements of later DMR++ versions)
-    // would leave bytes undescribed: the variable is refused rather than read as fill.
+    if c.name == "chunks" && c.children_named("block").next().is_some() {
+        return linked_blocks(c, &codecs, shape, bytes, url).map(|k| (k, codecs, None));
+    }
+    // Anything else inside (elements of later DMR++ versions) would leave bytes undescribed:
+    // the variable is refused rather than read as fill.
     if let Some(other) = c
         .children
         .iter()
         .find(|e| !matches!(e.name.as_str(), "chunk" | "chunkDimensionSizes"))
         .filter(|_| c.name == "chunks")
     {
-        return Err(match other.name.as_str() {
-            "block" => "HDF4 linked blocks (dmrpp:block): not read from DMR++ yet".into(),
-            name => format!("dmrpp:{name} inside dmrpp:chunks: not read from DMR++"),
-        });
+        return Err(format!(
+            "dmrpp:{} inside dmrpp:chunks: not read from DMR++",
+            other.name
+        ));
     }
     let listed: Vec<&Element> = c.children_named("chunk").collect();
     for ch in &listed {

@@ -85,11 +85,18 @@ fn parse_bounded(bytes: &[u8], max_nodes: usize) -> Result<Element, String> {
                     .ok_or_else(|| format!("an end tag without its start near byte {at}"))?;
                 close(done, &mut stack, &mut root)?;
             }
-            Event::Text(t) => {
-                if let Some(top) = stack.last_mut() {
-                    top.text.push_str(&String::from_utf8_lossy(&t));
+            Event::Text(t) => match stack.last_mut() {
+                Some(top) => top.text.push_str(&String::from_utf8_lossy(&t)),
+                None if !t.iter().all(u8::is_ascii_whitespace) => {
+                    let text = String::from_utf8_lossy(&t);
+                    let line = text.trim().lines().next().unwrap_or_default();
+                    return Err(format!(
+                        "text outside the root element near byte {at}: \"{}\"",
+                        line.chars().take(60).collect::<String>()
+                    ));
                 }
-            }
+                None => {}
+            },
             Event::CData(t) => {
                 if let Some(top) = stack.last_mut() {
                     top.text.push_str(&String::from_utf8_lossy(&t));
@@ -240,6 +247,13 @@ mod tests {
         assert!(parse(b"<a>").unwrap_err().contains("ends inside"));
         assert!(parse(b"<a/><b/>").unwrap_err().contains("second root"));
         assert!(parse(b"").is_err());
+        // A debug line a tool wrote before the XML (two of bes's HDF4 sidecars).
+        assert!(
+            parse(b"number of blocks: 1\n<?xml version=\"1.0\"?><a/>")
+                .unwrap_err()
+                .contains("text outside the root element near byte 0: \"number of blocks: 1\"")
+        );
+        assert!(parse(b"<a/>\n  text").is_err());
         let deep = "<a>".repeat(MAX_DEPTH + 1);
         assert!(parse(deep.as_bytes()).unwrap_err().contains("nested"));
         // Attributes count as nodes: one element cannot hold millions of them.

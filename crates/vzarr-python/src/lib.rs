@@ -646,14 +646,18 @@ fn scan_manifests(
             // Small chunks merged (regular grids only: VirtualiZarr's manifests are regular)
             // and inlined, read through the store the file was scanned through.
             let records = ds.provenance.sources.clone();
-            let reader: Box<dyn vzarr_source::SourceStore> = match (through, records.first()) {
-                (Some((store, path)), Some(record)) => {
-                    let src = vzarr_source::ObjectSource::from_record_in(
-                        store,
-                        path,
-                        source.location(),
-                        record,
-                    );
+            // The record is the file's, or the granule's beside a DMR++ sidecar: read in the
+            // same store at its own path.
+            let in_store = through
+                .zip(records.first())
+                .and_then(|((store, path), record)| {
+                    let at = vzarr_scan::path_in_store(&source, &path, &record.url)?;
+                    let loc = vzarr_source::locate(&record.url).ok()?;
+                    Some((store, at, loc, record))
+                });
+            let reader: Box<dyn vzarr_source::SourceStore> = match in_store {
+                Some((store, path, loc, record)) => {
+                    let src = vzarr_source::ObjectSource::from_record_in(store, path, &loc, record);
                     Box::new(vzarr_source::Opened::new([Arc::new(src) as _]))
                 }
                 _ => Box::new(vzarr_source::Recorded::new(

@@ -266,6 +266,22 @@ pub(crate) struct Opened {
     /// For an object: the head asked for, and where its readers note how far into its
     /// first [`REMOTE_HEAD_BYTES`] they read ([`head::HeadSizes`]).
     pub(crate) reach: Option<(u64, Arc<AtomicU64>)>,
+    /// The store (one the caller configured) and path it was opened in, if one was given: a
+    /// DMR++ sidecar's granule beside it is opened in the same store.
+    pub(crate) store: Option<(Arc<dyn ObjectStore>, ObjectPath)>,
+}
+
+/// The path, in the store `path` (the source's) is in, of the object at `url`: the source
+/// itself, or the granule beside a DMR++ sidecar (the source's URL and path without `.dmrpp`);
+/// `None` for any other object.
+pub fn path_in_store(source: &SourceRef, path: &ObjectPath, url: &str) -> Option<ObjectPath> {
+    let own = source.url();
+    if url == own {
+        return Some(path.clone());
+    }
+    (own.strip_suffix(".dmrpp") == Some(url))
+        .then(|| path.as_ref().strip_suffix(".dmrpp").map(ObjectPath::from))
+        .flatten()
 }
 
 /// Opens a source for scanning: a local file as it is; an object in one ranged GET of its
@@ -277,6 +293,7 @@ pub(crate) fn open_for_scan(source: &SourceRef, head: u64) -> Result<Opened, Sca
             src: Stores::default().open_location(loc)?,
             head: Bytes::new(),
             reach: None,
+            store: None,
         });
     }
     let (obj, bytes) = ObjectSource::open_with_head(Clients::global(), loc, head)?;
@@ -297,6 +314,7 @@ fn opened_object(obj: ObjectSource, head: Bytes, asked: u64) -> Opened {
         src: Arc::new(cache),
         head,
         reach: Some((asked, reach)),
+        store: None,
     }
 }
 
@@ -309,9 +327,15 @@ pub fn scan_in_store(
     path: ObjectPath,
     opts: &ScanOptions,
 ) -> Result<VirtualDataset, ScanError> {
-    let (obj, head) =
-        ObjectSource::open_with_head_in(store, path, source.location(), REMOTE_HEAD_BYTES)?;
-    scan_opened(source, opened_object(obj, head, REMOTE_HEAD_BYTES), opts)
+    let (obj, head) = ObjectSource::open_with_head_in(
+        store.clone(),
+        path.clone(),
+        source.location(),
+        REMOTE_HEAD_BYTES,
+    )?;
+    let mut opened = opened_object(obj, head, REMOTE_HEAD_BYTES);
+    opened.store = Some((store, path));
+    scan_opened(source, opened, opts)
 }
 
 /// Keeps, beside the references of the small arrays of `ds` (coordinates, mostly), the bytes
@@ -434,8 +458,20 @@ pub(crate) fn scan_opened(
         Format::Dmrpp => {
             let (ds, granule) = scan_dmrpp(src.as_ref(), opts.dmrpp_data_url.as_deref())?;
             // The chunks are the granule's: its record (size, time, ETag) is what readers
-            // check, taken with one request; the granule's bytes are not read.
-            src = open_for_scan(&SourceRef::parse(&granule)?, 0)?.src;
+            // check, taken with one request; the granule's bytes are not read. A granule
+            // beside a sidecar read through the caller's store is opened in that store.
+            let granule = SourceRef::parse(&granule)?;
+            let beside = opened.store.as_ref().and_then(|(store, path)| {
+                Some((store.clone(), path_in_store(source, path, &granule.url())?))
+            });
+            src = match beside {
+                Some((store, path)) => {
+                    let (obj, _) =
+                        ObjectSource::open_with_head_in(store, path, granule.location(), 0)?;
+                    Arc::new(obj)
+                }
+                None => open_for_scan(&granule, 0)?.src,
+            };
             ds
         }
         _ => {
@@ -500,6 +536,7 @@ mod tests {
             src: Arc::new(MemSource::new(url, bytes.clone())),
             head: Bytes::copy_from_slice(&bytes[..head_len]),
             reach: None,
+            store: None,
         };
         let ds = scan_opened(&source, opened, &ScanOptions::default()).unwrap();
         let (mut kept, mut beyond) = (0, 0);
@@ -528,6 +565,7 @@ mod tests {
             src: Arc::new(MemSource::new(url, bytes.clone())),
             head: Bytes::new(),
             reach: None,
+            store: None,
         };
         let ds = scan_opened(&source, opened, &ScanOptions::default()).unwrap();
         assert!(

@@ -38,12 +38,13 @@ pub enum Format {
 const DMRPP_HEAD: u64 = 4096;
 
 /// Whether `head`, a file's first bytes, is XML that holds a DAP4 `Dataset` in the `dmrpp`
-/// namespace.
+/// namespace: one that starts with a tag, or holds an XML declaration after other text (a
+/// sidecar a tool wrote a debug line into, which the DMR++ scanner then refuses with why).
 fn looks_like_dmrpp(head: &[u8]) -> bool {
     let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
     let start = head.iter().position(|b| !b.is_ascii_whitespace());
     let has = |needle: &[u8]| head.windows(needle.len()).any(|w| w == needle);
-    start.is_some_and(|i| head[i] == b'<') && has(b"<Dataset") && has(b"dmrpp")
+    (start.is_some_and(|i| head[i] == b'<') || has(b"<?xml")) && has(b"<Dataset") && has(b"dmrpp")
 }
 
 /// Why a source's format was not recognised.
@@ -66,6 +67,15 @@ pub enum SniffError {
         url: String,
         /// The version byte.
         version: u8,
+    },
+    /// An HDF4 file (its magic `0e 03 13 01`): read through its DMR++ sidecar only.
+    #[error(
+        "{url}: an HDF4 file, which vzarr reads only through its DMR++ sidecar (build from \
+         the sidecar; check the sidecar against this file by range reads)"
+    )]
+    Hdf4 {
+        /// Source URL.
+        url: String,
     },
     /// Neither an HDF5 signature nor NetCDF3 magic.
     #[error(
@@ -115,6 +125,19 @@ pub fn sniff(src: &dyn ByteSource) -> Result<Format, SniffError> {
     {
         return Ok(Format::Hdf5 { offset });
     }
+    if head.starts_with(b"\x0e\x03\x13\x01") {
+        return Err(SniffError::Hdf4 { url: url() });
+    }
+    // Text: a DMR++ document with something before its XML.
+    if head
+        .iter()
+        .all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace())
+    {
+        let start = src.read(0..size.min(DMRPP_HEAD))?;
+        if looks_like_dmrpp(&start) {
+            return Ok(Format::Dmrpp);
+        }
+    }
     Err(SniffError::Unrecognised {
         url: url(),
         head: head.to_vec(),
@@ -145,6 +168,11 @@ mod tests {
         assert_eq!(sniff(&m).unwrap(), Format::Dmrpp);
         let m = MemSource::new("mem://a.xml", b"<?xml version=\"1.0\"?><other/>".to_vec());
         assert!(matches!(sniff(&m), Err(SniffError::Unrecognised { .. })));
+        // A line of text before the XML: given to the DMR++ scanner, which says what is wrong.
+        let mut noisy = b"number of blocks for contiguous storage is: 1\n".to_vec();
+        noisy.extend_from_slice(doc);
+        let m = MemSource::new("mem://b.hdf.dmrpp", noisy);
+        assert_eq!(sniff(&m).unwrap(), Format::Dmrpp);
     }
 
     #[test]
@@ -160,6 +188,13 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("not an HDF5 or NetCDF file"), "{e}");
+        let e = sniff(&MemSource::new(
+            "mem://d.hdf",
+            b"\x0e\x03\x13\x01\0\xc8".to_vec(),
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("an HDF4 file") && e.contains("DMR++"), "{e}");
         let e = sniff(&MemSource::new("mem://c", b"CDF\x03".to_vec()))
             .unwrap_err()
             .to_string();

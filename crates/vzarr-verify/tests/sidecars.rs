@@ -68,8 +68,14 @@ fn check_all(mode: SidecarMode) -> (Flagged, usize, u64, usize) {
         let path = bes.join(&sidecar);
         let report = match check_sidecar(&path.display().to_string(), &opts) {
             Ok(r) => r,
-            // bes keeps request files beside some data files under a .dmrpp name.
-            Err(e) if e.to_string().contains("not a DMR++ document") => continue,
+            // bes keeps a request file under a .dmrpp name, and two HDF4 sidecars hold a
+            // debug line before their XML (crates/vzarr-dmrpp/tests/bes.rs).
+            Err(e)
+                if e.to_string().contains("not a DMR++ document")
+                    || e.to_string().contains("text outside the root element") =>
+            {
+                continue;
+            }
             Err(e) => panic!("{sidecar}: {e}"),
         };
         arrays += report.arrays;

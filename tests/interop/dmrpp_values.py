@@ -1,0 +1,104 @@
+"""Reading the test data of DMR++ sidecars (`../shared/dmrpp`, or VZARR_DMRPP_DIR: OPeNDAP
+bes's sidecars and their granules) and what independent readers read from the granules: h5py
+for HDF5, pyhdf (HDF4's own library) for HDF4. Shared by tests/interop/test_dmrpp.py and the
+DMR++ benchmark (benches/dmrpp)."""
+
+import os
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+DMRPP_DIR = Path(os.environ.get("VZARR_DMRPP_DIR", ROOT.parent / "shared" / "dmrpp"))
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+
+# Sidecars whose values cannot be those of their granule (`vzarr check-dmrpp` finds them:
+# crates/vzarr-verify/tests/sidecars.rs).
+NOT_THEIR_GRANULE = {
+    "modules/dmrpp_module/data/dmrpp/FletcherShuffle.nc4.dmrpp",  # every offset 40 bytes off
+    "modules/dmrpp_module/data/dmrpp/ntypes.h5.dmrpp",  # no byte order; big-endian data
+    "modules/fileout_netcdf/data/swath_wrong_dim_rp.nc.dmrpp",  # dimension 8, data 4
+}
+
+
+def pairs(beside_only=True):
+    """(sidecar's name in bes, sidecar, granule) of the bes pairs whose granule is HDF5 and
+    sits beside the sidecar under the sidecar's name without `.dmrpp` (or, unless
+    `beside_only`, anywhere in bes: 37 pairs)."""
+    out = []
+    for line in (DMRPP_DIR / "bes_pairs.tsv").read_text().splitlines():
+        cols = line.split("\t")
+        if len(cols) != 5 or cols[4] != "present":
+            continue
+        if beside_only and cols[0] != cols[2] + ".dmrpp":
+            continue
+        granule = DMRPP_DIR / "bes" / cols[2]
+        with open(granule, "rb") as f:
+            if f.read(8) == HDF5_MAGIC:
+                out.append((cols[0], DMRPP_DIR / "bes" / cols[0], granule))
+    return out
+
+
+def h5_path(f, path, attrs):
+    """The h5py path of an array of the output: its source name where it was renamed, the
+    hidden name netCDF-4 gives a variable named as a dimension it does not hold, or the path
+    its `fullnamepath` attribute gives (Hyrax's flattened CF names: `g1_x` for `/g1/x`)."""
+    parts = path.split("/")
+    name = attrs.get("vzarr:original_name", parts[-1])
+    full = attrs.get("fullnamepath")
+    full = full[0] if isinstance(full, list) and full else full
+    for cand in ("/".join(parts[:-1] + ["_nc4_non_coord_" + name]), "/".join(parts[:-1] + [name]),
+                 full if isinstance(full, str) else None):
+        if cand and cand in f:
+            return cand
+    return None
+
+
+def undefined(ds):
+    """Whether some of a dataset's values are undefined: chunks never written of a dataset whose
+    fill time is "never" (libhdf5 then leaves the reader's buffer as it is: h5py reads zeros,
+    the sidecar and vzarr the declared fill value)."""
+    dcpl = ds.id.get_create_plist()
+    if dcpl.get_fill_time() != h5py.h5d.FILL_TIME_NEVER or ds.chunks is None:
+        return False
+    total = int(np.prod([-(-n // c) for n, c in zip(ds.shape, ds.chunks)]))
+    return ds.id.get_num_chunks() < total
+
+
+HDF4_MAGIC = b"\x0e\x03\x13\x01"
+
+
+def hdf4_values(granule, arr):
+    """What pyhdf (HDF4's C library) reads from `granule` for the array `arr` built from its
+    sidecar: the SDS or vdata the sidecar names by reference (`dmr_sds_ref`, `dmr_vdata_ref`;
+    names repeat in HDF-EOS2 files), else the SDS of the array's name."""
+    import pyhdf.VS  # noqa: F401 - HDF.vstart needs the module loaded
+    from pyhdf.HDF import HDF
+    from pyhdf.SD import SD, SDC
+
+    attrs = dict(arr.attrs)
+    if "dmr_vdata_ref" in attrs:
+        h = HDF(str(granule))
+        vs = h.vstart()
+        vd = vs.attach(int(attrs["dmr_vdata_ref"]))
+        try:
+            records = vd.read(vd.inquire()[0])
+        finally:
+            vd.detach()
+            vs.end()
+            h.close()
+        if records and isinstance(records[0][0], str):
+            # A char field: pyhdf gives text (its trailing NULs dropped).
+            raw = "".join(r[0] for r in records).encode("latin-1")
+            return np.frombuffer(raw.ljust(arr.size, b"\0"), dtype=arr.dtype).reshape(arr.shape)
+        return np.array(records).astype(arr.dtype).reshape(arr.shape)
+    sd = SD(str(granule), SDC.READ)
+    try:
+        if "dmr_sds_ref" in attrs:
+            index = sd.reftoindex(int(attrs["dmr_sds_ref"]))
+        else:
+            index = sd.nametoindex(arr.path.split("/")[-1])
+        return sd.select(index).get()
+    finally:
+        sd.end()
