@@ -23,10 +23,14 @@
 //!   `chunkPositionInArray`; contiguous data as one range (or adjacent ones);
 //! - HDF4's linked blocks (`dmrpp:block`, bes's `DmrppCommon::read_chunks` with
 //!   `linked_blocks`) of uncompressed data, one chunk per block where each holds whole rows;
-//! - `dmrpp:compact` values (base64) as an inline chunk.
+//! - `dmrpp:compact` values (base64) as an inline chunk;
+//! - fixed-length strings (`dmrpp:FixedLengthStringArray`, mapped as the HDF5 mapping maps
+//!   HDF5's), and variable-length ones whose values the document holds (`dmrpp:vlsa`,
+//!   `strings`) as one inline `vlen-utf8` chunk.
 //!
-//! Listed as skipped, with the reason, for now: strings, opaque and constructor types,
-//! `dmrpp:missingdata` and `dmrpp:vlsa` values, chunks in other files (per-chunk `href`),
+//! Listed as skipped, with the reason, for now: variable-length strings in the granule's
+//! heap, opaque and constructor types, `dmrpp:missingdata` values, chunks in other files
+//! (per-chunk `href`),
 //! chunks with a filter mask, linked blocks Zarr cannot express, and every `unsupported-*`
 //! marker.
 //!
@@ -41,6 +45,7 @@
 
 mod error;
 mod map;
+mod strings;
 mod types;
 mod xml;
 
@@ -228,6 +233,71 @@ mod tests {
             assert!(ds.arrays.is_empty());
             assert!(ds.skipped[0].reason.contains(why), "{:?}", ds.skipped);
         }
+    }
+
+    #[test]
+    fn strings_fixed_and_held_in_the_sidecar() {
+        let doc = |var: &str| format!("<Dataset xmlns:dmrpp=\"x\">{var}</Dataset>");
+        // bes's vl_str_dup_array.h5: runs of equal values.
+        let vlsa = doc(
+            "<String name=\"s\"><Dim size=\"2\"/><Dim size=\"3\"/><dmrpp:vlsa><v>apple</v>\
+             <v c=\"2\">cherry</v><v c=\"3\">fig</v></dmrpp:vlsa></String>",
+        );
+        let ds = scan(vlsa.as_bytes(), "file:///g.h5.dmrpp").unwrap().dataset;
+        let a = &ds.arrays["s"];
+        assert_eq!(a.data_type, vzarr_core::DataType::String);
+        let vzarr_core::ChunkRef::Inline(bytes) = a.manifest.get(0) else {
+            panic!("{:?}", a.manifest.get(0));
+        };
+        let want = ["apple", "cherry", "cherry", "fig", "fig", "fig"];
+        assert_eq!(bytes, vzarr_codec::vlen_utf8::encode(&want).unwrap());
+        // A value deflated: "hello" (s: its length), zlib's stream in base64.
+        let deflated = "eJzLSM3JyQcABiwCFQ==";
+        let one = doc(&format!(
+            "<String name=\"s\"><Dim size=\"1\"/><dmrpp:vlsa><v s=\"5\">{deflated}</v>\
+             </dmrpp:vlsa></String>"
+        ));
+        let ds = scan(one.as_bytes(), "file:///g.h5.dmrpp").unwrap().dataset;
+        assert!(
+            matches!(ds.arrays["s"].manifest.get(0), vzarr_core::ChunkRef::Inline(b)
+            if b == vzarr_codec::vlen_utf8::encode(&["hello"]).unwrap())
+        );
+        // Counts that do not add up, or would make gigabytes: refused, nothing allocated.
+        for bad in [
+            "<v c=\"99999999999\">x</v>",
+            "<v>x</v>",
+            "<v s=\"9999999999\">eJw=</v>",
+        ] {
+            let x = doc(&format!(
+                "<String name=\"s\"><Dim size=\"2\"/><dmrpp:vlsa>{bad}</dmrpp:vlsa></String>"
+            ));
+            let ds = scan(x.as_bytes(), "file:///g.h5.dmrpp").unwrap().dataset;
+            assert!(ds.arrays.is_empty(), "{bad}");
+            assert!(ds.skipped[0].reason.contains("vlsa"), "{:?}", ds.skipped);
+        }
+        // Fixed-length: null-padded as HDF5's; space-padded refused as the HDF5 mapping does.
+        let fixed = |pad: &str| {
+            doc(&format!(
+                "<String name=\"f\"><Dim size=\"4\"/><dmrpp:chunks fillValue=\"unsupported-string\">\
+                 <dmrpp:chunk offset=\"10\" nBytes=\"28\"/></dmrpp:chunks>\
+                 <dmrpp:FixedLengthStringArray string_length=\"7\" pad=\"{pad}\"/></String>"
+            ))
+        };
+        let ds = scan(fixed("null_pad").as_bytes(), "file:///g.h5.dmrpp")
+            .unwrap()
+            .dataset;
+        assert_eq!(
+            ds.arrays["f"].data_type,
+            vzarr_core::DataType::FixedBytes(7)
+        );
+        let ds = scan(fixed("space_pad").as_bytes(), "file:///g.h5.dmrpp")
+            .unwrap()
+            .dataset;
+        assert!(
+            ds.skipped[0].reason.contains("space padding"),
+            "{:?}",
+            ds.skipped
+        );
     }
 
     #[test]

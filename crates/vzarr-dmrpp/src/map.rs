@@ -12,8 +12,9 @@ use vzarr_core::{
 };
 
 use vzarr_hdf5_map::chunks::Chunks;
-use vzarr_hdf5_map::types::{IntFacts, Order, TypeInfo};
+use vzarr_hdf5_map::types::{IntFacts, Order, StrPad, TypeInfo};
 
+use crate::strings;
 use crate::types;
 use crate::xml::Element;
 
@@ -185,6 +186,7 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
     let data_type = match &members {
         _ if is_bool => DataType::Bool,
         Some((base, _)) => base.clone(),
+        None if el.name == "String" => string_type(el)?,
         None => types::data_type(&el.name)
             .ok_or_else(|| format!("DAP4 {} variable: not mapped from DMR++ yet", el.name))?,
     };
@@ -248,9 +250,6 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
     if el.child("missingdata").is_some() {
         return Err("values held in dmrpp:missingdata: not read from DMR++ yet".into());
     }
-    if el.child("vlsa").is_some() {
-        return Err("variable-length string values (dmrpp:vlsa): not read from DMR++ yet".into());
-    }
     let compact = el.child("compact");
     // Early DMR++ lists a contiguous variable's `dmrpp:chunk` directly inside it.
     let chunks = el.child("chunks").or_else(|| el.child("chunk").map(|_| el));
@@ -260,7 +259,21 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
         "BE" => Endian::Big,
         other => return Err(format!("byteOrder {other:?} (neither LE nor BE)")),
     };
-    let fill_value = fill_value(&data_type, chunks, &attributes)?;
+    // Strings: a fixed-length one's `fillValue` as its bytes, NUL-padded (Hyrax writes
+    // `unsupported-string` where it has none); empty for variable-length ones.
+    let fill_value = match &data_type {
+        DataType::String => FillValue::from_text(""),
+        DataType::FixedBytes(n) => {
+            let stated = chunks.and_then(|c| c.attr("fillValue"));
+            let mut b = stated
+                .filter(|f| !f.starts_with("unsupported"))
+                .map(|f| f.as_bytes().to_vec())
+                .unwrap_or_default();
+            b.resize(*n, 0);
+            FillValue::from_le_bytes(data_type.clone(), &b).map_err(|e| e.to_string())?
+        }
+        t => fill_value(t, chunks, &attributes)?,
+    };
     if shape.len() > vzarr_core::limits::MAX_RANK {
         return Err(format!(
             "{} dimensions, more than the {} an array may have",
@@ -276,7 +289,20 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
         .checked_mul(data_type.size() as u64)
         .ok_or("the array's size in bytes overflows")?;
     let url = doc.data_url;
-    let (chunks, codecs, chunking) = if let Some(c) = compact {
+    let (chunks, codecs, chunking) = if let Some(v) = el.child("vlsa") {
+        let grid = ChunkGrid::whole(&shape).map_err(|e| e.to_string())?;
+        let mut manifest = ChunkManifest::new_missing(1);
+        manifest
+            .set_inline(0, strings::vlsa(v, elements)?)
+            .map_err(|e| e.to_string())?;
+        (Chunks { grid, manifest }, Vec::new(), None)
+    } else if data_type == DataType::String {
+        return Err(
+            "variable-length strings stored in the granule's heap (no dmrpp:vlsa values): \
+             not read from DMR++"
+                .into(),
+        );
+    } else if let Some(c) = compact {
         let data = base64::engine::general_purpose::STANDARD
             .decode(c.text.trim())
             .map_err(|e| format!("dmrpp:compact is not base64: {e}"))?;
@@ -309,6 +335,25 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
         dimension_names,
         chunking.as_deref(),
     ))
+}
+
+/// The Zarr type of a DAP4 `String` variable: fixed-length (`dmrpp:FixedLengthStringArray`,
+/// mapped as the HDF5 mapping maps HDF5's fixed-length strings), else variable-length.
+fn string_type(el: &Element) -> Result<DataType, String> {
+    let Some(f) = el.child("FixedLengthStringArray") else {
+        return Ok(DataType::String);
+    };
+    let size = f
+        .attr("string_length")
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .ok_or("a fixed-length string without a valid string_length")?;
+    let pad = match f.attr("pad").map(str::trim) {
+        Some("null_pad") => StrPad::NullPad,
+        Some("space_pad") => StrPad::SpacePad,
+        Some("null_term") | None => StrPad::NullTerm,
+        Some(other) => return Err(format!("fixed-length string padding {other:?}")),
+    };
+    vzarr_hdf5_map::types::data_type(&TypeInfo::FixedString { size, pad }).map(|(t, _)| t)
 }
 
 /// The fill value: the `fillValue` of `dmrpp:chunks` (Hyrax writes floats with six

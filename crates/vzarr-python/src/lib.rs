@@ -584,6 +584,52 @@ type ArrayManifest = (
 /// (20 bytes a chunk here, more there).
 const MAX_PARSER_CHUNKS: u64 = 1 << 27;
 
+/// Arrays of `ds` whose chunk grid is not regular (HDF4's linked blocks of unequal rows, read
+/// from DMR++; contiguous data split in rows that do not divide evenly), which VirtualiZarr's
+/// manifests cannot hold: kept inline (regular then) where the policy's limits allow, else
+/// left out with a warning naming them.
+fn regular_only(
+    ds: &mut vzarr_core::VirtualDataset,
+    policy: &vzarr_core::SmallChunkPolicy,
+    reader: &dyn vzarr_source::SourceStore,
+    warnings: &mut Vec<String>,
+) -> Result<(), BuildError> {
+    let irregular: Vec<String> = ds
+        .arrays
+        .iter()
+        .filter(|(_, a)| !a.grid.is_regular())
+        .map(|(p, _)| p.clone())
+        .collect();
+    if irregular.is_empty() {
+        return Ok(());
+    }
+    let mut sub = vzarr_core::VirtualDataset::new();
+    sub.provenance = ds.provenance.clone();
+    for p in &irregular {
+        sub.arrays.insert(p.clone(), ds.arrays[p].clone());
+    }
+    let mut inline = *policy;
+    inline.mode = vzarr_core::SmallChunks::Inline;
+    vzarr_plan::compact(&mut sub, &inline, vzarr_plan::Grids::Regular, reader)
+        .map_err(BuildError::from)?;
+    for (p, a) in sub.arrays {
+        if a.grid.is_regular() {
+            // In its place: the order of the arrays is the file's.
+            if let Some(slot) = ds.arrays.get_mut(&p) {
+                *slot = a;
+            }
+        } else {
+            ds.arrays.shift_remove(&p);
+            warnings.push(format!(
+                "{p}: left out: chunks of unequal rows (a rectilinear chunk grid), which \
+                 VirtualiZarr's manifests cannot hold, and too large to keep inline \
+                 (vzarr.build writes it)"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Scans one file (`url`: a path or URL) and returns its groups (path -> attributes, as JSON
 /// text) and its arrays' manifests as flat buffers (see `ArrayManifest`), for the
 /// VirtualiZarr parser `vzarr.virtualizarr.Parser`.
@@ -671,6 +717,7 @@ fn scan_manifests(
                 vzarr_plan::LeftReason::Failed { .. } => l.to_string(),
                 _ => format!("{l} (inline_max= and inline_total= raise the limits)"),
             }));
+            regular_only(&mut ds, &policy, &*reader, &mut warnings)?;
             Ok((ds, warnings))
         },
     )?;

@@ -97,6 +97,8 @@ pub enum FindingKind {
     Overlap,
     /// Sampled chunks that do not decode to their chunk's size through the sidecar's filters.
     Undecodable,
+    /// Values the sidecar holds itself (variable-length strings) that are not the granule's.
+    Values,
 }
 
 impl FindingKind {
@@ -115,6 +117,7 @@ impl FindingKind {
             FindingKind::OutsideObject => "chunks outside the granule",
             FindingKind::Overlap => "overlapping chunks",
             FindingKind::Undecodable => "undecodable chunks",
+            FindingKind::Values => "values",
         }
     }
 }
@@ -369,6 +372,27 @@ fn compare_layouts(ours: &VirtualDataset, theirs: &VirtualDataset, report: &mut 
                 ),
             );
         }
+        // Variable-length strings are inline on both sides, chunked as each writer chose:
+        // compared by value.
+        if a.data_type == vzarr_core::DataType::String {
+            match (inline_strings(a), inline_strings(b)) {
+                (Some(x), Some(y)) if x == y => {}
+                (x, y) => {
+                    let first = |v: Option<Vec<String>>| {
+                        v.map_or("none read".to_string(), |v| format!("{:?}", v.first()))
+                    };
+                    found(
+                        FindingKind::Values,
+                        format!(
+                            "first {} in the sidecar, {} in the granule",
+                            first(x),
+                            first(y)
+                        ),
+                    );
+                }
+            }
+            continue;
+        }
         if a.grid != b.grid {
             let shape = |v: &VirtualArray| v.grid.chunk_shape(&vec![0; v.grid.ndim()]);
             found(
@@ -433,6 +457,52 @@ fn compare_layouts(ours: &VirtualDataset, theirs: &VirtualDataset, report: &mut 
         }
     }
 }
+
+/// The values of a variable-length string array held inline (in C order; unstored chunks
+/// empty), or `None` where some are not inline or do not decode.
+fn inline_strings(a: &VirtualArray) -> Option<Vec<String>> {
+    let shape = a.shape();
+    let n = shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))?;
+    if n as u64 > MAX_STRINGS {
+        return None;
+    }
+    let mut out = vec![String::new(); n];
+    let strides: Vec<usize> = (0..shape.len())
+        .map(|k| shape[k + 1..].iter().map(|&d| d as usize).product())
+        .collect();
+    for i in 0..a.manifest.len() {
+        let bytes = match a.manifest.get(i) {
+            ChunkRef::Missing => continue,
+            ChunkRef::Inline(b) => b,
+            ChunkRef::Range { .. } => return None,
+        };
+        let index = a.grid.chunk_index(i as u64);
+        let nominal = a.grid.chunk_shape(&index);
+        let valid = a.grid.chunk_valid_shape(&index);
+        let origin = a.grid.chunk_origin(&index);
+        let count = nominal.iter().product::<u64>() as usize;
+        let values = vzarr_codec::vlen_utf8::decode(bytes, count).ok()?;
+        for (k, v) in values.into_iter().enumerate() {
+            // The element's position in the chunk, kept where it lies inside the array.
+            let (mut rest, mut at, mut inside) = (k, 0usize, true);
+            for d in (0..nominal.len()).rev() {
+                let pos = rest % nominal[d] as usize;
+                rest /= nominal[d] as usize;
+                inside &= (pos as u64) < valid[d];
+                at += (origin[d] as usize + pos) * strides[d];
+            }
+            if inside {
+                out[at] = v;
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Most strings of one array compared by value.
+const MAX_STRINGS: u64 = 1 << 24;
 
 /// A chunk reference for a report.
 fn describe(r: &ChunkRef<'_>) -> String {
