@@ -5,7 +5,9 @@ through it with zarr-python and compared with what an independent reader reads f
 granule (h5py for HDF5, pyhdf for HDF4). Counted per parser:
 
 - sidecars parsed, and refused (the parser raised);
-- arrays read equal to the granule's; arrays read WRONG (no error, other values or shape);
+- arrays read equal to the granule's (as the interop tests compare: exact, text as text, the
+  same kind and size of type); equal values in another type; arrays read WRONG (no error,
+  other values or shape);
   arrays whose read raised; arrays no reader of the granule names (not compared);
 - time to parse every sidecar (the parse only; median of --runs), and the time to parse the
   NASA products' sidecars (ICESat-2 ATL08: 2.2 MB, AIRS, MERRA-2, TEMPO), whose granules are
@@ -34,6 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "interop"))
 
+from conftest import assert_values_equal  # noqa: E402
 from dmrpp_values import (DMRPP_DIR, HDF4_MAGIC, HDF5_MAGIC, NOT_THEIR_GRANULE,  # noqa: E402
                           h5_path, hdf4_values, undefined)
 
@@ -94,20 +97,27 @@ def reference(kind, granule, path, arr):
         return f[h5][()]
 
 
-def same(want, got):
-    want, got = np.asarray(want), np.asarray(got)
-    if want.shape != got.shape:
-        return False
-    if want.dtype.kind in "fc" and got.dtype.kind in "fc":
-        return bool(np.array_equal(want, got, equal_nan=True))
+def verdict(want, got):
+    """"equal" (as the interop tests compare: exact, NaN equal to NaN, text as text, the same
+    kind and size of type), "type" (equal values in another type), or "wrong"."""
     try:
-        return bool(np.array_equal(want, got))
-    except Exception:  # noqa: BLE001 - incomparable types are not equal
-        return False
+        assert_values_equal(want, got, "")
+        return "equal"
+    except AssertionError:
+        pass
+    want, got = np.asarray(want), np.asarray(got)
+    try:
+        if want.shape == got.shape and np.array_equal(want.astype(got.dtype), got,
+                                                      equal_nan=got.dtype.kind in "fc"):
+            return "type"
+    except (TypeError, ValueError):
+        pass
+    return "wrong"
 
 
 def check(name, parser, reg, pairs):
-    counts = {"parsed": 0, "refused": 0, "equal": 0, "wrong": 0, "raised": 0, "not compared": 0}
+    counts = {"parsed": 0, "refused": 0, "equal": 0, "other type": 0, "wrong": 0, "raised": 0,
+              "not compared": 0}
     wrong, refused = [], []
     for sidecar, path, granule, kind in pairs:
         with warnings.catch_warnings():
@@ -132,8 +142,12 @@ def check(name, parser, reg, pairs):
             except Exception:  # noqa: BLE001
                 counts["raised"] += 1
                 continue
-            if same(want, got):
+            v = verdict(want, got)
+            if v == "equal":
                 counts["equal"] += 1
+            elif v == "type":
+                counts["other type"] += 1
+                wrong.append(f"{sidecar}:{p} (values equal, type {got.dtype} not {want.dtype})")
             else:
                 counts["wrong"] += 1
                 wrong.append(f"{sidecar}:{p}")
@@ -141,18 +155,20 @@ def check(name, parser, reg, pairs):
 
 
 def parse_time(parser, reg, paths, runs):
-    times = []
+    """Median seconds to parse every one of `paths`, and how many the parser refused."""
+    times, refused = [], 0
     for _ in range(runs):
         t0 = time.perf_counter()
+        refused = 0
         for p in paths:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:
                     parser(p.as_uri(), reg)
                 except Exception:  # noqa: BLE001 - refused sidecars count their time too
-                    pass
+                    refused += 1
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return statistics.median(times), refused
 
 
 def nasa_sidecars(work):
@@ -175,6 +191,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--work", type=Path, default=ROOT / "out" / "bench" / "dmrpp")
     args = ap.parse_args()
+    args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     pairs = sidecars()
     reg = registry()
@@ -184,8 +201,9 @@ def main():
         counts, wrong, refused = check(name, parser, reg, pairs)
         results[name] = {
             **counts,
-            "parse all (s)": parse_time(parser, reg, [p for _, p, _, _ in pairs], args.runs),
-            "parse NASA (s)": parse_time(parser, reg, nasa, args.runs),
+            "parse all (s)": parse_time(parser, reg, [p for _, p, _, _ in pairs], args.runs)[0],
+            **dict(zip(["parse NASA (s)", "NASA refused"], parse_time(parser, reg, nasa,
+                                                                      args.runs))),
             "wrong arrays": wrong,
             "refused sidecars": refused,
         }
@@ -193,15 +211,15 @@ def main():
     print(f"{len(pairs)} bes sidecars beside their granules ({len(pairs) - hdf4} HDF5, {hdf4} "
           f"HDF4); {len(nasa)} NASA sidecars ({', '.join(p.name for p in nasa)}: "
           f"{sum(p.stat().st_size for p in nasa) / 1e6:.1f} MB)\n")
-    cols = ["parsed", "refused", "equal", "wrong", "raised", "not compared", "parse all (s)",
-            "parse NASA (s)"]
+    cols = ["parsed", "refused", "equal", "other type", "wrong", "raised", "not compared",
+            "parse all (s)", "parse NASA (s)", "NASA refused"]
     print("| parser | " + " | ".join(cols) + " |")
     print("|---|" + "---:|" * len(cols))
     for name, r in results.items():
         cells = [f"{r[c]:.3f}" if isinstance(r[c], float) else str(r[c]) for c in cols]
         print(f"| {name} | " + " | ".join(cells) + " |")
     for name, r in results.items():
-        print(f"\n{name}: {len(r['wrong arrays'])} arrays read wrong:")
+        print(f"\n{name}: {len(r['wrong arrays'])} arrays read wrong or in another type:")
         for w in r["wrong arrays"]:
             print(f"  {w}")
         print(f"{name}: {len(r['refused sidecars'])} sidecars refused:")
