@@ -23,15 +23,15 @@
 //!   `chunkPositionInArray`; contiguous data as one range (or adjacent ones);
 //! - HDF4's linked blocks (`dmrpp:block`, bes's `DmrppCommon::read_chunks` with
 //!   `linked_blocks`) of uncompressed data, one chunk per block where each holds whole rows;
-//! - `dmrpp:compact` values (base64) as an inline chunk;
+//! - `dmrpp:compact` values (base64) and `dmrpp:missingdata` ones (deflated, base64: values
+//!   Hyrax computed) as an inline chunk;
 //! - fixed-length strings (`dmrpp:FixedLengthStringArray`, mapped as the HDF5 mapping maps
 //!   HDF5's), and variable-length ones whose values the document holds (`dmrpp:vlsa`,
 //!   `strings`) as one inline `vlen-utf8` chunk.
 //!
 //! Listed as skipped, with the reason, for now: variable-length strings in the granule's
-//! heap, opaque and constructor types, `dmrpp:missingdata` values, chunks in other files
-//! (per-chunk `href`),
-//! chunks with a filter mask, linked blocks Zarr cannot express, and every `unsupported-*`
+//! heap, opaque and constructor types, chunks in other files (per-chunk `href`), chunks with a
+//! filter mask, linked blocks Zarr cannot express, and every `unsupported-*`
 //! marker.
 //!
 //! The chunks are read from the granule the document names (`dmrpp:href`) when it is an
@@ -295,6 +295,35 @@ mod tests {
             .dataset;
         assert!(
             ds.skipped[0].reason.contains("space padding"),
+            "{:?}",
+            ds.skipped
+        );
+    }
+
+    #[test]
+    fn values_the_sidecar_holds_are_inline() {
+        let doc = |var: &str| format!("<Dataset xmlns:dmrpp=\"x\">{var}</Dataset>");
+        // Deflated (3, 2, 1 as little-endian Int32), and a byte as it is ("cA==": 112).
+        let three = doc("<Int32 name=\"v\"><Dim size=\"3\"/>\
+             <dmrpp:missingdata>eJxjZmBgYAJiRiAGAABEAAc=</dmrpp:missingdata></Int32>\
+             <Byte name=\"b\"><dmrpp:missingdata>cA==</dmrpp:missingdata></Byte>");
+        let ds = scan(three.as_bytes(), "file:///g.h5.dmrpp")
+            .unwrap()
+            .dataset;
+        let inline = |p: &str| match ds.arrays[p].manifest.get(0) {
+            vzarr_core::ChunkRef::Inline(b) => b.to_vec(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(inline("v"), [3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0]);
+        assert_eq!(inline("b"), [112]);
+        // Not the array's size: refused, whatever the stream claims.
+        let short = doc("<Int32 name=\"v\"><Dim size=\"4\"/>\
+             <dmrpp:missingdata>eJxjZmBgYAJiRiAGAABEAAc=</dmrpp:missingdata></Int32>");
+        let ds = scan(short.as_bytes(), "file:///g.h5.dmrpp")
+            .unwrap()
+            .dataset;
+        assert!(
+            ds.skipped[0].reason.contains("missingdata"),
             "{:?}",
             ds.skipped
         );

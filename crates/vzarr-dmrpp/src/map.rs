@@ -247,9 +247,6 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
             ));
         }
     }
-    if el.child("missingdata").is_some() {
-        return Err("values held in dmrpp:missingdata: not read from DMR++ yet".into());
-    }
     let compact = el.child("compact");
     // Early DMR++ lists a contiguous variable's `dmrpp:chunk` directly inside it.
     let chunks = el.child("chunks").or_else(|| el.child("chunk").map(|_| el));
@@ -289,7 +286,30 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
         .checked_mul(data_type.size() as u64)
         .ok_or("the array's size in bytes overflows")?;
     let url = doc.data_url;
-    let (chunks, codecs, chunking) = if let Some(v) = el.child("vlsa") {
+    let (chunks, codecs, chunking) = if let Some(m) = el.child("missingdata") {
+        // Values Hyrax computed (HDF-EOS grids' coordinates, flattened variable-length
+        // data), held in the sidecar deflated (a value as small as a scalar byte as it is):
+        // kept inline as the array's one chunk, in the byte order they were written in
+        // (little-endian, as Hyrax's hosts).
+        let held = base64::engine::general_purpose::STANDARD
+            .decode(m.text.trim())
+            .map_err(|e| format!("dmrpp:missingdata is not base64: {e}"))?;
+        let data = match vzarr_codec::inflate_bounded(&held, bytes) {
+            Ok(d) => d,
+            Err(_) if held.len() as u64 == bytes => held,
+            Err(e) => return Err(format!("dmrpp:missingdata: {e}")),
+        };
+        if data.len() as u64 != bytes {
+            return Err(format!(
+                "dmrpp:missingdata holds {} bytes, the array {bytes}",
+                data.len()
+            ));
+        }
+        let grid = ChunkGrid::whole(&shape).map_err(|e| e.to_string())?;
+        let mut manifest = ChunkManifest::new_missing(1);
+        manifest.set_inline(0, data).map_err(|e| e.to_string())?;
+        (Chunks { grid, manifest }, Vec::new(), None)
+    } else if let Some(v) = el.child("vlsa") {
         let grid = ChunkGrid::whole(&shape).map_err(|e| e.to_string())?;
         let mut manifest = ChunkManifest::new_missing(1);
         manifest
