@@ -288,3 +288,42 @@ def test_values_the_sidecar_holds_read_as_their_sources_give_them(tmp_path):
         for g in ("SinGrid1", "SinGrid2"):
             want = f[f"HDFEOS/GRIDS/{g}/eos5_cf_projection"][()]
             assert sin[f"HDFEOS/GRIDS/{g}/eos5_cf_projection"][...] == want
+
+
+def test_open_virtual_mfdataset_over_sidecars_away_from_their_granules(tmp_path):
+    """Sidecars copied away from their granules, opened together with VirtualiZarr's
+    `open_virtual_mfdataset` through vzarr's parser and its `data_url` template (and built
+    from Python with `vzarr.build(..., data_url=...)`): the references point at the granules,
+    and the values are h5py's."""
+    import warnings
+
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore
+    from virtualizarr import open_virtual_mfdataset
+
+    import vzarr
+    import vzarr.virtualizarr
+
+    src = DMRPP_DIR / "bes/modules/dmrpp_module/data/dmrpp"
+    names = ["chunked_shufzip_twoD.h5", "chunked_gzipped_twoD.h5"]
+    for n in names:
+        (tmp_path / f"{n}.dmrpp").write_bytes((src / f"{n}.dmrpp").read_bytes())
+    template = f"{src}/{{name}}"
+    registry = ObjectStoreRegistry({"file://": LocalStore()})
+    parser = vzarr.virtualizarr.Parser(data_url=template)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vds = open_virtual_mfdataset([(tmp_path / f"{n}.dmrpp").as_uri() for n in names],
+                                     registry=registry, parser=parser, combine="nested",
+                                     concat_dim="file", compat="override", coords="minimal")
+    assert vds.sizes["file"] == 2
+    for k, n in enumerate(names):
+        with h5py.File(src / n, "r") as f:
+            for name in f:
+                paths = set(np.unique(vds[name].data.manifest._paths[k]).tolist())
+                assert paths == {(src / n).as_uri()}, (n, name, paths)
+    refs = vzarr.build(tmp_path / f"{names[0]}.dmrpp", data_url=template)
+    group = zarr.open_group(open_store(dict(refs)), mode="r")
+    with h5py.File(src / names[0], "r") as f:
+        for name in f:
+            assert_values_equal(f[name][()], group[name][...], name)

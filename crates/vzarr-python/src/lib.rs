@@ -270,7 +270,7 @@ pub(crate) fn value_error(name: &'static str) -> impl Fn(BuildError) -> PyErr {
     time_units, order_by, jobs, on_error, cache_dir, strict, file_timeout, split_contiguous,
     max_string_bytes, small_chunks, chunk_target, inline_max, inline_total, output, format,
     branch, piece_refs, commit_per_piece, one_commit, append, progress,
-    object_references=true, record_links=false
+    object_references=true, record_links=false, data_url=None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn build(
@@ -306,6 +306,7 @@ fn build(
     progress: bool,
     object_references: bool,
     record_links: bool,
+    data_url: Option<String>,
 ) -> PyResult<Built> {
     let format: Format = format.parse().map_err(value_error("format"))?;
     if one_commit && commit_per_piece {
@@ -355,6 +356,7 @@ fn build(
             max_string_bytes,
             object_references,
             record_links,
+            data_url,
         )?,
         ..Settings::new()
     };
@@ -507,12 +509,14 @@ fn scan_options(
     max_string_bytes: Option<String>,
     object_references: bool,
     record_links: bool,
+    data_url: Option<String>,
 ) -> PyResult<vzarr_scan::ScanOptions> {
     Ok(vzarr_scan::ScanOptions::default()
         .with_split_contiguous(size_option("split_contiguous", split_contiguous)?)
         .with_max_string_bytes(size_option("max_string_bytes", max_string_bytes)?)
         .with_object_references(object_references)
-        .with_record_links(record_links))
+        .with_record_links(record_links)
+        .with_dmrpp_data_url(data_url))
 }
 
 /// VirtualiZarr's refusal of a dataset of references: `NotImplementedError` for the first
@@ -637,7 +641,7 @@ fn regular_only(
 #[pyo3(signature = (
     url, *, strict, file_timeout, split_contiguous, max_string_bytes, small_chunks=None,
     chunk_target=None, inline_max=None, inline_total=None, store=None, path=None,
-    links_and_references=false
+    links_and_references=false, data_url=None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn scan_manifests(
@@ -654,6 +658,7 @@ fn scan_manifests(
     store: Option<&Store>,
     path: Option<String>,
     links_and_references: bool,
+    data_url: Option<String>,
 ) -> PyResult<(String, Vec<ArrayManifest>, Vec<String>)> {
     // As VirtualiZarr's HDFParser: references and links recorded only when asked for.
     let scan = scan_options(
@@ -661,6 +666,7 @@ fn scan_manifests(
         max_string_bytes,
         links_and_references,
         links_and_references,
+        data_url,
     )?;
     let small = [small_chunks, chunk_target, inline_max, inline_total];
     let (_, policy) = with_small_chunks(Settings::new(), small)?;

@@ -143,6 +143,7 @@ def build(
     inline_total: int | str | None = None,
     object_references: bool = True,
     record_links: bool = False,
+    data_url: str | None = None,
     progress: bool = False,
 ) -> References | Report:
     """Virtualise files: scan them, combine them and return (or write) the references.
@@ -223,6 +224,10 @@ def build(
         the attributes of the group that holds them (``links_references``), instead of
         reading a soft link's target again under its name and leaving the others out
         (``--record-links``).
+    data_url: where the granules of DMR++ sidecars among the inputs are, when not beside them
+        (nor at the sidecar's own ``dmrpp:href``): a URL or path, ``{name}`` standing for the
+        sidecar's file name without ``.dmrpp`` (e.g. ``"s3://bucket/granules/{name}"``; one
+        ending in / gets the name appended) (``--data-url``).
     progress: show a progress bar on stderr (nothing is printed otherwise).
 
     Returns a :class:`References` dict (with ``.report``), or with ``output=`` the
@@ -264,6 +269,7 @@ def build(
         progress=progress,
         object_references=object_references,
         record_links=record_links,
+        data_url=None if data_url is None else str(data_url),
     )
     done = None if written is None else _json.loads(written)
     report = Report(

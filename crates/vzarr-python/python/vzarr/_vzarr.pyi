@@ -41,6 +41,9 @@ def build(
     one_commit: bool,
     append: bool,
     progress: bool,
+    object_references: bool = True,
+    record_links: bool = False,
+    data_url: str | None = None,
 ) -> tuple[bytes | None, list[tuple[str, str]], list[str], str, str | None]: ...
 
 def sync(
@@ -99,6 +102,8 @@ def scan_manifests(
     inline_total: str | None = None,
     store: Store | None = None,
     path: str | None = None,
+    links_and_references: bool = False,
+    data_url: str | None = None,
 ) -> tuple[
     str,
     list[tuple[str, str, list[int], bytes, bytes, bytes, list[str], list[tuple[list[int], bytes]]]],

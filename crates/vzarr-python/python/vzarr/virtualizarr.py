@@ -84,7 +84,8 @@ def _names(given: Any) -> set[str]:
 
 
 class Parser:
-    """Parses an HDF5, NetCDF4 or NetCDF3 file into a VirtualiZarr ``ManifestStore``.
+    """Parses an HDF5, NetCDF4 or NetCDF3 file, or a DMR++ sidecar, into a VirtualiZarr
+    ``ManifestStore``.
 
     The arguments VirtualiZarr 2.8's ``HDFParser`` takes, in its order, mean the same here:
 
@@ -116,7 +117,10 @@ class Parser:
     ``strict`` (raise instead of leaving out variables the scanner cannot reference),
     ``file_timeout`` (seconds), ``split_contiguous`` and ``max_string_bytes`` (bytes, or text
     like "4MiB"), ``small_chunks`` ("keep", the default here; "inline" or "merge"),
-    ``chunk_target``, ``inline_max`` and ``inline_total``. Variables left out, and arrays
+    ``chunk_target``, ``inline_max`` and ``inline_total``; and ``data_url``, where the granule
+    of a DMR++ sidecar is when not beside it (``{name}``: the sidecar's file name without
+    ``.dmrpp``). A DMR++ sidecar is recognised by its content: ``open_virtual_dataset`` and
+    ``open_virtual_mfdataset`` take sidecars' URLs as they take files'. Variables left out, and arrays
     left referenced in small pieces, are listed in ``self.warnings`` after a call. A file
     that cannot be parsed raises ``vzarr.ScanError``, which is also a ``ValueError``.
     """
@@ -130,7 +134,8 @@ class Parser:
                  small_chunks: str | None = "keep",
                  chunk_target: int | str | None = None,
                  inline_max: int | str | None = None,
-                 inline_total: int | str | None = None) -> None:
+                 inline_total: int | str | None = None,
+                 data_url: str | None = None) -> None:
         self.group = group
         self.drop_variables = drop_variables
         self.skip_variables = skip_variables
@@ -144,6 +149,7 @@ class Parser:
         self.chunk_target = chunk_target
         self.inline_max = inline_max
         self.inline_total = inline_total
+        self.data_url = data_url
         self.warnings: list[str] = []
         # obstore stores recreated in vzarr, by the id of the user's store (kept alive here so
         # the id stays theirs).
@@ -183,6 +189,7 @@ class Parser:
             inline_max=None if self.inline_max is None else str(self.inline_max),
             inline_total=None if self.inline_total is None else str(self.inline_total),
             links_and_references=bool(self.links_and_references),
+            data_url=self.data_url,
             **self._through(url, registry),
         )
         self.warnings = list(warnings)
