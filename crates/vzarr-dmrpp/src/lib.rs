@@ -330,6 +330,32 @@ mod tests {
     }
 
     #[test]
+    fn a_vast_grid_of_few_chunks_allocates_nothing_per_chunk() {
+        let doc = |size: u64| {
+            format!(
+                "<Dataset xmlns:dmrpp=\"x\"><Int8 name=\"v\"><Dim size=\"{size}\"/>\
+                 <dmrpp:chunks><dmrpp:chunkDimensionSizes>1</dmrpp:chunkDimensionSizes>\
+                 <dmrpp:chunk offset=\"0\" nBytes=\"1\" chunkPositionInArray=\"[7]\"/>\
+                 </dmrpp:chunks></Int8></Dataset>"
+            )
+        };
+        let ds = scan(doc(1 << 30).as_bytes(), "file:///g.h5.dmrpp")
+            .unwrap()
+            .dataset;
+        let m = &ds.arrays["v"].manifest;
+        assert_eq!((m.len(), m.stored()), (1 << 30, 1));
+        assert!(m.is_sparse());
+        let ds = scan(doc(1 << 40).as_bytes(), "file:///g.h5.dmrpp")
+            .unwrap()
+            .dataset;
+        assert!(
+            ds.skipped[0].reason.contains("an array may have"),
+            "{:?}",
+            ds.skipped
+        );
+    }
+
+    #[test]
     fn a_template_names_the_granule() {
         let s = "file:///d/MOD09.A2020.hdf.dmrpp";
         assert_eq!(

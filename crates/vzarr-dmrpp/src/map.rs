@@ -18,8 +18,12 @@ use crate::strings;
 use crate::types;
 use crate::xml::Element;
 
-/// Most chunks one variable may list.
-const MAX_CHUNKS: u64 = 1 << 26;
+/// Most chunks (stored or not) one variable's grid may have: the project's bound on any
+/// array's grid.
+const MAX_CHUNKS: u64 = vzarr_core::limits::MAX_CHUNKS;
+
+/// Most chunks one variable may list: the project's bound on one scanned array's references.
+const MAX_LISTED: u64 = vzarr_core::limits::MAX_ARRAY_REFERENCES;
 
 /// What the walk knows about the whole document.
 pub(crate) struct Doc<'a> {
@@ -516,7 +520,7 @@ fn linked_blocks(
         ));
     }
     let rows = shape.first().copied().unwrap_or(1);
-    if blocks.len() as u64 > MAX_CHUNKS || rows == 0 {
+    if blocks.len() as u64 > MAX_LISTED || rows == 0 {
         return Err(format!("{} HDF4 linked blocks", blocks.len()));
     }
     let row_bytes = bytes / rows;
@@ -649,14 +653,23 @@ fn chunked(
     let grid = ChunkGrid::new(dims);
     let n = grid.n_chunks().map_err(|e| e.to_string())?;
     if n > MAX_CHUNKS {
-        return Err(format!("{n} chunks, over the {MAX_CHUNKS} read"));
+        return Err(format!(
+            "{n} chunks, over the {MAX_CHUNKS} an array may have"
+        ));
+    }
+    if listed.len() as u64 > MAX_LISTED {
+        return Err(format!(
+            "{} chunks listed, over the {MAX_LISTED} one array may reference",
+            listed.len()
+        ));
     }
     let counts: Vec<u64> = chunk
         .iter()
         .zip(shape)
         .map(|(&c, &s)| s.div_ceil(c))
         .collect();
-    let mut m = ChunkManifest::new_missing(n as usize);
+    // Sparse where few of a large grid's chunks are listed: nothing allocated per chunk.
+    let mut m = ChunkManifest::new_missing_expecting(n as usize, listed.len());
     let sid = m.intern(url).map_err(|e| e.to_string())?;
     for ch in listed {
         let (o, len) = range(ch)?;
