@@ -46,6 +46,7 @@
 mod error;
 mod map;
 mod strings;
+mod structure;
 mod types;
 mod xml;
 
@@ -353,6 +354,50 @@ mod tests {
             "{:?}",
             ds.skipped
         );
+    }
+
+    #[test]
+    fn structures_are_compounds_with_their_padding() {
+        let doc = |offsets: &str, extra: &str| {
+            format!(
+                "<Dataset xmlns:dmrpp=\"x\"><Structure name=\"s\"><Float64 name=\"a\"/>\
+                 <Int16 name=\"b\"/><Float32 name=\"c\"/>{extra}<Dim size=\"2\"/>\
+                 <dmrpp:chunks byteOrder=\"BE\" fillValue=\"-9.5 7 1.5\"{offsets}>\
+                 <dmrpp:chunk offset=\"100\" nBytes=\"32\"/></dmrpp:chunks></Structure></Dataset>"
+            )
+        };
+        let ds = scan(
+            doc(" structOffset=\"8 12 16\"", "").as_bytes(),
+            "file:///g.h5.dmrpp",
+        )
+        .unwrap()
+        .dataset;
+        let a = &ds.arrays["s"];
+        let vzarr_core::DataType::Struct(fields) = &a.data_type else {
+            panic!("{:?}", a.data_type)
+        };
+        let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "vzarr:padding@10", "c"]);
+        assert_eq!(a.endian, vzarr_core::Endian::Big);
+        let mut fill = (-9.5f64).to_le_bytes().to_vec();
+        fill.extend(7i16.to_le_bytes());
+        fill.extend([0, 0]);
+        fill.extend(1.5f32.to_le_bytes());
+        assert_eq!(a.fill_value.le_bytes(), fill);
+        // No offsets (older sidecars): the padding is not known; a subarray member.
+        for (offsets, extra, why) in [
+            ("", "", "structOffset"),
+            (
+                " structOffset=\"8 12 16 24\"",
+                "<Int8 name=\"d\"><Dim size=\"4\"/></Int8>",
+                "subarray",
+            ),
+        ] {
+            let ds = scan(doc(offsets, extra).as_bytes(), "file:///g.h5.dmrpp")
+                .unwrap()
+                .dataset;
+            assert!(ds.skipped[0].reason.contains(why), "{:?}", ds.skipped);
+        }
     }
 
     #[test]

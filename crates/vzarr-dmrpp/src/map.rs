@@ -15,6 +15,7 @@ use vzarr_hdf5_map::chunks::Chunks;
 use vzarr_hdf5_map::types::{IntFacts, Order, StrPad, TypeInfo};
 
 use crate::strings;
+use crate::structure;
 use crate::types;
 use crate::xml::Element;
 
@@ -187,10 +188,23 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
         vzarr_hdf5_map::types::enum_info(&facts, &named) == TypeInfo::Bool
     });
     let members = members.filter(|_| !is_bool);
+    // Early DMR++ lists a contiguous variable's `dmrpp:chunk` directly inside it.
+    let chunks = el.child("chunks").or_else(|| el.child("chunk").map(|_| el));
+    let byte_order = chunks.and_then(|c| c.attr("byteOrder")).unwrap_or("LE");
+    let mut endian = match byte_order {
+        "LE" => Endian::Little,
+        "BE" => Endian::Big,
+        other => return Err(format!("byteOrder {other:?} (neither LE nor BE)")),
+    };
     let data_type = match &members {
         _ if is_bool => DataType::Bool,
         Some((base, _)) => base.clone(),
         None if el.name == "String" => string_type(el)?,
+        None if el.name == "Structure" => {
+            let (t, e) = structure::data_type(el, chunks, endian)?;
+            endian = e;
+            t
+        }
         None => types::data_type(&el.name)
             .ok_or_else(|| format!("DAP4 {} variable: not mapped from DMR++ yet", el.name))?,
     };
@@ -252,18 +266,13 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
         }
     }
     let compact = el.child("compact");
-    // Early DMR++ lists a contiguous variable's `dmrpp:chunk` directly inside it.
-    let chunks = el.child("chunks").or_else(|| el.child("chunk").map(|_| el));
-    let byte_order = chunks.and_then(|c| c.attr("byteOrder")).unwrap_or("LE");
-    let endian = match byte_order {
-        "LE" => Endian::Little,
-        "BE" => Endian::Big,
-        other => return Err(format!("byteOrder {other:?} (neither LE nor BE)")),
-    };
     // Strings: a fixed-length one's `fillValue` as its bytes, NUL-padded (Hyrax writes
     // `unsupported-string` where it has none); empty for variable-length ones.
     let fill_value = match &data_type {
         DataType::String => FillValue::from_text(""),
+        DataType::Struct(_) => {
+            structure::fill_value(el, &data_type, chunks.and_then(|c| c.attr("fillValue")))?
+        }
         DataType::FixedBytes(n) => {
             let stated = chunks.and_then(|c| c.attr("fillValue"));
             let mut b = stated
@@ -363,7 +372,7 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
 
 /// The Zarr type of a DAP4 `String` variable: fixed-length (`dmrpp:FixedLengthStringArray`,
 /// mapped as the HDF5 mapping maps HDF5's fixed-length strings), else variable-length.
-fn string_type(el: &Element) -> Result<DataType, String> {
+pub(crate) fn string_type(el: &Element) -> Result<DataType, String> {
     let Some(f) = el.child("FixedLengthStringArray") else {
         return Ok(DataType::String);
     };

@@ -27,6 +27,7 @@
 
 pub mod attrs;
 pub mod chunks;
+pub mod compound;
 pub mod dims;
 pub mod fill;
 pub mod types;

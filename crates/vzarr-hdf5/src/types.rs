@@ -7,6 +7,7 @@
 
 use vzarr_core::{DataType, Endian};
 use vzarr_hdf5_format::{ByteOrder, CompoundMember, Datatype, StringPadding, TypeClass, VlenKind};
+use vzarr_hdf5_map::compound::{self, Member, MemberType};
 use vzarr_hdf5_map::types::{FloatFacts, IntFacts, Order, enum_info, float_info, int_info};
 pub(crate) use vzarr_hdf5_map::types::{IntType, StrPad, TypeInfo, data_type, endian};
 
@@ -99,16 +100,6 @@ pub(crate) fn type_info(t: &Datatype) -> TypeInfo {
 /// Most dimensions of an HDF5 array datatype (the library's `H5S_MAX_RANK`).
 const MAX_ARRAY_TYPE_RANK: usize = 32;
 
-/// Member names of a compound that hold the real and imaginary parts of a complex number:
-/// h5py's (`r`, `i`, its default `complex_names`, also PyTables'), and the spellings other
-/// writers use (`re`/`im`, `real`/`imag`, `real`/`imaginary`), compared case-insensitively.
-const COMPLEX_NAMES: [(&str, &str); 4] = [
-    ("r", "i"),
-    ("re", "im"),
-    ("real", "imag"),
-    ("real", "imaginary"),
-];
-
 /// How a dataset's HDF5 datatype maps to a Zarr array.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Mapped {
@@ -155,132 +146,33 @@ fn complex_part(t: &Datatype) -> Option<(DataType, Endian)> {
     Some((complex, endian(big_endian)))
 }
 
-/// A compound that is a complex number: two members named as in [`COMPLEX_NAMES`], real part
-/// at offset 0 and imaginary part right after it, of one IEEE float type, nothing else.
-fn compound_complex(t: &Datatype, members: &[CompoundMember]) -> Option<(DataType, Endian)> {
-    let [re, im] = members else {
-        return None;
-    };
-    let (a, b) = (re.name.to_ascii_lowercase(), im.name.to_ascii_lowercase());
-    if !COMPLEX_NAMES.iter().any(|&(x, y)| a == x && b == y) {
-        return None;
-    }
-    let part = complex_part(&re.datatype)?;
-    let half = re.datatype.size;
-    (im.datatype == re.datatype
-        && re.offset == 0
-        && im.offset == half
-        && u64::from(t.size) == 2 * u64::from(half))
-    .then_some(part)
-}
-
-/// Most members of a compound mapped to a `struct` (vzarr-core's bound on struct fields).
-const MAX_STRUCT_MEMBERS: usize = 4096;
-
-/// A compound as zarr-python 3.4's `struct`: its members in offset order, each of a type that
-/// maps (nested compounds included) other than an array or variable-length type, all
-/// multi-byte members in one byte order (the `bytes` codec has one `endian`). Bytes between
-/// members and after the last (alignment padding: h5py's and PyTables' aligned tables) become
-/// fields of their own ([`vzarr_core::StructField::padding`]), so the fields are packed as the struct packs them.
-fn compound_struct(t: &Datatype, members: &[CompoundMember]) -> Result<(DataType, Endian), String> {
-    let why = |reason: String| format!("unsupported data type (compound type): {reason}");
-    if members.is_empty() || members.len() > MAX_STRUCT_MEMBERS {
-        return Err(why(format!(
-            "{} members (a struct has 1 to {MAX_STRUCT_MEMBERS} fields)",
-            members.len()
-        )));
-    }
-    let mut sorted: Vec<&CompoundMember> = members.iter().collect();
-    sorted.sort_by_key(|m| m.offset);
-    let mut fields = Vec::with_capacity(sorted.len());
-    let mut at: u64 = 0;
-    let mut order: Option<Endian> = None;
-    for m in sorted {
-        let offset = u64::from(m.offset);
-        if offset < at {
-            return Err(why(format!(
-                "member {:?} at byte {offset} overlaps the member before it, which ends at byte \
-                 {at}",
-                m.name
-            )));
-        }
-        if offset > at {
-            fields.push(padding(at, offset - at)?);
-            at = offset;
-        }
-        match &m.datatype.class {
-            TypeClass::Array { .. } => {
-                return Err(why(format!(
-                    "member {:?} is of an array data type: zarr-python 3.4's struct has no \
-                     subarray fields",
-                    m.name
-                )));
-            }
-            TypeClass::VariableLength { .. } => {
-                return Err(why(format!(
-                    "member {:?} is of a variable-length type: its bytes are references into \
-                     the HDF5 global heap",
-                    m.name
-                )));
-            }
-            _ => {}
-        }
-        let mapped =
-            element_type(&m.datatype).map_err(|e| why(format!("member {:?}: {e}", m.name)))?;
-        if mapped.data_type.has_endianness() {
-            match order {
-                Some(o) if o != mapped.endian => {
-                    return Err(why(format!(
-                        "members of both byte orders (member {:?} is {}-endian): the bytes \
-                         codec has one endian",
-                        m.name,
-                        mapped.endian.as_str()
-                    )));
-                }
-                _ => order = Some(mapped.endian),
-            }
-        }
-        at += mapped.data_type.size() as u64;
-        fields.push(vzarr_core::StructField {
-            name: m.name.clone(),
-            data_type: mapped.data_type,
-        });
-    }
-    match at.cmp(&u64::from(t.size)) {
-        std::cmp::Ordering::Less => fields.push(padding(at, u64::from(t.size) - at)?),
-        std::cmp::Ordering::Equal => {}
-        std::cmp::Ordering::Greater => {
-            return Err(why(format!(
-                "members end at byte {at}, past the {}-byte compound",
-                t.size
-            )));
-        }
-    }
-    if fields.len() > MAX_STRUCT_MEMBERS {
-        return Err(why(format!(
-            "{} fields with its padding (a struct has at most {MAX_STRUCT_MEMBERS})",
-            fields.len()
-        )));
-    }
-    if let Some(f) = fields
+/// A compound as the shared mapping maps it ([`vzarr_hdf5_map::compound`]): a complex number
+/// where it is one, else a `struct`.
+fn compound(t: &Datatype, members: &[CompoundMember]) -> Result<(DataType, Endian), String> {
+    let size = u64::from(t.size);
+    let parts: Vec<(&str, u64, TypeInfo)> = members
         .iter()
-        .find(|f| f.is_padding() && members.iter().any(|m| m.name == f.name))
-    {
-        return Err(why(format!(
-            "a member is named {:?}, as the field for its padding would be",
-            f.name
-        )));
+        .map(|m| (m.name.as_str(), u64::from(m.offset), type_info(&m.datatype)))
+        .collect();
+    if let Some(c) = compound::complex(size, &parts) {
+        return Ok(c);
     }
-    Ok((
-        DataType::Struct(fields.into()),
-        order.unwrap_or(Endian::Little),
-    ))
-}
-
-/// The field for `len` padding bytes from byte `at` of a compound.
-fn padding(at: u64, len: u64) -> Result<vzarr_core::StructField, String> {
-    let len = usize::try_from(len).map_err(|_| format!("{len} bytes of padding"))?;
-    Ok(vzarr_core::StructField::padding(at, len))
+    let members: Vec<Member<'_>> = members
+        .iter()
+        .map(|m| Member {
+            name: m.name.as_str(),
+            offset: u64::from(m.offset),
+            ty: match &m.datatype.class {
+                TypeClass::Array { .. } => MemberType::Array,
+                TypeClass::VariableLength { .. } => MemberType::VariableLength,
+                _ => match element_type(&m.datatype) {
+                    Ok(mapped) => MemberType::Mapped(mapped.data_type, mapped.endian),
+                    Err(e) => MemberType::Unmapped(e),
+                },
+            },
+        })
+        .collect();
+    compound::to_struct(size, &members)
 }
 
 /// The element type of a dataset's datatype that is not an array type.
@@ -292,10 +184,7 @@ pub(crate) fn element_type(t: &Datatype) -> Result<Mapped, String> {
         enum_members: None,
     };
     match &t.class {
-        TypeClass::Compound { members } => match compound_complex(t, members) {
-            Some(m) => Ok(plain(m)),
-            None => compound_struct(t, members).map(plain),
-        },
+        TypeClass::Compound { members } => compound(t, members).map(plain),
         TypeClass::Complex { base } => complex_part(base)
             .filter(|_| u64::from(t.size) == 2 * u64::from(base.size))
             .map(plain)
