@@ -27,12 +27,14 @@
 //!   Hyrax computed) as an inline chunk;
 //! - fixed-length strings (`dmrpp:FixedLengthStringArray`, mapped as the HDF5 mapping maps
 //!   HDF5's), and variable-length ones whose values the document holds (`dmrpp:vlsa`,
-//!   `strings`) as one inline `vlen-utf8` chunk.
+//!   `strings`) as one inline `vlen-utf8` chunk;
+//! - structures of HDF5 compounds with their `structOffset` (`structure`), mapped as the HDF5
+//!   mapping maps compounds.
 //!
 //! Listed as skipped, with the reason, for now: variable-length strings in the granule's
-//! heap, opaque and constructor types, chunks in other files (per-chunk `href`), chunks with a
-//! filter mask, linked blocks Zarr cannot express, and every `unsupported-*`
-//! marker.
+//! heap, opaque types, sequences and structures the mapping cannot take, chunks in other
+//! files (per-chunk `href`), chunks with a filter mask, linked blocks Zarr cannot express,
+//! and every `unsupported-*` marker.
 //!
 //! The chunks are read from the granule the document names (`dmrpp:href`) when it is an
 //! absolute URL at the sidecar's own scheme and host, else from the sidecar's own URL without
