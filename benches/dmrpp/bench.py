@@ -94,6 +94,8 @@ def reference(kind, granule, path, arr):
         h5 = h5_path(f, path, dict(arr.attrs))
         if h5 is None or not isinstance(f[h5], h5py.Dataset) or undefined(f[h5]):
             return None
+        if h5py.check_vlen_dtype(f[h5].dtype) not in (None, str, bytes):
+            return None  # variable-length sequences: Hyrax flattens them (dmrpp:missingdata)
         return f[h5][()]
 
 
