@@ -312,23 +312,9 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
             Err(_) if held.len() as u64 == bytes => held,
             Err(e) => return Err(format!("dmrpp:missingdata: {e}")),
         };
-        if data.len() as u64 != bytes {
-            return Err(format!(
-                "dmrpp:missingdata holds {} bytes, the array {bytes}",
-                data.len()
-            ));
-        }
-        let grid = ChunkGrid::whole(&shape).map_err(|e| e.to_string())?;
-        let mut manifest = ChunkManifest::new_missing(1);
-        manifest.set_inline(0, data).map_err(|e| e.to_string())?;
-        (Chunks { grid, manifest }, Vec::new(), None)
+        held_whole(&shape, data, Some(("missingdata", bytes)))?
     } else if let Some(v) = el.child("vlsa") {
-        let grid = ChunkGrid::whole(&shape).map_err(|e| e.to_string())?;
-        let mut manifest = ChunkManifest::new_missing(1);
-        manifest
-            .set_inline(0, strings::vlsa(v, elements)?)
-            .map_err(|e| e.to_string())?;
-        (Chunks { grid, manifest }, Vec::new(), None)
+        held_whole(&shape, strings::vlsa(v, elements)?, None)?
     } else if data_type == DataType::String {
         return Err(
             "variable-length strings stored in the granule's heap (no dmrpp:vlsa values): \
@@ -339,16 +325,7 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
         let data = base64::engine::general_purpose::STANDARD
             .decode(c.text.trim())
             .map_err(|e| format!("dmrpp:compact is not base64: {e}"))?;
-        if data.len() as u64 != bytes {
-            return Err(format!(
-                "dmrpp:compact holds {} bytes, the array {bytes}",
-                data.len()
-            ));
-        }
-        let grid = ChunkGrid::whole(&shape).map_err(|e| e.to_string())?;
-        let mut manifest = ChunkManifest::new_missing(1);
-        manifest.set_inline(0, data).map_err(|e| e.to_string())?;
-        (Chunks { grid, manifest }, Vec::new(), None)
+        held_whole(&shape, data, Some(("compact", bytes)))?
     } else if let Some(c) = chunks {
         chunked(doc, c, &data_type, &shape, bytes, url)?
     } else {
@@ -368,6 +345,21 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
         dimension_names,
         chunking.as_deref(),
     ))
+}
+
+/// Values the document holds (`data`, encoded as the array's one chunk) as a whole-array
+/// inline chunk; with `raw`, raw values of `dmrpp:<name>` that must be the array's `bytes`.
+fn held_whole(shape: &[u64], data: Vec<u8>, raw: Option<(&str, u64)>) -> Result<Stored, String> {
+    if let Some((name, bytes)) = raw.filter(|&(_, b)| data.len() as u64 != b) {
+        return Err(format!(
+            "dmrpp:{name} holds {} bytes, the array {bytes}",
+            data.len()
+        ));
+    }
+    let grid = ChunkGrid::whole(shape).map_err(|e| e.to_string())?;
+    let mut manifest = ChunkManifest::new_missing(1);
+    manifest.set_inline(0, data).map_err(|e| e.to_string())?;
+    Ok((Chunks { grid, manifest }, Vec::new(), None))
 }
 
 /// The Zarr type of a DAP4 `String` variable: fixed-length (`dmrpp:FixedLengthStringArray`,
