@@ -475,6 +475,19 @@ fn codecs(doc: &Doc<'_>, c: &Element, t: &DataType) -> Result<Vec<Codec>, String
     }
 }
 
+/// The `offset` and `nBytes` of a chunk or block element (`what`, for messages).
+fn byte_range(el: &Element, what: &str) -> Result<(u64, u64), String> {
+    let num = |k: &str| {
+        el.attr(k)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or_else(|| format!("{what} without a valid {k}"))
+    };
+    let (o, n) = (num("offset")?, num("nBytes")?);
+    o.checked_add(n)
+        .ok_or_else(|| format!("{what}'s end overflows"))?;
+    Ok((o, n))
+}
+
 /// HDF4's linked blocks (`dmrpp:block`, in the order of the data): an uncompressed array
 /// stored in pieces. Zarr expresses them where each block holds whole rows along the first
 /// axis: one chunk per block, the blocks' row counts the grid's edges along that axis
@@ -500,17 +513,10 @@ fn linked_blocks(
                 .into(),
         );
     }
-    let mut blocks = Vec::new();
-    for b in c.children_named("block") {
-        let num = |k: &str| {
-            b.attr(k)
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .ok_or_else(|| format!("a linked block without a valid {k}"))
-        };
-        let (o, n) = (num("offset")?, num("nBytes")?);
-        o.checked_add(n).ok_or("a linked block's end overflows")?;
-        blocks.push((o, n));
-    }
+    let blocks = c
+        .children_named("block")
+        .map(|b| byte_range(b, "a linked block"))
+        .collect::<Result<Vec<_>, _>>()?;
     let total = blocks
         .iter()
         .try_fold(0u64, |t, &(_, n)| t.checked_add(n))
@@ -590,16 +596,7 @@ fn chunked(
             );
         }
     }
-    let range = |ch: &Element| -> Result<(u64, u64), String> {
-        let num = |k: &str| {
-            ch.attr(k)
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .ok_or_else(|| format!("a chunk without a valid {k}"))
-        };
-        let (o, n) = (num("offset")?, num("nBytes")?);
-        o.checked_add(n).ok_or("a chunk's end overflows")?;
-        Ok((o, n))
-    };
+    let range = |ch: &Element| byte_range(ch, "a chunk");
     let sizes = c.child("chunkDimensionSizes");
     let Some(sizes) = sizes else {
         // Contiguous: the ranges must follow each other and hold the array.
