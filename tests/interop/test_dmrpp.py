@@ -116,7 +116,17 @@ def test_virtualizarr_opens_sidecars_through_vzarrs_parser():
             other = theirs[name].data
             if not hasattr(other, "manifest"):
                 continue
-            assert var.shape == other.shape and var.dtype == other.dtype, (sidecar, name)
+            assert var.shape == other.shape, (sidecar, name)
+            if var.dtype.names is not None:
+                # A compound's padding is a field of vzarr's struct (`vzarr:padding@<offset>`);
+                # VirtualiZarr's HDFParser drops it (14 bytes for h5py's 16-byte aligned
+                # compound, so its records misalign; vzarr's values are h5py's: the test of
+                # the bes pairs above). The same fields.
+                named = [n for n in var.dtype.names if not n.startswith("vzarr:padding@")]
+                assert named == list(other.dtype.names), (sidecar, name, var.dtype, other.dtype)
+                assert var.dtype.itemsize >= other.dtype.itemsize, (sidecar, name)
+            else:
+                assert var.dtype == other.dtype, (sidecar, name)
             mine = var.data.manifest.dict()
             if all(e["path"] == "__inlined__" for e in mine.values()):
                 continue  # compact data: VirtualiZarr's HDF parser gives no entries for it
