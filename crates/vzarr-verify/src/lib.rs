@@ -12,6 +12,8 @@
 //!
 //! The report names the readers it compared with ([`VerifyReport::readers`]).
 //!
+//! DMR++ sidecars are checked against their granules by [`check_sidecar`] (`sidecar`).
+//!
 //! ```no_run
 //! let reader = vzarr_read::open("out.json", vzarr_read::ReadOptions::default())?;
 //! let report = vzarr_verify::verify(&reader, &vzarr_verify::VerifyOptions::default())?;
@@ -43,6 +45,7 @@ pub use audit::{AuditReport, Defect, DefectKind, audit, without_defective};
 pub use report::{Mismatch, Skipped, VerifyOptions, VerifyProgress, VerifyReport};
 pub use sidecar::{
     FindingKind, SidecarFinding, SidecarMode, SidecarOptions, SidecarReport, check_sidecar,
+    check_sidecars,
 };
 pub use verify::verify;
 

@@ -260,6 +260,40 @@ pub fn check_sidecar(sidecar: &str, opts: &SidecarOptions) -> Result<SidecarRepo
     Ok(report)
 }
 
+/// [`check_sidecar`] of each of `sidecars`, `jobs` at a time (0: as many as a batch of scans
+/// of them would run: every core, and at least 32 for sidecars on object storage, whose checks
+/// mostly wait on requests); the results in the order of `sidecars`.
+pub fn check_sidecars(
+    sidecars: &[SourceRef],
+    opts: &SidecarOptions,
+    jobs: usize,
+) -> Vec<Result<SidecarReport, VerifyError>> {
+    let threads = vzarr_scan::batch::scan_threads(sidecars, jobs);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, Result<SidecarReport, VerifyError>)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(sidecar) = sidecars.get(i) else {
+                            return mine;
+                        };
+                        mine.push((i, check_sidecar(&sidecar.url(), opts)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_default())
+            .collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
 /// The granule's array the sidecar's array `a` at `path` describes: the same path; netCDF-4's
 /// hidden name of a variable named as a dimension it does not hold (DMR++ names it as netCDF
 /// does); or the path its `fullnamepath` attribute gives (Hyrax's CF names of HDF-EOS and
