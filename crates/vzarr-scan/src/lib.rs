@@ -492,9 +492,10 @@ pub(crate) fn scan_opened(
     Ok(ds)
 }
 
-/// The virtual dataset a DMR++ sidecar describes, and its granule's URL (by `template` when
-/// given: [`ScanOptions::dmrpp_data_url`]).
-fn scan_dmrpp(
+/// The virtual dataset the DMR++ sidecar `src` describes (read whole, at most
+/// [`vzarr_dmrpp::MAX_SIDECAR_BYTES`]), its provenance left empty, and its granule's URL (by
+/// `template` when given: [`ScanOptions::dmrpp_data_url`]). The granule is not opened.
+pub fn scan_dmrpp(
     src: &dyn ByteSource,
     template: Option<&str>,
 ) -> Result<(VirtualDataset, String), ScanError> {

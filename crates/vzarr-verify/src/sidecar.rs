@@ -24,7 +24,7 @@ use std::fmt;
 
 use vzarr_core::{ChunkRef, Codec, SkippedVariable, VirtualArray, VirtualDataset};
 use vzarr_scan::inputs::SourceRef;
-use vzarr_source::{ByteSource, Format};
+use vzarr_source::ByteSource;
 
 use crate::VerifyError;
 
@@ -199,30 +199,11 @@ impl SidecarReport {
 /// the same host: `vzarr_dmrpp::data_url`).
 pub fn check_sidecar(sidecar: &str, opts: &SidecarOptions) -> Result<SidecarReport, VerifyError> {
     let src = vzarr_source::open_source(sidecar)?;
-    let url = src.url().to_string();
-    if src.size() > vzarr_dmrpp::MAX_SIDECAR_BYTES {
-        return Err(
-            vzarr_scan::ScanError::from(vzarr_dmrpp::DmrppError::TooLarge {
-                url,
-                size: src.size(),
-                max: vzarr_dmrpp::MAX_SIDECAR_BYTES,
-            })
-            .into(),
-        );
-    }
-    let xml = src.read(0..src.size())?;
-    let granule_url = match &opts.data_url {
-        Some(t) => Some(SourceRef::parse(&vzarr_dmrpp::granule_from_template(t, &url))?.url()),
-        None => None,
-    };
-    let scanned = vzarr_dmrpp::scan_with(&xml, &url, granule_url.as_deref())
-        .map_err(vzarr_scan::ScanError::from)?;
-    let ours = scanned.dataset;
-    let granule_ref = SourceRef::parse(&scanned.data_url)?;
-    let granule = vzarr_source::open_source(&granule_ref.url())?;
+    let (ours, data_url) = vzarr_scan::scan_dmrpp(src.as_ref(), opts.data_url.as_deref())?;
+    let granule_ref = SourceRef::parse(&data_url)?;
     let mut report = SidecarReport {
-        sidecar: url,
-        granule: scanned.data_url.clone(),
+        sidecar: src.url().to_string(),
+        granule: data_url,
         mode: opts.mode,
         fallback: None,
         arrays: ours.arrays.len(),
@@ -236,24 +217,42 @@ pub fn check_sidecar(sidecar: &str, opts: &SidecarOptions) -> Result<SidecarRepo
             .collect(),
         findings: Vec::new(),
     };
+    // The granule's size from its scan when it is compared (one open of it), else from
+    // opening it for the range reads.
+    let mut scanned_size = None;
+    let granule_url = granule_ref.url();
     if opts.mode == SidecarMode::Scan {
-        let scanned_by_vzarr = matches!(
-            vzarr_source::sniff(granule.as_ref()),
-            Ok(Format::Hdf5 { .. } | Format::NetCdf3 { .. })
-        );
-        if scanned_by_vzarr {
-            let theirs =
-                vzarr_scan::scan_source(&granule_ref, &vzarr_scan::ScanOptions::default())?;
-            compare_layouts(&ours, &theirs, &mut report);
-        } else {
-            report.mode = SidecarMode::Ranges;
-            report.fallback = Some(
-                "vzarr does not scan the granule's format (HDF4): checked by range reads".into(),
+        match vzarr_scan::scan_source(&granule_ref, &vzarr_scan::ScanOptions::default()) {
+            // A granule that is itself a sidecar is not compared as one.
+            Ok(theirs)
+                if theirs.provenance.sources.first().map(|r| &r.url) == Some(&report.granule) =>
+            {
+                scanned_size = theirs.provenance.sources.first().map(|r| r.size);
+                compare_layouts(&ours, &theirs, &mut report);
+            }
+            Ok(_) | Err(vzarr_scan::ScanError::Format(_)) => {
+                report.mode = SidecarMode::Ranges;
+                report.fallback = Some(
+                    "vzarr does not scan the granule's format (HDF4): checked by range reads"
+                        .into(),
+                );
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    match scanned_size {
+        Some(size) => check_ranges(&ours, size, None, opts, &mut report),
+        None => {
+            let granule = vzarr_source::open_source(&granule_url)?;
+            check_ranges(
+                &ours,
+                granule.size(),
+                Some(granule.as_ref()),
+                opts,
+                &mut report,
             );
         }
     }
-    let decode = report.mode == SidecarMode::Ranges;
-    check_ranges(&ours, granule.as_ref(), decode, opts, &mut report);
     report
         .findings
         .sort_by(|a, b| (&a.array, a.kind).cmp(&(&b.array, b.kind)));
@@ -558,15 +557,15 @@ fn describe(r: &ChunkRef<'_>) -> String {
     }
 }
 
-/// Bounds and overlaps of every chunk; with `decode`, sampled chunks decoded.
+/// Bounds (against the granule's `size`) and overlaps of every chunk; with `decode_from` (the
+/// granule), sampled chunks decoded.
 fn check_ranges(
     ours: &VirtualDataset,
-    granule: &dyn ByteSource,
-    decode: bool,
+    size: u64,
+    decode_from: Option<&dyn ByteSource>,
     opts: &SidecarOptions,
     report: &mut SidecarReport,
 ) {
-    let size = granule.size();
     // (offset, end, array) of every range, to find overlaps.
     let mut ranges: Vec<(u64, u64, &str)> = Vec::new();
     for (path, a) in &ours.arrays {
@@ -594,7 +593,7 @@ fn check_ranges(
                 ),
             });
         }
-        if decode && outside.0 == 0 {
+        if let Some(granule) = decode_from.filter(|_| outside.0 == 0) {
             decode_sample(path, a, granule, opts, report);
         }
     }
