@@ -467,7 +467,7 @@ fn compare_layouts(ours: &VirtualDataset, theirs: &VirtualDataset, report: &mut 
                 ),
             );
         }
-        let mut counts: BTreeMap<FindingKind, (u64, String)> = BTreeMap::new();
+        let mut counts: BTreeMap<FindingKind, Tally> = BTreeMap::new();
         for i in 0..b.manifest.len() {
             let (x, y) = (a.manifest.get(i), b.manifest.get(i));
             let kind = match (&x, &y) {
@@ -485,19 +485,20 @@ fn compare_layouts(ours: &VirtualDataset, theirs: &VirtualDataset, report: &mut 
                 (ChunkRef::Inline(p), ChunkRef::Inline(q)) if p == q => continue,
                 _ => FindingKind::StaleChunks,
             };
-            let e = counts.entry(kind).or_default();
-            e.0 += 1;
-            if e.1.is_empty() {
+            counts.entry(kind).or_default().add(|| {
                 let index = a.grid.chunk_index(i as u64);
-                e.1 = format!(
+                format!(
                     "first {index:?}: {} in the sidecar, {} in the granule",
                     describe(&x),
                     describe(&y)
-                );
-            }
+                )
+            });
         }
-        for (kind, (n, first)) in counts {
-            found(kind, format!("{n} of {} chunks, {first}", b.manifest.len()));
+        for (kind, t) in counts {
+            found(
+                kind,
+                format!("{} of {} chunks, {}", t.n, b.manifest.len(), t.first),
+            );
         }
     }
 }
@@ -548,6 +549,23 @@ fn inline_strings(a: &VirtualArray) -> Option<Vec<String>> {
 /// Most strings of one array compared by value.
 const MAX_STRINGS: u64 = 1 << 24;
 
+/// How many chunks a finding concerns, and the first of them described.
+#[derive(Default)]
+struct Tally {
+    n: u64,
+    first: String,
+}
+
+impl Tally {
+    /// Counts one more chunk; `describe` says what is wrong with it when it is the first.
+    fn add(&mut self, describe: impl FnOnce() -> String) {
+        if self.n == 0 {
+            self.first = describe();
+        }
+        self.n += 1;
+    }
+}
+
 /// A chunk reference for a report.
 fn describe(r: &ChunkRef<'_>) -> String {
     match r {
@@ -569,57 +587,53 @@ fn check_ranges(
     // (offset, end, array) of every range, to find overlaps.
     let mut ranges: Vec<(u64, u64, &str)> = Vec::new();
     for (path, a) in &ours.arrays {
-        let mut outside = (0u64, String::new());
+        let mut outside = Tally::default();
         for (_, r) in a.manifest.iter_stored() {
             report.chunks += 1;
             if let ChunkRef::Range { offset, length, .. } = r {
                 let end = offset.saturating_add(length);
                 if end > size {
-                    outside.0 += 1;
-                    if outside.1.is_empty() {
-                        outside.1 = format!("first bytes {offset}+{length}");
-                    }
+                    outside.add(|| format!("first bytes {offset}+{length}"));
                 }
                 ranges.push((offset, end, path.as_str()));
             }
         }
-        if outside.0 > 0 {
+        if outside.n > 0 {
             report.findings.push(SidecarFinding {
                 array: path.clone(),
                 kind: FindingKind::OutsideObject,
                 detail: format!(
                     "{} chunks, {}, past the granule's {size} bytes",
-                    outside.0, outside.1
+                    outside.n, outside.first
                 ),
             });
         }
-        if let Some(granule) = decode_from.filter(|_| outside.0 == 0) {
+        if let Some(granule) = decode_from.filter(|_| outside.n == 0) {
             decode_sample(path, a, granule, opts, report);
         }
     }
     ranges.sort_unstable();
-    let mut overlapping: BTreeMap<&str, (u64, String)> = BTreeMap::new();
+    let mut overlapping: BTreeMap<&str, Tally> = BTreeMap::new();
     let mut reach: Option<(u64, u64, &str)> = None; // the range reaching furthest so far
     for &(start, end, path) in &ranges {
         if let Some((s0, e0, p0)) = reach {
             // Identical ranges are one stored chunk named twice (a hard link), not an overlap.
             if start < e0 && (start, end) != (s0, e0) && start < end {
-                let e = overlapping.entry(path).or_default();
-                e.0 += 1;
-                if e.1.is_empty() {
-                    e.1 = format!("first bytes {start}..{end} overlap {p0}'s {s0}..{e0}");
-                }
+                overlapping
+                    .entry(path)
+                    .or_default()
+                    .add(|| format!("first bytes {start}..{end} overlap {p0}'s {s0}..{e0}"));
             }
         }
         if reach.is_none_or(|(_, e0, _)| end > e0) {
             reach = Some((start, end, path));
         }
     }
-    for (path, (n, first)) in overlapping {
+    for (path, t) in overlapping {
         report.findings.push(SidecarFinding {
             array: path.to_string(),
             kind: FindingKind::Overlap,
-            detail: format!("{n} chunks, {first}"),
+            detail: format!("{} chunks, {}", t.n, t.first),
         });
     }
 }
@@ -655,7 +669,7 @@ fn decode_sample(
             return;
         }
     };
-    let mut bad = (0u64, String::new());
+    let mut bad = Tally::default();
     for i in picks {
         let index = a.grid.chunk_index(i as u64);
         let raw = a
@@ -682,17 +696,14 @@ fn decode_sample(
             Err(e) => Err(e.to_string()),
         };
         if let Err(e) = result {
-            bad.0 += 1;
-            if bad.1.is_empty() {
-                bad.1 = format!("first {index:?}: {e}");
-            }
+            bad.add(|| format!("first {index:?}: {e}"));
         }
     }
-    if bad.0 > 0 {
+    if bad.n > 0 {
         report.findings.push(SidecarFinding {
             array: path.to_string(),
             kind: FindingKind::Undecodable,
-            detail: format!("{} of the chunks decoded, {}", bad.0, bad.1),
+            detail: format!("{} of the chunks decoded, {}", bad.n, bad.first),
         });
     }
 }
