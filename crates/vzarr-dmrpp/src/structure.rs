@@ -18,11 +18,7 @@ pub(crate) fn data_type(
     chunks: Option<&Element>,
     endian: Endian,
 ) -> Result<(DataType, Endian), String> {
-    let members: Vec<&Element> = el
-        .children
-        .iter()
-        .filter(|c| types::is_variable(&c.name))
-        .collect();
+    let members: Vec<&Element> = members(el).collect();
     if members.is_empty() || members.len() > compound::MAX_STRUCT_MEMBERS {
         return Err(format!("a Structure of {} members", members.len()));
     }
@@ -85,6 +81,11 @@ pub(crate) fn data_type(
     compound::to_struct(size, &members)
 }
 
+/// The member variables of the structure `el`, in document order.
+fn members(el: &Element) -> impl Iterator<Item = &Element> {
+    el.children.iter().filter(|c| types::is_variable(&c.name))
+}
+
 /// A member's type: its DAP4 type in `endian`, an array where it has dimensions.
 fn member_type(m: &Element, endian: Endian) -> MemberType {
     if m.child("Dim").is_some() {
@@ -129,10 +130,7 @@ pub(crate) fn fill_value(
     let tokens: Vec<&str> = stated
         .map(|s| s.split_whitespace().collect())
         .unwrap_or_default();
-    let names: Vec<&str> = el
-        .children
-        .iter()
-        .filter(|c| types::is_variable(&c.name))
+    let names: Vec<&str> = members(el)
         .map(|c| c.attr("name").unwrap_or_default())
         .collect();
     if tokens.len() != names.len() || tokens.iter().all(|v| *v == "0") {
