@@ -37,25 +37,16 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "interop"))
 
 from conftest import assert_values_equal  # noqa: E402
-from dmrpp_values import (DMRPP_DIR, HDF4_MAGIC, HDF5_MAGIC, NOT_THEIR_GRANULE,  # noqa: E402
-                          h5_path, hdf4_values, undefined)
+from dmrpp_values import (DMRPP_DIR, NOT_THEIR_GRANULE, h5_path, hdf4_values,  # noqa: E402
+                          pairs, undefined)
 
 
 def sidecars():
     """(name in bes, sidecar, granule, kind) of the bes sidecars beside their granules."""
-    out = []
-    for line in (DMRPP_DIR / "bes_pairs.tsv").read_text().splitlines():
-        cols = line.split("\t")
-        if len(cols) != 5 or cols[4] != "present" or cols[0] != cols[2] + ".dmrpp":
-            continue
-        if cols[0] in NOT_THEIR_GRANULE:
-            continue
-        granule = DMRPP_DIR / "bes" / cols[2]
-        head = granule.read_bytes()[:8]
-        kind = "hdf5" if head == HDF5_MAGIC else "hdf4" if head[:4] == HDF4_MAGIC else None
-        if kind:
-            out.append((cols[0], DMRPP_DIR / "bes" / cols[0], granule, kind))
-    return out
+    return [(name, sidecar, granule, kind)
+            for kind in ("hdf5", "hdf4")
+            for name, sidecar, granule in pairs(kind=kind)
+            if name not in NOT_THEIR_GRANULE]
 
 
 def parsers():

@@ -12,6 +12,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 DMRPP_DIR = Path(os.environ.get("VZARR_DMRPP_DIR", ROOT.parent / "shared" / "dmrpp"))
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+HDF4_MAGIC = b"\x0e\x03\x13\x01"
 
 # Sidecars whose values cannot be those of their granule (`vzarr check-dmrpp` finds them:
 # crates/vzarr-verify/tests/sidecars.rs).
@@ -22,10 +23,11 @@ NOT_THEIR_GRANULE = {
 }
 
 
-def pairs(beside_only=True):
-    """(sidecar's name in bes, sidecar, granule) of the bes pairs whose granule is HDF5 and
-    sits beside the sidecar under the sidecar's name without `.dmrpp` (or, unless
-    `beside_only`, anywhere in bes: 37 pairs)."""
+def pairs(beside_only=True, kind="hdf5"):
+    """(sidecar's name in bes, sidecar, granule) of the bes pairs whose granule is of `kind`
+    ("hdf5" or "hdf4") and sits beside the sidecar under the sidecar's name without `.dmrpp`
+    (or, unless `beside_only`, anywhere in bes: 37 more pairs), in bes_pairs.tsv's order."""
+    magic = {"hdf5": HDF5_MAGIC, "hdf4": HDF4_MAGIC}[kind]
     out = []
     for line in (DMRPP_DIR / "bes_pairs.tsv").read_text().splitlines():
         cols = line.split("\t")
@@ -35,7 +37,7 @@ def pairs(beside_only=True):
             continue
         granule = DMRPP_DIR / "bes" / cols[2]
         with open(granule, "rb") as f:
-            if f.read(8) == HDF5_MAGIC:
+            if f.read(len(magic)) == magic:
                 out.append((cols[0], DMRPP_DIR / "bes" / cols[0], granule))
     return out
 
@@ -65,8 +67,6 @@ def undefined(ds):
     total = int(np.prod([-(-n // c) for n, c in zip(ds.shape, ds.chunks)]))
     return ds.id.get_num_chunks() < total
 
-
-HDF4_MAGIC = b"\x0e\x03\x13\x01"
 
 
 def hdf4_values(granule, arr):

@@ -14,7 +14,7 @@ import numpy as np
 import zarr
 
 from conftest import assert_values_equal, open_store, run_vzarr
-from dmrpp_values import (DMRPP_DIR, HDF4_MAGIC, NOT_THEIR_GRANULE, h5_path, hdf4_values,
+from dmrpp_values import (DMRPP_DIR, NOT_THEIR_GRANULE, h5_path, hdf4_values,
                           pairs, undefined)
 
 def test_bes_sidecars_read_as_their_granules(tmp_path):
@@ -153,20 +153,14 @@ def test_hdf4_sidecars_read_as_pyhdf_reads_their_granules(tmp_path):
     repeated in HDF-EOS2 files told apart by reference; HDF4's linked blocks (an appendable
     SDS in blocks of 10, 1 and 1 rows: a rectilinear grid; vdata in blocks). Two sidecars are
     not well-formed XML (a debug line before it) and are refused saying so."""
-    rows = [line.split("\t") for line in (DMRPP_DIR / "bes_pairs.tsv").read_text().splitlines()]
     built, refused, arrays, equal, left_out, computed = 0, [], 0, 0, 0, 0
-    for k, cols in enumerate(rows):
-        if len(cols) != 5 or cols[4] != "present":
-            continue
-        granule = DMRPP_DIR / "bes" / cols[2]
-        if granule.read_bytes()[:4] != HDF4_MAGIC:
-            continue
+    for k, (name, sidecar, granule) in enumerate(pairs(beside_only=False, kind="hdf4")):
         out = tmp_path / f"{k}.json"
-        p = run_vzarr("build", DMRPP_DIR / "bes" / cols[0], "-o", out, "--data-url", granule,
+        p = run_vzarr("build", sidecar, "-o", out, "--data-url", granule,
                       "--small-chunks", "keep", check=False)
         if p.returncode != 0:
-            assert "text outside the root element" in p.stderr, (cols[0], p.stderr)
-            refused.append(cols[0])
+            assert "text outside the root element" in p.stderr, (name, p.stderr)
+            refused.append(name)
             continue
         built += 1
         left_out += p.stderr.count("linked blocks")
@@ -178,7 +172,7 @@ def test_hdf4_sidecars_read_as_pyhdf_reads_their_granules(tmp_path):
                 computed += 1  # coordinates Hyrax computed: test_values_the_sidecar_holds_...
                 continue
             arrays += 1
-            assert_values_equal(hdf4_values(granule, arr), arr[...], f"{cols[0]}:{path}")
+            assert_values_equal(hdf4_values(granule, arr), arr[...], f"{name}:{path}")
             equal += 1
     print(f"HDF4 sidecars: {built} built, {arrays} arrays equal to pyhdf's; "
           f"{len(refused)} refused; {left_out} variables of linked blocks left out; "
@@ -241,19 +235,13 @@ def test_parser_reads_hdf4_sidecars_as_pyhdf_reads_their_granules():
     registry = ObjectStoreRegistry({"file://": LocalStore()})
     parser = vzarr.virtualizarr.Parser()
     compared, linked = 0, 0
-    for line in (DMRPP_DIR / "bes_pairs.tsv").read_text().splitlines():
-        cols = line.split("\t")
-        if len(cols) != 5 or cols[4] != "present" or cols[0] != cols[2] + ".dmrpp":
-            continue
-        granule = DMRPP_DIR / "bes" / cols[2]
-        if granule.read_bytes()[:4] != HDF4_MAGIC:
-            continue
+    for name, sidecar, granule in pairs(kind="hdf4"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                store = parser(f"{granule.as_uri()}.dmrpp", registry)
+                store = parser(sidecar.as_uri(), registry)
             except vzarr.ScanError as e:
-                assert "text outside the root element" in str(e), (cols[0], e)
+                assert "text outside the root element" in str(e), (name, e)
                 continue
         group = zarr.open_group(store, mode="r", zarr_format=3)
         for path, arr in group.members(max_depth=None):
@@ -261,7 +249,7 @@ def test_parser_reads_hdf4_sidecars_as_pyhdf_reads_their_granules():
                 continue
             if not {"dmr_sds_ref", "dmr_vdata_ref"} & set(arr.attrs) and not sds_named(granule, path):
                 continue  # coordinates Hyrax computed: test_values_the_sidecar_holds_...
-            assert_values_equal(hdf4_values(granule, arr), arr[...], f"{cols[0]}:{path}")
+            assert_values_equal(hdf4_values(granule, arr), arr[...], f"{name}:{path}")
             compared += 1
             linked += path == "AppendableData"
     assert compared >= 40 and linked == 2, (compared, linked)
