@@ -327,6 +327,22 @@ def local_server(name, argv_for_port):
             proc.wait(timeout=10)
 
 
+def registry_store_only(env, monkeypatch, bucket, prefix):
+    """An obstore registry of one S3Store of `bucket` under `prefix` on the moto server of
+    `env` (its own endpoint and keys), with the environment's standard credential chain
+    pointed at a closed port with wrong keys: whatever reads succeed went through the store."""
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import S3Store
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "wrong")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    store = S3Store(bucket, prefix=prefix, endpoint=env["AWS_ENDPOINT_URL"],
+                    access_key_id="test", secret_access_key="test", region="us-east-1",
+                    client_options={"allow_http": True})
+    return ObjectStoreRegistry({f"s3://{bucket}": store})
+
+
 @pytest.fixture(scope="session")
 def moto_server():
     """An S3-compatible moto server on a free loopback port, for the whole session; yields a

@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 import zarr
 
-from conftest import assert_values_equal, open_store, run_vzarr
+from conftest import assert_values_equal, open_store, registry_store_only, run_vzarr
 from dmrpp_values import (DMRPP_DIR, NOT_THEIR_GRANULE, h5_path, hdf4_values,
                           pairs, undefined)
 
@@ -188,8 +188,6 @@ def test_parser_reads_a_sidecar_and_its_granule_through_the_registrys_store(moto
     credentials in the store, not the environment): the granule beside it is opened, and its
     small chunks read, through the same store; the references name the granule's URL."""
     import zarr
-    from obspec_utils.registry import ObjectStoreRegistry
-    from obstore.store import S3Store
 
     import vzarr.virtualizarr
 
@@ -198,14 +196,7 @@ def test_parser_reads_a_sidecar_and_its_granule_through_the_registrys_store(moto
     src = DMRPP_DIR / "bes/modules/dmrpp_module/data/dmrpp/chunked_shufzip_twoD.h5"
     for f in (src, Path(f"{src}.dmrpp")):
         client.upload_file(str(f), "dmrpp-reg", f"deep/granules/{f.name}")
-    # The standard chain would go to a closed port with wrong keys.
-    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "wrong")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
-    store = S3Store("dmrpp-reg", prefix="deep", endpoint=env["AWS_ENDPOINT_URL"],
-                    access_key_id="test", secret_access_key="test", region="us-east-1",
-                    client_options={"allow_http": True})
-    registry = ObjectStoreRegistry({"s3://dmrpp-reg": store})
+    registry = registry_store_only(env, monkeypatch, "dmrpp-reg", "deep")
     url = f"s3://dmrpp-reg/deep/granules/{src.name}.dmrpp"
     with h5py.File(src, "r") as f:
         want = f["d_4_shufzip_chunks"][()]

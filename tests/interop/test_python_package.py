@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import FIXTURES, good_fixtures, run_vzarr
+from conftest import FIXTURES, good_fixtures, registry_store_only, run_vzarr
 
 import vzarr
 import vzarr.virtualizarr  # noqa: E402  (the parser module, imported on demand)
@@ -543,20 +543,13 @@ def test_parser_reads_through_the_registrys_store(moto_server, monkeypatch):
     SourceError naming its URL."""
     import zarr
     from obspec_utils.registry import ObjectStoreRegistry
-    from obstore.store import MemoryStore, S3Store
+    from obstore.store import MemoryStore
 
     client, env = moto_server
     client.create_bucket(Bucket="pyvz-reg")
     for f in MONTHS[:2]:
         client.upload_file(str(f), "pyvz-reg", f"deep/archive/{f.name}")
-    # The standard chain would go to a closed port with wrong keys.
-    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "wrong")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
-    store = S3Store("pyvz-reg", prefix="deep", endpoint=env["AWS_ENDPOINT_URL"],
-                    access_key_id="test", secret_access_key="test", region="us-east-1",
-                    client_options={"allow_http": True})
-    registry = ObjectStoreRegistry({"s3://pyvz-reg": store})
+    registry = registry_store_only(env, monkeypatch, "pyvz-reg", "deep")
     # "inline" (not the parser's default): small arrays read and kept inline, through the
     # registry's store; the default keeps every chunk referenced.
     parser = vzarr.virtualizarr.Parser(file_timeout=60, small_chunks="inline")
