@@ -42,6 +42,39 @@ def pairs(beside_only=True, kind="hdf5"):
     return out
 
 
+#: Hyrax's `_mvs.h5` files (values it computed, which some chunks of six bes sidecars are in),
+#: kept in the repository: the shared corpus holds the sidecars and granules, not these.
+COMPANIONS = ROOT / "fixtures" / "dmrpp-companions"
+
+
+def with_companions(into: Path):
+    """The bes sidecars with chunks in their granule's `_mvs.h5` file whose granule (the file
+    their `dmrpp:href` names, in their directory) is present, each copied into a directory of
+    its own under `into` with the granule and that file: [(sidecar's name in bes, sidecar,
+    granule, companion)]."""
+    import re
+    import shutil
+
+    out = []
+    bes = DMRPP_DIR / "bes"
+    for sidecar in sorted(bes.rglob("*.dmrpp")):
+        xml = sidecar.read_text(errors="replace")
+        href = re.search(r'dmrpp:href="([^"]*)"', xml)
+        if not href or "_mvs.h5\"" not in xml:
+            continue
+        granule = sidecar.parent / href.group(1).rsplit("/", 1)[-1]
+        found = sorted(COMPANIONS.rglob(f"{granule.name}_mvs.h5"))
+        if not granule.is_file() or not found:
+            continue
+        d = into / str(len(out))
+        d.mkdir(parents=True)
+        for f in (sidecar, granule, found[0]):
+            shutil.copy(f, d / f.name)
+        name = str(sidecar.relative_to(bes))
+        out.append((name, d / sidecar.name, d / granule.name, d / found[0].name))
+    return out
+
+
 def h5_path(f, path, attrs):
     """The h5py path of an array of the output: its source name where it was renamed, the
     hidden name netCDF-4 gives a variable named as a dimension it does not hold, or the path

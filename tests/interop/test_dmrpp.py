@@ -15,7 +15,7 @@ import zarr
 
 from conftest import assert_values_equal, open_store, registry_store_only, run_vzarr
 from dmrpp_values import (DMRPP_DIR, NOT_THEIR_GRANULE, h5_path, hdf4_values,
-                          pairs, undefined)
+                          pairs, undefined, with_companions)
 
 def test_bes_sidecars_read_as_their_granules(tmp_path):
     found = pairs(beside_only=False)
@@ -210,6 +210,72 @@ def test_parser_reads_a_sidecar_and_its_granule_through_the_registrys_store(moto
     assert set(np.unique(arr.manifest._paths).tolist()) == {"__inlined__"}
     np.testing.assert_array_equal(zarr.open_group(inline, mode="r")["d_4_shufzip_chunks"][...],
                                   want)
+
+
+def test_chunks_in_mvs_files_read_as_h5py_reads_those_files(tmp_path):
+    """Sidecars with chunks in Hyrax's `_mvs.h5` file beside their granule (a chunk's own
+    `href`: coordinates Hyrax computed): built with that file beside the granule, each array
+    whose references point into it reads through zarr-python as h5py reads the file, and the
+    file is recorded (a companion, not an input of its own); without the file those arrays are
+    left out with the reason, and the rest built."""
+    found = with_companions(tmp_path / "pairs")
+    # grid_1_2d, grid_2_2d and grid_2_2d_sin (HDF5), grid_2_2d_ps (HDF4), vlen's flattened
+    # variable-length data (sinusoid.hdf, the sixth, is not in bes).
+    assert len(found) >= 5, found
+    compared = 0
+    for k, (name, sidecar, granule, mvs) in enumerate(found):
+        out = tmp_path / f"{k}.json"
+        run_vzarr("build", sidecar, "-o", out, "--small-chunks", "keep", "--data-url", granule)
+        refs = json.loads(out.read_text())
+        prov = refs["vzarr"]
+        assert prov["companions"] == [mvs.as_uri()], (name, prov)
+        group = zarr.open_group(open_store(refs), mode="r")
+        in_mvs = sorted({key.rsplit("/c", 1)[0] for key, v in refs["refs"].items()
+                         if isinstance(v, list) and v and v[0] == mvs.as_uri()})
+        assert in_mvs, name
+        with h5py.File(mvs, "r") as f:
+            for path in in_mvs:
+                arr = group[path]
+                h5 = h5_path(f, path, dict(arr.attrs))
+                assert h5 is not None, (name, path)
+                assert_values_equal(f[h5][()], arr[...], f"{name}:{path}")
+                compared += 1
+        mvs.unlink()
+        p = run_vzarr("build", sidecar, "-o", out, "--data-url", granule, check=False)
+        assert p.returncode == 0, p.stderr
+        assert all(f"{path}: its chunks are in a file beside the granule that cannot be read"
+                   in p.stderr for path in in_mvs), p.stderr
+    # 2 + 4 + 8 + 8 + 2 arrays.
+    assert compared >= 24, compared
+
+
+def test_parser_reads_chunks_in_mvs_files_through_the_registrys_store(tmp_path, moto_server,
+                                                                     monkeypatch):
+    """Through vzarr's VirtualiZarr parser on S3, the `_mvs.h5` file beside the granule is
+    opened, and its small chunks read, through the store the registry gives."""
+    import vzarr.virtualizarr
+
+    client, env = moto_server
+    client.create_bucket(Bucket="dmrpp-mvs")
+    name, sidecar, granule, mvs = next(
+        p for p in with_companions(tmp_path) if p[0].endswith("dmrpp/grid_1_2d.h5.dmrpp"))
+    for f in (sidecar, granule, mvs):
+        client.upload_file(str(f), "dmrpp-mvs", f"g/{f.name}")
+    registry = registry_store_only(env, monkeypatch, "dmrpp-mvs", "g")
+    url = f"s3://dmrpp-mvs/g/{sidecar.name}"
+    with h5py.File(mvs, "r") as f:
+        want = {p: f[p][()] for p in ("HDFEOS/GRIDS/GeoGrid/XDim", "HDFEOS/GRIDS/GeoGrid/YDim")}
+    for small in ("keep", "inline"):
+        store = vzarr.virtualizarr.Parser(file_timeout=60, small_chunks=small)(url, registry)
+        group = zarr.open_group(store, mode="r", zarr_format=3)
+        for p, w in want.items():
+            node = store._group
+            for part in p.split("/")[:-1]:
+                node = node.groups[part]
+            paths = set(np.unique(node.arrays[p.rsplit("/", 1)[1]].manifest._paths).tolist())
+            assert paths == ({f"s3://dmrpp-mvs/g/{mvs.name}"} if small == "keep"
+                             else {"__inlined__"}), (small, p, paths)
+            np.testing.assert_array_equal(group[p][...], w)
 
 
 def test_parser_reads_hdf4_sidecars_as_pyhdf_reads_their_granules():

@@ -323,7 +323,7 @@ fn untouched_since_written(url: &str, then: &SourceRecord) -> bool {
 fn recorded_order(prov: &Provenance) -> Vec<&str> {
     match &prov.concat {
         Some(c) => c.pieces.iter().map(|p| p.url.as_str()).collect(),
-        None => prov.sources.iter().map(|s| s.url.as_str()).collect(),
+        None => prov.own_sources().map(|s| s.url.as_str()).collect(),
     }
 }
 

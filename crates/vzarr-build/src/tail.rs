@@ -258,7 +258,10 @@ pub(crate) fn join(
         let was = prov.sources.iter().find(|s| s.url == *url);
         match of_piece.get(&i) {
             None => return Ok(Tail::Full(format!("{url} could not be scanned"))),
-            Some(ds) if !at.contains(&i) && ds.provenance.sources.first() != was => {
+            Some(ds)
+                if !at.contains(&i)
+                    && ds.provenance.sources.iter().find(|s| s.url == *url) != was =>
+            {
                 return Ok(Tail::Full(format!("{url} changed since it was recorded")));
             }
             _ => {}

@@ -337,6 +337,12 @@ pub struct Provenance {
     /// (they are then the recorded sources themselves).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<Inputs>,
+    /// The URLs, among [`Provenance::sources`], of files that are not inputs themselves but
+    /// that an input's chunks are also read from (a DMR++ sidecar's per-chunk `href`s, such as
+    /// the `_mvs.h5` file of values Hyrax computed), sorted. Readers check them as any
+    /// source; builds, appends and syncs do not take them for files of their own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub companions: Vec<String>,
 }
 
 /// The inputs of a build as given, so that its sources can be found again: directories and
@@ -366,6 +372,33 @@ impl Provenance {
         };
         p.allowed_prefixes = prefixes_of(&p.sources);
         p
+    }
+
+    /// Provenance of the source `own` whose chunks are also read from the `companions` (see
+    /// [`Provenance::companions`]); every one recorded, their directories allowed.
+    pub fn with_companions(own: SourceRecord, companions: Vec<SourceRecord>) -> Self {
+        let mut urls: Vec<String> = companions.iter().map(|c| c.url.clone()).collect();
+        urls.sort();
+        urls.dedup();
+        urls.retain(|u| *u != own.url);
+        let mut sources = companions;
+        sources.push(own);
+        sources.sort_by(|a, b| a.url.cmp(&b.url));
+        sources.dedup_by(|a, b| a.url == b.url);
+        let allowed_prefixes = prefixes_of(&sources);
+        Provenance {
+            sources,
+            allowed_prefixes,
+            companions: urls,
+            ..Default::default()
+        }
+    }
+
+    /// The sources that are files of their own: every one but the companions.
+    pub fn own_sources(&self) -> impl Iterator<Item = &SourceRecord> {
+        self.sources
+            .iter()
+            .filter(|s| !self.companions.contains(&s.url))
     }
 }
 
@@ -552,6 +585,35 @@ pub fn group_metadata(attributes: &Attributes) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn companions_are_recorded_and_not_taken_for_files_of_their_own() {
+        let rec = |u: &str| SourceRecord {
+            url: u.into(),
+            size: 1,
+            mtime_ns: None,
+            etag: None,
+            fingerprint: None,
+        };
+        let p = Provenance::with_companions(
+            rec("file:///d/g.h5"),
+            vec![rec("file:///d/g.h5_mvs.h5"), rec("file:///a/x.h5")],
+        );
+        let urls: Vec<&str> = p.sources.iter().map(|s| s.url.as_str()).collect();
+        assert_eq!(
+            urls,
+            ["file:///a/x.h5", "file:///d/g.h5", "file:///d/g.h5_mvs.h5"]
+        );
+        assert_eq!(p.companions, ["file:///a/x.h5", "file:///d/g.h5_mvs.h5"]);
+        assert_eq!(p.allowed_prefixes, ["file:///a/", "file:///d/"]);
+        let own: Vec<&str> = p.own_sources().map(|s| s.url.as_str()).collect();
+        assert_eq!(own, ["file:///d/g.h5"]);
+        // Kept through JSON; absent when there are none.
+        let back: Provenance = serde_json::from_value(serde_json::to_value(&p).unwrap()).unwrap();
+        assert_eq!(back, p);
+        let single = serde_json::to_value(Provenance::single(rec("file:///d/g.h5"))).unwrap();
+        assert!(single.get("companions").is_none());
+    }
 
     #[test]
     fn chunks_whose_bytes_overflow_are_refused() {

@@ -15,10 +15,11 @@ use crate::{
 /// soft links followed, names Zarr does not allow mapped; 4: arrays and groups in the file's
 /// order, attribute arrays nested as their dataspace, bool `_FillValue` kept, chunks longer
 /// than an unfiltered dataset's first axis cut to it, compounds with variable-length string
-/// members stored inline; 5: object references read as the paths of their targets), so that
+/// members stored inline; 5: object references read as the paths of their targets; 6: DMR++ chunks in files beside
+/// the granule read, their files recorded as companions), so that
 /// cached and partial scans of an older vzarr are scanned
 /// again rather than planned with a different result.
-pub const RECORD_VERSION: u64 = 5;
+pub const RECORD_VERSION: u64 = 6;
 
 fn bad(what: impl Into<String>) -> CoreError {
     CoreError::Metadata(format!("scan record: {}", what.into()))

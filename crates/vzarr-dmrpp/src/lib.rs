@@ -29,12 +29,14 @@
 //!   HDF5's), and variable-length ones whose values the document holds (`dmrpp:vlsa`,
 //!   `strings`) as one inline `vlen-utf8` chunk;
 //! - structures of HDF5 compounds with their `structOffset` (`structure`), mapped as the HDF5
-//!   mapping maps compounds.
+//!   mapping maps compounds;
+//! - chunks in other files beside the granule (a chunk's own `href`: Hyrax's `_mvs.h5` files
+//!   of values it computed), as references into them (`href`).
 //!
 //! Listed as skipped, with the reason, for now: variable-length strings in the granule's
-//! heap, opaque types, sequences and structures the mapping cannot take, chunks in other
-//! files (per-chunk `href`), chunks with a filter mask, linked blocks Zarr cannot express,
-//! and every `unsupported-*` marker.
+//! heap, opaque types, sequences and structures the mapping cannot take, chunks in files
+//! elsewhere than beside the granule, chunks with a filter mask, linked blocks Zarr cannot
+//! express, and every `unsupported-*` marker.
 //!
 //! The chunks are read from the granule the document names (`dmrpp:href`) when it is an
 //! absolute URL at the sidecar's own scheme and host, else from the sidecar's own URL without
@@ -46,6 +48,7 @@
 //! cannot map is listed as skipped and the rest built.
 
 mod error;
+mod href;
 mod map;
 mod strings;
 mod structure;
@@ -153,7 +156,7 @@ pub fn scan_with(
         })?,
     };
     let doc = map::Doc {
-        data_url: &data_url,
+        place: href::Place::new(&data_url, root.attr("href")),
         versioned: root.attr("version").is_some(),
     };
     let mut out = VirtualDataset::new();

@@ -14,6 +14,7 @@ use vzarr_core::{
 use vzarr_hdf5_map::chunks::Chunks;
 use vzarr_hdf5_map::types::{IntFacts, Order, StrPad, TypeInfo};
 
+use crate::href::Place;
 use crate::strings;
 use crate::structure;
 use crate::types;
@@ -28,8 +29,8 @@ const MAX_LISTED: u64 = vzarr_core::limits::MAX_ARRAY_REFERENCES;
 
 /// What the walk knows about the whole document.
 pub(crate) struct Doc<'a> {
-    /// The URL every chunk is read from.
-    pub(crate) data_url: &'a str,
+    /// The granule every chunk is read from, but for those in other files (`href`).
+    pub(crate) place: Place<'a>,
     /// Whether the document names the `dmrpp:version` that wrote it (since bes 3.20.9): its
     /// `compressionType` lists the filters in the order the HDF5 pipeline applied them. Older
     /// ones wrote "deflate shuffle" for any order, which Hyrax decodes inflating first.
@@ -298,7 +299,6 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
     let bytes = elements
         .checked_mul(data_type.size() as u64)
         .ok_or("the array's size in bytes overflows")?;
-    let url = doc.data_url;
     let (chunks, codecs, chunking) = if let Some(m) = el.child("missingdata") {
         // Values Hyrax computed (HDF-EOS grids' coordinates, flattened variable-length
         // data), held in the sidecar deflated (a value as small as a scalar byte as it is):
@@ -327,7 +327,7 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
             .map_err(|e| format!("dmrpp:compact is not base64: {e}"))?;
         held_whole(&shape, data, Some(("compact", bytes)))?
     } else if let Some(c) = chunks {
-        chunked(doc, c, &data_type, &shape, bytes, url)?
+        chunked(doc, c, &data_type, &shape, bytes)?
     } else {
         return Err(
             "no storage information (no dmrpp:chunks, chunk or compact): where its values are \
@@ -498,7 +498,7 @@ fn linked_blocks(
     codecs: &[Codec],
     shape: &[u64],
     bytes: u64,
-    url: &str,
+    place: &Place<'_>,
 ) -> Result<Chunks, String> {
     if let Some(other) = c.children.iter().find(|e| e.name != "block") {
         return Err(format!(
@@ -516,6 +516,10 @@ fn linked_blocks(
     let blocks = c
         .children_named("block")
         .map(|b| byte_range(b, "a linked block"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let urls = c
+        .children_named("block")
+        .map(|b| place.chunk_url(b.attr("href")))
         .collect::<Result<Vec<_>, _>>()?;
     let total = blocks
         .iter()
@@ -547,8 +551,8 @@ fn linked_blocks(
     }
     let grid = ChunkGrid::new(dims);
     let mut m = ChunkManifest::new_missing(blocks.len());
-    let sid = m.intern(url).map_err(|e| e.to_string())?;
-    for (i, &(o, n)) in blocks.iter().enumerate() {
+    for (i, (&(o, n), url)) in blocks.iter().zip(&urls).enumerate() {
+        let sid = m.intern(url).map_err(|e| e.to_string())?;
         m.set_range(i, sid, o, n).map_err(|e| e.to_string())?;
     }
     Ok(Chunks { grid, manifest: m })
@@ -566,11 +570,11 @@ fn chunked(
     t: &DataType,
     shape: &[u64],
     bytes: u64,
-    url: &str,
 ) -> Result<Stored, String> {
     let codecs = codecs(doc, c, t)?;
+    let place = &doc.place;
     if c.name == "chunks" && c.children_named("block").next().is_some() {
-        return linked_blocks(c, &codecs, shape, bytes, url).map(|k| (k, codecs, None));
+        return linked_blocks(c, &codecs, shape, bytes, place).map(|k| (k, codecs, None));
     }
     // Anything else inside (elements of later DMR++ versions) would leave bytes undescribed:
     // the variable is refused rather than read as fill.
@@ -587,9 +591,6 @@ fn chunked(
     }
     let listed: Vec<&Element> = c.children_named("chunk").collect();
     for ch in &listed {
-        if ch.attr("href").is_some() {
-            return Err("a chunk in another file (per-chunk href): not read from DMR++ yet".into());
-        }
         if ch.attr("fm").is_some_and(|m| m.trim() != "0") {
             return Err(
                 "a chunk whose filters were skipped (fm mask): not read from DMR++ yet".into(),
@@ -599,11 +600,23 @@ fn chunked(
     let range = |ch: &Element| byte_range(ch, "a chunk");
     let sizes = c.child("chunkDimensionSizes");
     let Some(sizes) = sizes else {
-        // Contiguous: the ranges must follow each other and hold the array.
+        // Contiguous: the ranges must follow each other, in one file, and hold the array.
         let mut ranges = listed
             .iter()
             .map(|ch| range(ch))
             .collect::<Result<Vec<_>, _>>()?;
+        let mut urls = listed
+            .iter()
+            .map(|ch| place.chunk_url(ch.attr("href")))
+            .collect::<Result<Vec<_>, _>>()?;
+        urls.dedup();
+        if urls.len() > 1 {
+            return Err(format!(
+                "contiguous data in ranges of {} files: one range of one file in Zarr",
+                urls.len()
+            ));
+        }
+        let url = urls.pop().unwrap_or_else(|| place.data_url.to_string());
         ranges.sort_unstable();
         let grid = ChunkGrid::whole(shape).map_err(|e| e.to_string())?;
         let mut m = ChunkManifest::new_missing(1);
@@ -625,7 +638,7 @@ fn chunked(
                 end - start
             ));
         }
-        let sid = m.intern(url).map_err(|e| e.to_string())?;
+        let sid = m.intern(&url).map_err(|e| e.to_string())?;
         m.set_range(0, sid, start, end - start)
             .map_err(|e| e.to_string())?;
         return Ok((Chunks { grid, manifest: m }, codecs, None));
@@ -668,9 +681,14 @@ fn chunked(
         .collect();
     // Sparse where few of a large grid's chunks are listed: nothing allocated per chunk.
     let mut m = ChunkManifest::new_missing_expecting(n as usize, listed.len());
-    let sid = m.intern(url).map_err(|e| e.to_string())?;
     for ch in listed {
         let (o, len) = range(ch)?;
+        // Interned as met: an array whose chunks are all in other files names no granule.
+        let sid = match ch.attr("href") {
+            None => m.intern(place.data_url),
+            h => m.intern(&place.chunk_url(h)?),
+        }
+        .map_err(|e| e.to_string())?;
         let pos: Vec<u64> = ch
             .attr("chunkPositionInArray")
             .unwrap_or("[]")

@@ -74,6 +74,7 @@ fn dataset(dir: &str) -> VirtualDataset {
         small_chunks: None,
         upgraded_from: None,
         inputs: None,
+        companions: Vec::new(),
     };
     ds
 }

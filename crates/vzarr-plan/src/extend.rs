@@ -371,6 +371,8 @@ fn extended_provenance(
     let mut prov = old.provenance.clone();
     prov.allowed_prefixes = vzarr_core::prefixes_of(&sources);
     prov.sources = sources;
+    prov.companions =
+        crate::output::companions_of([&old.provenance, &window.provenance].into_iter());
     prov.concat = Some(ConcatInfo {
         pieces,
         retimed,

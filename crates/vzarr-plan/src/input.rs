@@ -19,18 +19,21 @@ pub(crate) struct Input {
 }
 
 impl Input {
-    /// One input per dataset; each must be the scan of a single file.
+    /// One input per dataset; each must be the scan of a single file (and of its
+    /// companions: `Provenance::companions`).
     pub(crate) fn from_datasets(datasets: Vec<VirtualDataset>) -> Result<Vec<Input>, PlanError> {
         datasets
             .into_iter()
             .enumerate()
-            .map(|(i, ds)| match ds.provenance.sources.as_slice() {
-                [one] => Ok(Input {
-                    pos: i,
-                    url: one.url.clone(),
-                    ds,
-                }),
-                _ => Err(PlanError::NotSingleFile(i)),
+            .map(|(i, ds)| {
+                let url = {
+                    let mut own = ds.provenance.own_sources();
+                    match (own.next(), own.next()) {
+                        (Some(one), None) => one.url.clone(),
+                        _ => return Err(PlanError::NotSingleFile(i)),
+                    }
+                };
+                Ok(Input { pos: i, url, ds })
             })
             .collect()
     }

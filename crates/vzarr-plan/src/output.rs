@@ -30,6 +30,7 @@ pub(crate) fn combined_provenance(ordered: &[&Input], concat: ConcatInfo) -> Pro
     sources.sort_by(|a, b| a.url.cmp(&b.url));
     sources.dedup_by(|a, b| a.url == b.url);
     let allowed_prefixes = vzarr_core::prefixes_of(&sources);
+    let companions = companions_of(ordered.iter().map(|i| &i.ds.provenance));
     Provenance {
         sources,
         allowed_prefixes,
@@ -37,7 +38,25 @@ pub(crate) fn combined_provenance(ordered: &[&Input], concat: ConcatInfo) -> Pro
         small_chunks: None,
         upgraded_from: None,
         inputs: None,
+        companions,
     }
+}
+
+/// The companions (`Provenance::companions`) of the provenances `of` combined: each once,
+/// sorted, but for those that are some input's own file.
+pub(crate) fn companions_of<'a>(of: impl Iterator<Item = &'a Provenance> + Clone) -> Vec<String> {
+    let own: std::collections::HashSet<&str> = of
+        .clone()
+        .flat_map(|p| p.own_sources().map(|s| s.url.as_str()))
+        .collect();
+    let mut v: Vec<String> = of
+        .flat_map(|p| p.companions.iter())
+        .filter(|u| !own.contains(u.as_str()))
+        .cloned()
+        .collect();
+    v.sort();
+    v.dedup();
+    v
 }
 
 /// Copies a chunk reference into `out` at position `i`.

@@ -166,20 +166,27 @@ pub(crate) fn scan_manifests(
             // Small chunks merged (regular grids only: VirtualiZarr's manifests are regular)
             // and inlined, read through the store the file was scanned through.
             let records = ds.provenance.sources.clone();
-            // The record is the file's, or the granule's beside a DMR++ sidecar: read in the
-            // same store at its own path.
-            let in_store = through
-                .zip(records.first())
-                .and_then(|((store, path), record)| {
-                    let at = vzarr_scan::path_in_store(&source, &path, &record.url)?;
-                    let loc = vzarr_source::locate(&record.url).ok()?;
-                    Some((store, at, loc, record))
+            // The records are the file's, or the granule's beside a DMR++ sidecar and those of
+            // the files beside it some chunks are in: read in the same store at their paths.
+            let in_store: Option<Vec<Arc<dyn vzarr_source::ByteSource>>> =
+                through.and_then(|(store, path)| {
+                    records
+                        .iter()
+                        .map(|record| {
+                            let at = vzarr_scan::path_in_store(&source, &path, &record.url)?;
+                            let loc = vzarr_source::locate(&record.url).ok()?;
+                            let src = vzarr_source::ObjectSource::from_record_in(
+                                store.clone(),
+                                at,
+                                &loc,
+                                record,
+                            );
+                            Some(Arc::new(src) as _)
+                        })
+                        .collect()
                 });
             let reader: Box<dyn vzarr_source::SourceStore> = match in_store {
-                Some((store, path, loc, record)) => {
-                    let src = vzarr_source::ObjectSource::from_record_in(store, path, &loc, record);
-                    Box::new(vzarr_source::Opened::new([Arc::new(src) as _]))
-                }
+                Some(opened) if !opened.is_empty() => Box::new(vzarr_source::Opened::new(opened)),
                 _ => Box::new(vzarr_source::Recorded::new(
                     vzarr_source::Stores::default(),
                     records,

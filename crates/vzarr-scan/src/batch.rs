@@ -103,7 +103,7 @@ fn scan_with_cache(
     // The record the scan made must be the one the key was made of; a file that changed
     // while it was scanned is not cached.
     if let Some(c) = cache {
-        let rec = ds.provenance.sources.first();
+        let rec = ds.provenance.own_sources().next();
         if rec.is_some_and(|r| r.size == record.size && r.mtime_ns == record.mtime_ns) {
             c.put(&key, &ds)?;
         }

@@ -18,7 +18,7 @@ pub use vzarr_hdf5::refusal as hdf5_refusal;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use vzarr_core::{Provenance, VirtualDataset};
+use vzarr_core::{Provenance, SourceRecord, VirtualDataset};
 use vzarr_source::{
     BlockCache, ByteSource, Bytes, Clients, Coalesced, Format, MAX_COALESCED_READ, ObjectPath,
     ObjectSource, ObjectStore, REMOTE_COALESCE_GAP, SniffError, SourceError, Stores, sniff,
@@ -272,16 +272,28 @@ pub(crate) struct Opened {
 }
 
 /// The path, in the store `path` (the source's) is in, of the object at `url`: the source
-/// itself, or the granule beside a DMR++ sidecar (the source's URL and path without `.dmrpp`);
-/// `None` for any other object.
+/// itself, the granule beside a DMR++ sidecar (the source's URL and path without `.dmrpp`), or
+/// another object in the source's directory or below it (a file beside the granule that some
+/// of the sidecar's chunks are in); `None` for any other object.
 pub fn path_in_store(source: &SourceRef, path: &ObjectPath, url: &str) -> Option<ObjectPath> {
     let own = source.url();
     if url == own {
         return Some(path.clone());
     }
-    (own.strip_suffix(".dmrpp") == Some(url))
-        .then(|| path.as_ref().strip_suffix(".dmrpp").map(ObjectPath::from))
-        .flatten()
+    if own.strip_suffix(".dmrpp") == Some(url) {
+        return path.as_ref().strip_suffix(".dmrpp").map(ObjectPath::from);
+    }
+    let dir = &own[..=own.rfind('/')?];
+    let rest = url.strip_prefix(dir)?;
+    if rest
+        .split('/')
+        .any(|p| p.is_empty() || p == "." || p == ".." || p.contains('%'))
+    {
+        return None;
+    }
+    let p = path.as_ref();
+    let in_store = p.rfind('/').map_or("", |i| &p[..=i]);
+    ObjectPath::parse(format!("{in_store}{rest}")).ok()
 }
 
 /// Opens a source for scanning: a local file as it is; an object in one ranged GET of its
@@ -417,7 +429,9 @@ pub(crate) fn scan_opened(
     opened: Opened,
     opts: &ScanOptions,
 ) -> Result<VirtualDataset, ScanError> {
-    let mut src = opened.src;
+    let mut src = opened.src.clone();
+    // Files besides the scanned one that its chunks are in (a DMR++ sidecar's `href`s).
+    let mut companions: Vec<SourceRecord> = Vec::new();
     let mut ds = match sniff(src.as_ref())? {
         Format::Hdf5 { .. } => match opts.hdf5_scanner {
             Hdf5Scanner::Native => {
@@ -458,20 +472,41 @@ pub(crate) fn scan_opened(
         Format::Dmrpp => {
             let (ds, granule) = scan_dmrpp(src.as_ref(), opts.dmrpp_data_url.as_deref())?;
             // The chunks are the granule's: its record (size, time, ETag) is what readers
-            // check, taken with one request; the granule's bytes are not read. A granule
-            // beside a sidecar read through the caller's store is opened in that store.
-            let granule = SourceRef::parse(&granule)?;
-            let beside = opened.store.as_ref().and_then(|(store, path)| {
-                Some((store.clone(), path_in_store(source, path, &granule.url())?))
-            });
-            src = match beside {
-                Some((store, path)) => {
-                    let (obj, _) =
-                        ObjectSource::open_with_head_in(store, path, granule.location(), 0)?;
-                    Arc::new(obj)
-                }
-                None => open_for_scan(&granule, 0)?.src,
+            // check, taken with one request; the granule's bytes are not read. So are the
+            // records of the files beside it that some chunks are in (Hyrax's `_mvs.h5`).
+            // Objects beside a sidecar read through the caller's store are opened in it.
+            let open = |url: &str| -> Result<Arc<dyn ByteSource>, ScanError> {
+                let at = SourceRef::parse(url)?;
+                let beside = opened.store.as_ref().and_then(|(store, path)| {
+                    Some((store.clone(), path_in_store(source, path, &at.url())?))
+                });
+                Ok(match beside {
+                    Some((store, path)) => {
+                        let (obj, _) =
+                            ObjectSource::open_with_head_in(store, path, at.location(), 0)?;
+                        Arc::new(obj)
+                    }
+                    None => open_for_scan(&at, 0)?.src,
+                })
             };
+            src = open(&granule)?;
+            let mut ds = ds;
+            let mut others: Vec<String> = ds
+                .arrays
+                .values()
+                .flat_map(|a| a.manifest.sources().iter().map(|s| s.to_string()))
+                .filter(|u| u != src.url())
+                .collect();
+            others.sort_unstable();
+            others.dedup();
+            for url in others {
+                match open(&url).and_then(|o| record_of(o.as_ref())) {
+                    Ok(record) => companions.push(record),
+                    // A file beside the granule that cannot be read costs the variables with
+                    // chunks in it, not the granule's.
+                    Err(e) => leave_out_in(&mut ds, &url, &e.to_string()),
+                }
+            }
             ds
         }
         _ => {
@@ -481,15 +516,45 @@ pub(crate) fn scan_opened(
             }));
         }
     };
-    let mut record = src.record().clone();
-    // The fingerprint tells a source rewritten with the same size and modification time; an
-    // object's ETag tells that already (readers then skip the fingerprint), and hashing its
-    // first 64 KiB would cost a second request whenever its head is shorter.
-    if record.etag.is_none() {
-        record.fingerprint = Some(vzarr_source::fingerprint(src.as_ref())?);
-    }
-    ds.provenance = Provenance::single(record);
+    let record = record_of(src.as_ref())?;
+    ds.provenance = if companions.is_empty() {
+        Provenance::single(record)
+    } else {
+        Provenance::with_companions(record, companions)
+    };
     Ok(ds)
+}
+
+/// Leaves out of `ds` the arrays with chunks in the file at `url`, which cannot be read
+/// (`why`), listing them as skipped.
+fn leave_out_in(ds: &mut VirtualDataset, url: &str, why: &str) {
+    let gone: Vec<String> = ds
+        .arrays
+        .iter()
+        .filter(|(_, a)| a.manifest.sources().iter().any(|s| **s == *url))
+        .map(|(p, _)| p.clone())
+        .collect();
+    for path in gone {
+        ds.arrays.shift_remove(&path);
+        ds.skipped.push(vzarr_core::SkippedVariable {
+            path,
+            reason: format!(
+                "its chunks are in a file beside the granule that cannot be read: {why}"
+            ),
+        });
+    }
+}
+
+/// The record readers check `src` against. The fingerprint tells a source rewritten with the
+/// same size and modification time; an object's ETag tells that already (readers then skip
+/// the fingerprint), and hashing its first 64 KiB would cost a second request whenever its
+/// head is shorter.
+fn record_of(src: &dyn ByteSource) -> Result<SourceRecord, ScanError> {
+    let mut record = src.record().clone();
+    if record.etag.is_none() {
+        record.fingerprint = Some(vzarr_source::fingerprint(src)?);
+    }
+    Ok(record)
 }
 
 /// The virtual dataset the DMR++ sidecar `src` describes (read whole, at most

@@ -17,7 +17,9 @@
 //!   and [`SidecarOptions::samples`] more) decodes through the sidecar's filters to the size its
 //!   chunk shape says (a Fletcher-32 checksum, where the filters hold one, verified).
 //!
-//! Both modes check that every chunk lies inside the granule.
+//! Both modes check that every chunk lies inside the granule. Chunks in files beside it (a
+//! chunk's own `href`: Hyrax's `_mvs.h5` of values it computed) are checked by range reads in
+//! either mode, their arrays not compared with the granule's.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -91,8 +93,10 @@ pub enum FindingKind {
     MissingChunks,
     /// Chunks the sidecar lists that the granule does not store.
     ExtraChunks,
-    /// Chunks that end past the end of the granule.
+    /// Chunks that end past the end of the granule (or of the file beside it they are in).
     OutsideObject,
+    /// Chunks in a file beside the granule (a chunk's own `href`) that cannot be opened.
+    MissingFile,
     /// Chunks that overlap other chunks in part.
     Overlap,
     /// Sampled chunks that do not decode to their chunk's size through the sidecar's filters.
@@ -115,6 +119,7 @@ impl FindingKind {
             FindingKind::MissingChunks => "missing chunks",
             FindingKind::ExtraChunks => "extra chunks",
             FindingKind::OutsideObject => "chunks outside the granule",
+            FindingKind::MissingFile => "chunks in a file that cannot be read",
             FindingKind::Overlap => "overlapping chunks",
             FindingKind::Undecodable => "undecodable chunks",
             FindingKind::Values => "values",
@@ -241,16 +246,41 @@ pub fn check_sidecar(sidecar: &str, opts: &SidecarOptions) -> Result<SidecarRepo
         }
     }
     match scanned_size {
-        Some(size) => check_ranges(&ours, size, None, opts, &mut report),
+        Some(size) => check_ranges(&ours, &granule_url, size, None, opts, &mut report),
         None => {
             let granule = vzarr_source::open_source(&granule_url)?;
-            check_ranges(
-                &ours,
-                granule.size(),
-                Some(granule.as_ref()),
-                opts,
-                &mut report,
-            );
+            let size = granule.size();
+            let from = Some(granule.as_ref());
+            check_ranges(&ours, &granule_url, size, from, opts, &mut report);
+        }
+    }
+    // Chunks in files beside the granule (Hyrax's `_mvs.h5` of values it computed, which the
+    // granule does not hold as such) are checked by range reads, in either mode.
+    let mut others: Vec<&str> = ours
+        .arrays
+        .values()
+        .flat_map(|a| a.manifest.sources().iter().map(|s| &**s))
+        .filter(|u| *u != granule_url)
+        .collect();
+    others.sort_unstable();
+    others.dedup();
+    for file in others {
+        match vzarr_source::open_source(file) {
+            Ok(src) => {
+                let from = Some(src.as_ref());
+                check_ranges(&ours, file, src.size(), from, opts, &mut report);
+            }
+            Err(e) => {
+                for (path, a) in &ours.arrays {
+                    if a.manifest.sources().iter().any(|s| **s == *file) {
+                        report.findings.push(SidecarFinding {
+                            array: path.clone(),
+                            kind: FindingKind::MissingFile,
+                            detail: e.to_string(),
+                        });
+                    }
+                }
+            }
         }
     }
     report
@@ -349,6 +379,10 @@ fn same_fill(a: &VirtualArray, b: &VirtualArray) -> bool {
 /// Compares the sidecar's arrays (`ours`) with the granule's (`theirs`).
 fn compare_layouts(ours: &VirtualDataset, theirs: &VirtualDataset, report: &mut SidecarReport) {
     for (path, a) in &ours.arrays {
+        // An array with chunks in other files is checked by range reads in them.
+        if a.manifest.sources().iter().any(|s| **s != *report.granule) {
+            continue;
+        }
         let Some(b) = granule_array(theirs, path, a) else {
             // A variable the granule's scan does not build (a type vzarr refuses in HDF5, say)
             // is not compared; nor one without chunks (Hyrax gives netCDF's dimensions without
@@ -575,20 +609,32 @@ fn describe(r: &ChunkRef<'_>) -> String {
     }
 }
 
-/// Bounds (against the granule's `size`) and overlaps of every chunk; with `decode_from` (the
-/// granule), sampled chunks decoded.
+/// Bounds (against the `size` of `file`: the granule, or a file beside it) and overlaps of
+/// every chunk in `file`; with `decode_from` (that file), sampled chunks decoded.
 fn check_ranges(
     ours: &VirtualDataset,
+    file: &str,
     size: u64,
     decode_from: Option<&dyn ByteSource>,
     opts: &SidecarOptions,
     report: &mut SidecarReport,
 ) {
+    let granule = file == report.granule;
     // (offset, end, array) of every range, to find overlaps.
     let mut ranges: Vec<(u64, u64, &str)> = Vec::new();
     for (path, a) in &ours.arrays {
         let mut outside = Tally::default();
+        let mut any = false;
         for (_, r) in a.manifest.iter_stored() {
+            // Chunks the sidecar holds are counted with the granule's.
+            let here = match r {
+                ChunkRef::Range { source, .. } => source == file,
+                _ => granule,
+            };
+            if !here {
+                continue;
+            }
+            any = true;
             report.chunks += 1;
             if let ChunkRef::Range { offset, length, .. } = r {
                 let end = offset.saturating_add(length);
@@ -603,13 +649,15 @@ fn check_ranges(
                 array: path.clone(),
                 kind: FindingKind::OutsideObject,
                 detail: format!(
-                    "{} chunks, {}, past the granule's {size} bytes",
-                    outside.n, outside.first
+                    "{} chunks, {}, past the {size} bytes of {}",
+                    outside.n,
+                    outside.first,
+                    if granule { "the granule" } else { file }
                 ),
             });
         }
-        if let Some(granule) = decode_from.filter(|_| outside.n == 0) {
-            decode_sample(path, a, granule, opts, report);
+        if let Some(from) = decode_from.filter(|_| outside.n == 0 && any) {
+            decode_sample(path, a, file, granule, from, opts, report);
         }
     }
     ranges.sort_unstable();
@@ -638,15 +686,27 @@ fn check_ranges(
     }
 }
 
-/// Decodes the first, the last and `opts.samples` random stored chunks of `a`.
+/// Decodes the first, the last and `opts.samples` random stored chunks of `a` in `file` (read
+/// from `from`; those the sidecar holds with the `granule`'s).
 fn decode_sample(
     path: &str,
     a: &VirtualArray,
-    granule: &dyn ByteSource,
+    file: &str,
+    granule: bool,
+    from: &dyn ByteSource,
     opts: &SidecarOptions,
     report: &mut SidecarReport,
 ) {
-    let stored: Vec<usize> = a.manifest.iter_stored().map(|(i, _)| i).collect();
+    // The chunks in `file` (and those the sidecar holds, with the granule's).
+    let stored: Vec<usize> = a
+        .manifest
+        .iter_stored()
+        .filter(|(_, r)| match r {
+            ChunkRef::Range { source, .. } => *source == file,
+            _ => granule,
+        })
+        .map(|(i, _)| i)
+        .collect();
     if stored.is_empty() || a.data_type.size() == 0 {
         return;
     }
@@ -683,7 +743,7 @@ fn decode_sample(
         let encoded = match a.manifest.get(i) {
             ChunkRef::Inline(b) => Ok(vzarr_source::Bytes::copy_from_slice(b)),
             ChunkRef::Range { offset, length, .. } if length <= MAX_DECODED_CHUNK => {
-                granule.read(offset..offset + length)
+                from.read(offset..offset + length)
             }
             _ => continue,
         };

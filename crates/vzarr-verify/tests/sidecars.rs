@@ -4,6 +4,8 @@
 //! are flagged, each for what is wrong with it; checked by range reads, the stale one is
 //! flagged and nothing else; HDF4 granules are checked by range reads. Sidecars damaged on
 //! purpose (an offset moved, a chunk past the end, overlapping chunks) are flagged for it.
+//! Sidecars whose chunks are partly in Hyrax's `_mvs.h5` files beside their granules are
+//! checked with those files (fixtures/dmrpp-companions) beside them, and flagged without.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -51,6 +53,48 @@ fn present_pairs() -> Vec<(String, String)> {
         .collect()
 }
 
+/// Hyrax's `_mvs.h5` file of the granule `granule` (fixtures/dmrpp-companions: the shared
+/// corpus holds the sidecars and granules, not these), if it has one.
+fn companion_of(granule: &str) -> Option<PathBuf> {
+    let name = format!("{}_mvs.h5", Path::new(granule).file_name()?.to_str()?);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/dmrpp-companions");
+    walk(&root)
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| *n == *name))
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The pair (sidecar, granule, in `bes`) copied into `into` with the granule's `_mvs.h5`
+/// beside it, when it has one: (sidecar, granule) there.
+fn with_companion(
+    bes: &Path,
+    sidecar: &str,
+    granule: &str,
+    into: &Path,
+) -> Option<(PathBuf, PathBuf)> {
+    let companion = companion_of(granule)?;
+    std::fs::create_dir_all(into).unwrap();
+    let copy = |from: &Path| {
+        let to = into.join(from.file_name().unwrap());
+        std::fs::copy(from, &to).unwrap();
+        to
+    };
+    copy(&companion);
+    Some((copy(&bes.join(sidecar)), copy(&bes.join(granule))))
+}
+
 /// The findings of each flagged sidecar: (array, kind).
 type Flagged = BTreeMap<String, Vec<(String, FindingKind)>>;
 
@@ -58,14 +102,21 @@ type Flagged = BTreeMap<String, Vec<(String, FindingKind)>>;
 /// many sidecars were checked by range reads for their granule's format.
 fn check_all(mode: SidecarMode) -> (Flagged, usize, u64, usize) {
     let bes = data_dir().join("bes");
+    let staging = tempfile::tempdir().unwrap();
     let (mut flagged, mut arrays, mut chunks, mut fallbacks) = (BTreeMap::new(), 0, 0, 0);
-    for (sidecar, granule) in present_pairs() {
+    for (k, (sidecar, granule)) in present_pairs().into_iter().enumerate() {
+        let (path, granule) = with_companion(
+            &bes,
+            &sidecar,
+            &granule,
+            &staging.path().join(format!("{k}")),
+        )
+        .unwrap_or_else(|| (bes.join(&sidecar), bes.join(&granule)));
         let opts = SidecarOptions {
             mode,
-            data_url: Some(bes.join(&granule).display().to_string()),
+            data_url: Some(granule.display().to_string()),
             ..Default::default()
         };
-        let path = bes.join(&sidecar);
         let report = match check_sidecar(&path.display().to_string(), &opts) {
             Ok(r) => r,
             // bes keeps a request file under a .dmrpp name, and two HDF4 sidecars hold a
@@ -127,6 +178,49 @@ fn compared_with_their_granules_exactly_the_wrong_sidecars_are_flagged() {
         9,
         "{stale:?}"
     );
+}
+
+#[test]
+fn chunks_in_mvs_files_are_checked_in_them() {
+    let bes = data_dir().join("bes");
+    let sidecar = "modules/fileout_netcdf/data/grid_2_2d_sin.h5.dmrpp";
+    let granule = "modules/fileout_netcdf/data/grid_2_2d_sin.h5";
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = with_companion(&bes, sidecar, granule, dir.path()).unwrap();
+    let path = path.display().to_string();
+    for mode in [SidecarMode::Scan, SidecarMode::Ranges] {
+        let opts = SidecarOptions {
+            mode,
+            samples: 100,
+            ..Default::default()
+        };
+        let r = check_sidecar(&path, &opts).unwrap();
+        assert!(r.matches(), "{mode:?}: {:?}", r.findings);
+        // 8 arrays' chunks in the `_mvs.h5` (coordinates Hyrax computed), all decoded.
+        assert!(r.decoded >= 8, "{mode:?}: {} decoded", r.decoded);
+    }
+    // The `_mvs.h5` cut short: its arrays' chunks are past its end.
+    let mvs = dir.path().join("grid_2_2d_sin.h5_mvs.h5");
+    let bytes = std::fs::read(&mvs).unwrap();
+    std::fs::write(&mvs, &bytes[..bytes.len() / 2]).unwrap();
+    let r = check_sidecar(&path, &SidecarOptions::default()).unwrap();
+    assert!(!r.matches());
+    assert!(
+        r.findings
+            .iter()
+            .all(|f| f.kind == FindingKind::OutsideObject || f.kind == FindingKind::Undecodable),
+        "{:?}",
+        r.findings
+    );
+    // Gone: each of its arrays flagged for it.
+    std::fs::remove_file(&mvs).unwrap();
+    let r = check_sidecar(&path, &SidecarOptions::default()).unwrap();
+    let missing = r
+        .findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::MissingFile)
+        .count();
+    assert_eq!(missing, 8, "{:?}", r.findings);
 }
 
 #[test]

@@ -116,6 +116,7 @@ fn rectilinear_concatenation_reads_through_zarrs() {
         small_chunks: None,
         upgraded_from: None,
         inputs: None,
+        companions: Vec::new(),
     };
     let out = dir.path().join("combined.json");
     vzarr_kerchunk::write_file(&ds, &out).unwrap();
@@ -244,6 +245,7 @@ fn stacking_along_a_new_dimension_is_verified_per_member() {
         small_chunks: None,
         upgraded_from: None,
         inputs: None,
+        companions: Vec::new(),
     };
     let out = dir.path().join("stacked.json");
     vzarr_kerchunk::write_file(&ds, &out).unwrap();
