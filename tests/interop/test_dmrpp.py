@@ -382,3 +382,77 @@ def test_open_virtual_mfdataset_over_sidecars_away_from_their_granules(tmp_path)
     with h5py.File(src / names[0], "r") as f:
         for name in f:
             assert_values_equal(f[name][()], group[name][...], name)
+
+
+def masked_pair(tmp_path):
+    """An HDF5 file whose shuffled and deflated int32 array has two chunks stored with filters
+    skipped (h5py's write_direct_chunk with a filter mask: one only shuffled, one raw at the
+    array's edge, with bytes past the edge that are not the fill value), and a DMR++ sidecar
+    listing its chunks as bes does (`fm` the chunk's mask, offsets from h5py's chunk index).
+    Returns (sidecar, granule, the values h5py reads)."""
+    g = tmp_path / "masked.h5"
+    data = (np.arange(8 * 6, dtype="<i4").reshape(8, 6) - 20) * 1001
+    with h5py.File(g, "w") as f:
+        d = f.create_dataset("v", shape=(8, 6), chunks=(3, 4), dtype="<i4", shuffle=True,
+                             compression="gzip", compression_opts=4, fillvalue=-7)
+        d[...] = data
+        # Filter 0 is shuffle, 1 deflate: mask 0b10 skips deflate; 0b11 both.
+        block = data[0:3, 0:4].tobytes()
+        d.id.write_direct_chunk((0, 0), np.frombuffer(block, np.uint8).reshape(-1, 4).T.tobytes(),
+                                filter_mask=0b10)
+        edge = np.full((3, 4), 77, "<i4")
+        edge[:, :2] = data[3:6, 4:6]
+        d.id.write_direct_chunk((3, 4), edge.tobytes(), filter_mask=0b11)
+        chunks = [d.id.get_chunk_info(i) for i in range(d.id.get_num_chunks())]
+        want = d[()]
+    assert sorted(c.filter_mask for c in chunks if c.filter_mask) == [2, 3]
+    listed = "\n".join(
+        f'<dmrpp:chunk offset="{c.byte_offset}" nBytes="{c.size}" '
+        f'chunkPositionInArray="[{c.chunk_offset[0]},{c.chunk_offset[1]}]"'
+        + (f' fm="{c.filter_mask}"' if c.filter_mask else "") + "/>"
+        for c in chunks)
+    sidecar = tmp_path / "masked.h5.dmrpp"
+    sidecar.write_text(f"""<?xml version="1.0" encoding="ISO-8859-1"?>
+<Dataset xmlns="http://xml.opendap.org/ns/DAP/4.0#" xmlns:dmrpp="http://xml.opendap.org/dap/dmrpp/1.0.0#" dapVersion="4.0" dmrVersion="1.0" name="masked.h5" dmrpp:href="data/masked.h5" dmrpp:version="3.21.1">
+  <Dimension name="y" size="8"/><Dimension name="x" size="6"/>
+  <Int32 name="v"><Dim name="/y"/><Dim name="/x"/>
+    <Attribute name="_FillValue" type="Int32"><Value>-7</Value></Attribute>
+    <dmrpp:chunks compressionType="shuffle deflate" deflateLevel="4" fillValue="-7" byteOrder="LE">
+      <dmrpp:chunkDimensionSizes>3 4</dmrpp:chunkDimensionSizes>
+      {listed}
+    </dmrpp:chunks>
+  </Int32>
+</Dataset>
+""")
+    return sidecar, g, want
+
+
+def test_chunks_with_filters_skipped_read_as_h5py_reads_them(tmp_path):
+    """Chunks a sidecar lists with a filter mask (`fm`: some of the array's filters not
+    applied to them, as HDF5 allows) are read when the dataset is built and kept inline,
+    re-encoded with every filter: the array reads through zarr-python, and through vzarr's
+    VirtualiZarr parser, as h5py reads the granule; `vzarr check-dmrpp` finds the sidecar
+    matches, and flags one whose mask was dropped."""
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore
+
+    import vzarr.virtualizarr
+
+    sidecar, granule, want = masked_pair(tmp_path)
+    out = tmp_path / "m.json"
+    run_vzarr("build", sidecar, "-o", out, "--small-chunks", "keep")
+    refs = json.loads(out.read_text())
+    stored = {k: v for k, v in refs["refs"].items() if k.startswith("v/c/")}
+    assert sum(isinstance(v, str) for v in stored.values()) == 2, stored  # the masked two
+    np.testing.assert_array_equal(zarr.open_group(open_store(refs), mode="r")["v"][...], want)
+    store = vzarr.virtualizarr.Parser(small_chunks="keep")(
+        sidecar.as_uri(), ObjectStoreRegistry({"file://": LocalStore()}))
+    np.testing.assert_array_equal(zarr.open_group(store, mode="r", zarr_format=3)["v"][...], want)
+    for mode in ([], ["--ranges"]):
+        p = run_vzarr("check-dmrpp", sidecar, *mode)
+        assert "matches its granule" in p.stdout, p.stdout
+    # The masks dropped: the sidecar says those chunks went through every filter.
+    sidecar.write_text(sidecar.read_text().replace(' fm="2"', "").replace(' fm="3"', ""))
+    for mode, finding in (([], "stale chunks"), (["--ranges"], "undecodable chunks")):
+        p = run_vzarr("check-dmrpp", sidecar, *mode, check=False)
+        assert p.returncode == 1 and finding in p.stdout, (mode, p.stdout)

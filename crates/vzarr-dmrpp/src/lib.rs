@@ -30,13 +30,15 @@
 //!   `strings`) as one inline `vlen-utf8` chunk;
 //! - structures of HDF5 compounds with their `structOffset` (`structure`), mapped as the HDF5
 //!   mapping maps compounds;
+//! - chunks with a filter mask (`fm`: some filters skipped), listed in [`Scanned::masked`] for
+//!   the caller to read and keep inline re-encoded ([`masks::apply`]), as the HDF5 scanner
+//!   keeps them;
 //! - chunks in other files beside the granule (a chunk's own `href`: Hyrax's `_mvs.h5` files
 //!   of values it computed), as references into them (`href`).
 //!
 //! Listed as skipped, with the reason, for now: variable-length strings in the granule's
 //! heap, opaque types, sequences and structures the mapping cannot take, chunks in files
-//! elsewhere than beside the granule, chunks with a filter mask, linked blocks Zarr cannot
-//! express, and every `unsupported-*` marker.
+//! elsewhere than beside the granule, linked blocks Zarr cannot express, and every `unsupported-*` marker.
 //!
 //! The chunks are read from the granule the document names (`dmrpp:href`) when it is an
 //! absolute URL at the sidecar's own scheme and host, else from the sidecar's own URL without
@@ -50,12 +52,14 @@
 mod error;
 mod href;
 mod map;
+pub mod masks;
 mod strings;
 mod structure;
 mod types;
 mod xml;
 
 pub use error::DmrppError;
+pub use masks::MaskedChunk;
 use vzarr_core::VirtualDataset;
 
 /// Largest DMR++ document read (ICESat-2 ATL08's is 2.2 MB; some swath products reach tens).
@@ -117,6 +121,10 @@ pub struct Scanned {
     pub dataset: VirtualDataset,
     /// The granule's URL ([`data_url`]).
     pub data_url: String,
+    /// Chunks stored with some filters skipped (`fm`), in `dataset` as byte ranges that the
+    /// array's codecs cannot decode: to be read and kept inline ([`masks::apply`]) before the
+    /// dataset is used.
+    pub masked: Vec<MaskedChunk>,
 }
 
 /// Scans the DMR++ document `xml` (at `sidecar_url`) into a virtual dataset whose chunks point
@@ -156,12 +164,14 @@ pub fn scan_with(
         })?,
     };
     let doc = map::Doc {
+        pending_masks: Default::default(),
+        masked: Default::default(),
         place: href::Place::new(&data_url, root.attr("href")),
         versioned: root.attr("version").is_some(),
     };
     let mut out = VirtualDataset::new();
     map::walk(&doc, &root, "", &mut map::Scope::default(), &mut out);
-    vzarr_core::names::make_names_zarr_safe(&mut out);
+    let masked = follow_renames(&mut out, doc.masked.into_inner());
     out.validate().map_err(|source| DmrppError::Core {
         url: sidecar_url.to_string(),
         object: "/".into(),
@@ -170,7 +180,32 @@ pub fn scan_with(
     Ok(Scanned {
         dataset: out,
         data_url,
+        masked,
     })
+}
+
+/// Makes the names of `ds` Zarr-safe (`vzarr_core::names`), the `masked` chunks following
+/// their arrays' new paths: each such array is marked with an attribute while it is renamed.
+fn follow_renames(ds: &mut VirtualDataset, mut masked: Vec<MaskedChunk>) -> Vec<MaskedChunk> {
+    const MARK: &str = "vzarr:dmrpp-masked-path";
+    for m in &masked {
+        if let Some(a) = ds.arrays.get_mut(&m.path) {
+            a.attributes.insert(MARK.into(), m.path.clone().into());
+        }
+    }
+    vzarr_core::names::make_names_zarr_safe(ds);
+    let mut renamed = std::collections::HashMap::new();
+    for (path, a) in ds.arrays.iter_mut() {
+        if let Some(serde_json::Value::String(was)) = a.attributes.remove(MARK) {
+            renamed.insert(was, path.clone());
+        }
+    }
+    for m in &mut masked {
+        if let Some(now) = renamed.get(&m.path) {
+            m.path.clone_from(now);
+        }
+    }
+    masked
 }
 
 #[cfg(test)]
@@ -191,6 +226,70 @@ mod tests {
             "{:?}",
             ds.skipped
         );
+    }
+
+    #[test]
+    fn chunks_with_a_filter_mask_are_listed_for_the_caller() {
+        let doc = |name: &str, filters: &str, sizes: &str, fm: &str| {
+            format!(
+                "<Dataset xmlns:dmrpp=\"x\"><Int32 name=\"{name}\"><Dim size=\"4\"/>\
+                 <dmrpp:chunks{filters}>{sizes}\
+                 <dmrpp:chunk offset=\"0\" nBytes=\"8\" chunkPositionInArray=\"[0]\"/>\
+                 <dmrpp:chunk offset=\"8\" nBytes=\"8\" chunkPositionInArray=\"[2]\"{fm}/>\
+                 </dmrpp:chunks></Int32></Dataset>"
+            )
+        };
+        let deflated = " compressionType=\"deflate\"";
+        let sizes = "<dmrpp:chunkDimensionSizes>2</dmrpp:chunkDimensionSizes>";
+        let s = scan(
+            doc("v", deflated, sizes, " fm=\"1\"").as_bytes(),
+            "file:///g.h5.dmrpp",
+        )
+        .unwrap();
+        assert_eq!(s.masked.len(), 1);
+        assert_eq!(
+            (
+                s.masked[0].path.as_str(),
+                s.masked[0].chunk,
+                s.masked[0].filter_mask
+            ),
+            ("v", 1, 1)
+        );
+        // fm="0" is no mask; a renamed array's masked chunks follow it.
+        let s = scan(
+            doc("v", deflated, sizes, " fm=\"0\"").as_bytes(),
+            "file:///g.h5.dmrpp",
+        )
+        .unwrap();
+        assert!(s.masked.is_empty());
+        let s = scan(
+            doc("__v", deflated, sizes, " fm=\"2\"").as_bytes(),
+            "file:///g.h5.dmrpp",
+        )
+        .unwrap();
+        let renamed: Vec<&String> = s.dataset.arrays.keys().collect();
+        assert_eq!([&s.masked[0].path], renamed.as_slice());
+        assert_ne!(s.masked[0].path, "__v");
+        assert!(
+            s.dataset.arrays[&s.masked[0].path]
+                .attributes
+                .get("vzarr:dmrpp-masked-path")
+                .is_none()
+        );
+        // Refused, with the reason: a mask without filters, on contiguous data, not a number.
+        for (xml, why) in [
+            (doc("v", "", sizes, " fm=\"1\""), "without filters"),
+            (doc("v", deflated, "", " fm=\"1\""), "contiguous"),
+            (doc("v", deflated, sizes, " fm=\"x\""), "not a number"),
+        ] {
+            let s = scan(xml.as_bytes(), "file:///g.h5.dmrpp").unwrap();
+            assert!(s.dataset.arrays.is_empty() && s.masked.is_empty());
+            assert!(
+                s.dataset.skipped[0].reason.contains(why),
+                "{:?}",
+                s.dataset.skipped
+            );
+        }
     }
 
     #[test]

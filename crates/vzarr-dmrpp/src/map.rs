@@ -3,6 +3,7 @@
 //! them: `modules/dmrpp_module`, `DmrppParserSax2.cc`, `DmrppCommon.cc`, `Chunk.cc`), every
 //! other variable listed as skipped with the reason.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use base64::Engine;
@@ -15,6 +16,7 @@ use vzarr_hdf5_map::chunks::Chunks;
 use vzarr_hdf5_map::types::{IntFacts, Order, StrPad, TypeInfo};
 
 use crate::href::Place;
+use crate::masks::MaskedChunk;
 use crate::strings;
 use crate::structure;
 use crate::types;
@@ -35,6 +37,11 @@ pub(crate) struct Doc<'a> {
     /// `compressionType` lists the filters in the order the HDF5 pipeline applied them. Older
     /// ones wrote "deflate shuffle" for any order, which Hyrax decodes inflating first.
     pub(crate) versioned: bool,
+    /// The chunks with a filter mask (`fm`) of the variable being read: (C-order position,
+    /// mask).
+    pub(crate) pending_masks: RefCell<Vec<(u64, u32)>>,
+    /// Those of the variables built.
+    pub(crate) masked: RefCell<Vec<MaskedChunk>>,
 }
 
 /// Walks the `Dataset` (or a `Group`) element at `path`.
@@ -71,8 +78,17 @@ pub(crate) fn walk(
             "Group" => walk(doc, child, &join(path, name), scope, out),
             v if types::is_variable(v) => {
                 let vpath = join(path, name);
+                doc.pending_masks.borrow_mut().clear();
                 match variable(doc, child, scope) {
                     Ok(a) => {
+                        let masks = std::mem::take(&mut *doc.pending_masks.borrow_mut());
+                        doc.masked.borrow_mut().extend(masks.into_iter().map(
+                            |(chunk, filter_mask)| MaskedChunk {
+                                path: vpath.clone(),
+                                chunk,
+                                filter_mask,
+                            },
+                        ));
                         out.arrays.insert(vpath, a);
                     }
                     Err(reason) => out.skipped.push(SkippedVariable {
@@ -590,16 +606,24 @@ fn chunked(
         ));
     }
     let listed: Vec<&Element> = c.children_named("chunk").collect();
-    for ch in &listed {
-        if ch.attr("fm").is_some_and(|m| m.trim() != "0") {
-            return Err(
-                "a chunk whose filters were skipped (fm mask): not read from DMR++ yet".into(),
-            );
+    // The filter mask of each chunk (bes writes the HDF5 chunk's, in decimal).
+    let mask = |ch: &Element| -> Result<u32, String> {
+        match ch.attr("fm").map(str::trim) {
+            None => Ok(0),
+            Some(m) => m
+                .parse::<u32>()
+                .map_err(|_| format!("a chunk's filter mask fm={m:?} is not a number")),
         }
-    }
+    };
     let range = |ch: &Element| byte_range(ch, "a chunk");
     let sizes = c.child("chunkDimensionSizes");
     let Some(sizes) = sizes else {
+        if let Some(ch) = listed.iter().find(|ch| mask(ch) != Ok(0)) {
+            return Err(format!(
+                "contiguous data with a filter mask (fm={:?}): HDF5 masks chunks only",
+                ch.attr("fm").unwrap_or_default()
+            ));
+        }
         // Contiguous: the ranges must follow each other, in one file, and hold the array.
         let mut ranges = listed
             .iter()
@@ -720,6 +744,15 @@ fn chunked(
         }
         m.set_range(index as usize, sid, o, len)
             .map_err(|e| e.to_string())?;
+        match mask(ch)? {
+            0 => {}
+            fm if codecs.is_empty() => {
+                return Err(format!(
+                    "a chunk with a filter mask (fm={fm}) in an array without filters"
+                ));
+            }
+            fm => doc.pending_masks.borrow_mut().push((index, fm)),
+        }
     }
     // A chunk longer than the array along the first axis, as the HDF5 mapping cuts it.
     let cut = Chunks { grid, manifest: m }.cut_to_extent(codecs.is_empty(), t.size());

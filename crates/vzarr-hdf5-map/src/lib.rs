@@ -22,6 +22,7 @@
 //! | [`fill`]   | the dataset fill value (what unwritten chunks read as) |
 //! | [`dims`]   | dimension names: scales' names, phony dimensions as netCDF-C numbers them |
 //! | [`chunks`] | contiguous and compact storage to chunk references; a dataset's parts to an array |
+//! | [`masked`] | a chunk stored with some filters skipped (a filter mask) re-encoded with them all |
 
 #![forbid(unsafe_code)]
 
@@ -30,6 +31,7 @@ pub mod chunks;
 pub mod compound;
 pub mod dims;
 pub mod fill;
+pub mod masked;
 pub mod types;
 
 /// Why a dataset is left out whatever its data type: what a reader finds of its dataspace and

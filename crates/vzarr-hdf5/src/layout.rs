@@ -3,9 +3,8 @@
 //! - **Chunked**: one reference per stored chunk, from one pass over the chunk index
 //!   ([`File::visit_chunks`], which allocates nothing per chunk; neither does the mapping
 //!   here: the C-order position is computed in place). A chunk stored with some filters
-//!   skipped (a non-zero filter mask) cannot share the array's codec chain: it is decoded
-//!   undoing only the filters it went through, its part outside the array is set to the fill
-//!   value, and it is stored re-encoded with the full chain, inline (what the libhdf5
+//!   skipped (a non-zero filter mask) cannot share the array's codec chain: it is stored
+//!   re-encoded with the full chain, inline (`vzarr_hdf5_map::masked`; what the libhdf5
 //!   scanner gets by reading the chunk through the library).
 //! - **Contiguous**: one range, or virtual chunks along the first axis when asked to split
 //!   large uncompressed datasets.
@@ -19,6 +18,7 @@ use vzarr_core::{ChunkGrid, Codec, CoreError};
 use vzarr_hdf5_format::Dataset;
 pub(crate) use vzarr_hdf5_map::chunks::Chunks;
 use vzarr_hdf5_map::chunks::{ChunksError, new_manifest, past_end};
+use vzarr_hdf5_map::masked::{self, MaskedError};
 
 use crate::Hdf5Error;
 use crate::ctx::Ctx;
@@ -158,13 +158,24 @@ pub(crate) fn chunk_refs(
             }
         };
         for m in &masked {
-            let raw = chunk_values(ctx, &grid, m, enc, &codecs, path)?;
-            let encoded = codecs.encode(&raw).map_err(Hdf5Error::chunk(
-                &ctx.url,
-                path,
-                &m.index,
-                m.filter_mask,
-            ))?;
+            let stored = ctx
+                .storage
+                .read_range(m.address..m.address + m.size)
+                .map_err(Hdf5Error::chunk_bytes(&ctx.url, path, &m.index))?;
+            let encoded =
+                masked::reencode(&stored, &grid, &m.index, &enc.fill, &codecs, m.filter_mask)
+                    .map_err(|e| match e {
+                        MaskedError::Codec(c) => {
+                            Hdf5Error::chunk(&ctx.url, path, &m.index, m.filter_mask)(c)
+                        }
+                        other => ctx.object_error(
+                            path,
+                            format!(
+                                "chunk {:?} (filter mask {:#x}): {other}",
+                                m.index, m.filter_mask
+                            ),
+                        ),
+                    })?;
             let lin = grid
                 .linear_index(&m.index)
                 .ok_or_else(|| ctx.object_error(path, "chunk index outside the grid"))?;
@@ -177,81 +188,6 @@ pub(crate) fn chunk_refs(
     // mapping's rule).
     let chunks = Chunks { grid, manifest }.cut_to_extent(enc.codecs.is_empty(), enc.fill.len());
     Ok(Ok(chunks))
-}
-
-/// The raw bytes (stored byte order, full chunk shape, fill value past the array's edge) of
-/// a chunk stored with the filters of its mask skipped.
-fn chunk_values(
-    ctx: &Ctx,
-    grid: &ChunkGrid,
-    m: &MaskedChunk,
-    enc: &ChunkEncoding,
-    codecs: &ByteCodecs,
-    path: &str,
-) -> Result<Vec<u8>, Hdf5Error> {
-    let cshape = grid.chunk_shape(&m.index);
-    let valid = grid.chunk_valid_shape(&m.index);
-    let esize = enc.fill.len().max(1);
-    let nelem = cshape
-        .iter()
-        .try_fold(1usize, |a, &d| a.checked_mul(usize::try_from(d).ok()?))
-        .filter(|&n| n.saturating_mul(esize) <= 1 << 31)
-        .ok_or_else(|| {
-            ctx.object_error(
-                path,
-                format!(
-                    "chunk {:?} (filter mask {:#x}): chunk too large to re-encode",
-                    m.index, m.filter_mask
-                ),
-            )
-        })?;
-    let stored = ctx
-        .storage
-        .read_range(m.address..m.address + m.size)
-        .map_err(Hdf5Error::chunk_bytes(&ctx.url, path, &m.index))?;
-    let decoded = codecs
-        .decode_skipping(&stored, nelem * esize, m.filter_mask)
-        .map_err(Hdf5Error::chunk(&ctx.url, path, &m.index, m.filter_mask))?;
-    // Allocated once the chunk has decoded to its full size, not on the word of its shape.
-    let mut buf = enc.fill.repeat(nelem);
-    copy_valid(&decoded, &mut buf, &cshape, &valid, esize);
-    Ok(buf)
-}
-
-/// Copies the leading corner `valid` of the C-order array `src` of shape `shape` (elements
-/// of `esize` bytes) into the same positions of `dst`.
-fn copy_valid(src: &[u8], dst: &mut [u8], shape: &[u64], valid: &[u64], esize: usize) {
-    let Some((&row_valid, outer)) = valid.split_last() else {
-        dst.copy_from_slice(src);
-        return;
-    };
-    if valid.contains(&0) {
-        return;
-    }
-    let row_len = shape[shape.len() - 1] as usize * esize;
-    let copy = row_valid as usize * esize;
-    // Index over the outer axes' valid extents, C order.
-    let mut idx = vec![0u64; outer.len()];
-    loop {
-        let row = idx
-            .iter()
-            .zip(shape)
-            .fold(0usize, |a, (&i, &n)| a * n as usize + i as usize);
-        let at = row * row_len;
-        dst[at..at + copy].copy_from_slice(&src[at..at + copy]);
-        let mut axis = outer.len();
-        loop {
-            if axis == 0 {
-                return;
-            }
-            axis -= 1;
-            idx[axis] += 1;
-            if idx[axis] < outer[axis] {
-                break;
-            }
-            idx[axis] = 0;
-        }
-    }
 }
 
 /// The chunks of a contiguous dataset stored at `address` (`None`: never written): one, or
@@ -289,31 +225,4 @@ pub(crate) fn compact_refs(
         }
     })
     .map_err(|e| chunks_error(ctx, path, e))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::copy_valid;
-
-    #[test]
-    fn copies_the_valid_corner_only() {
-        // A 3x4 chunk of 1-byte elements, valid 2x3.
-        let src: Vec<u8> = (1..=12).collect();
-        let mut dst = vec![0u8; 12];
-        copy_valid(&src, &mut dst, &[3, 4], &[2, 3], 1);
-        assert_eq!(dst, vec![1, 2, 3, 0, 5, 6, 7, 0, 0, 0, 0, 0]);
-        // 1-D, 2-byte elements.
-        let src: Vec<u8> = (1..=8).collect();
-        let mut dst = vec![9u8; 8];
-        copy_valid(&src, &mut dst, &[4], &[3], 2);
-        assert_eq!(dst, vec![1, 2, 3, 4, 5, 6, 9, 9]);
-        // 3-D, nothing valid on one axis.
-        let mut dst = vec![7u8; 8];
-        copy_valid(&[0; 8], &mut dst, &[2, 2, 2], &[2, 0, 2], 1);
-        assert_eq!(dst, vec![7; 8]);
-        let src: Vec<u8> = (0..8).collect();
-        let mut dst = vec![0u8; 8];
-        copy_valid(&src, &mut dst, &[2, 2, 2], &[2, 1, 2], 1);
-        assert_eq!(dst, vec![0, 1, 0, 0, 4, 5, 0, 0]);
-    }
 }

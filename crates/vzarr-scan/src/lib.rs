@@ -15,6 +15,7 @@ pub mod worker;
 /// [`vzarr_hdf5::refusal`]).
 pub use vzarr_hdf5::refusal as hdf5_refusal;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
@@ -470,7 +471,7 @@ pub(crate) fn scan_opened(
             ds
         }
         Format::Dmrpp => {
-            let (ds, granule) = scan_dmrpp(src.as_ref(), opts.dmrpp_data_url.as_deref())?;
+            let (ds, granule, masked) = scan_dmrpp(src.as_ref(), opts.dmrpp_data_url.as_deref())?;
             // The chunks are the granule's: its record (size, time, ETag) is what readers
             // check, taken with one request; the granule's bytes are not read. So are the
             // records of the files beside it that some chunks are in (Hyrax's `_mvs.h5`).
@@ -499,14 +500,24 @@ pub(crate) fn scan_opened(
                 .collect();
             others.sort_unstable();
             others.dedup();
+            let mut readable: HashMap<String, Arc<dyn ByteSource>> = HashMap::new();
+            readable.insert(src.url().to_string(), src.clone());
             for url in others {
-                match open(&url).and_then(|o| record_of(o.as_ref())) {
-                    Ok(record) => companions.push(record),
+                match open(&url).and_then(|o| Ok((record_of(o.as_ref())?, o))) {
+                    Ok((record, o)) => {
+                        companions.push(record);
+                        readable.insert(url, o);
+                    }
                     // A file beside the granule that cannot be read costs the variables with
                     // chunks in it, not the granule's.
                     Err(e) => leave_out_in(&mut ds, &url, &e.to_string()),
                 }
             }
+            // Chunks stored with some filters skipped: read now, kept inline re-encoded.
+            vzarr_dmrpp::masks::apply(&mut ds, &masked, |url, range| match readable.get(url) {
+                Some(s) => s.read(range).map(|b| b.to_vec()).map_err(|e| e.to_string()),
+                None => Err(format!("{url} is not open")),
+            });
             ds
         }
         _ => {
@@ -558,12 +569,14 @@ fn record_of(src: &dyn ByteSource) -> Result<SourceRecord, ScanError> {
 }
 
 /// The virtual dataset the DMR++ sidecar `src` describes (read whole, at most
-/// [`vzarr_dmrpp::MAX_SIDECAR_BYTES`]), its provenance left empty, and its granule's URL (by
-/// `template` when given: [`ScanOptions::dmrpp_data_url`]). The granule is not opened.
+/// [`vzarr_dmrpp::MAX_SIDECAR_BYTES`]), its provenance left empty, its granule's URL (by
+/// `template` when given: [`ScanOptions::dmrpp_data_url`]) and its chunks stored with some
+/// filters skipped (`vzarr_dmrpp::Scanned::masked`, still byte ranges in the dataset). The
+/// granule is not opened.
 pub fn scan_dmrpp(
     src: &dyn ByteSource,
     template: Option<&str>,
-) -> Result<(VirtualDataset, String), ScanError> {
+) -> Result<(VirtualDataset, String, Vec<vzarr_dmrpp::MaskedChunk>), ScanError> {
     let url = src.url().to_string();
     if src.size() > vzarr_dmrpp::MAX_SIDECAR_BYTES {
         return Err(vzarr_dmrpp::DmrppError::TooLarge {
@@ -579,7 +592,7 @@ pub fn scan_dmrpp(
     };
     let xml = src.read(0..src.size())?;
     let s = vzarr_dmrpp::scan_with(&xml, &url, granule.as_deref())?;
-    Ok((s.dataset, s.data_url))
+    Ok((s.dataset, s.data_url, s.masked))
 }
 
 #[cfg(test)]

@@ -204,8 +204,21 @@ impl SidecarReport {
 /// the same host: `vzarr_dmrpp::data_url`).
 pub fn check_sidecar(sidecar: &str, opts: &SidecarOptions) -> Result<SidecarReport, VerifyError> {
     let src = vzarr_source::open_source(sidecar)?;
-    let (ours, data_url) = vzarr_scan::scan_dmrpp(src.as_ref(), opts.data_url.as_deref())?;
+    let (mut ours, data_url, masked) =
+        vzarr_scan::scan_dmrpp(src.as_ref(), opts.data_url.as_deref())?;
     let granule_ref = SourceRef::parse(&data_url)?;
+    if !masked.is_empty() {
+        // Chunks stored with some filters skipped, read and re-encoded as a build keeps them
+        // (and as vzarr's scan of the granule does): compared, and decoded, as inline chunks.
+        let open = std::cell::RefCell::new(BTreeMap::new());
+        vzarr_dmrpp::masks::apply(&mut ours, &masked, |url, range| {
+            let mut open = open.borrow_mut();
+            if !open.contains_key(url) {
+                open.insert(url.to_string(), vzarr_source::open_source(url)?);
+            }
+            open[url].read(range).map(|b| b.to_vec())
+        });
+    }
     let mut report = SidecarReport {
         sidecar: src.url().to_string(),
         granule: data_url,
