@@ -20,6 +20,9 @@ NOT_THEIR_GRANULE = {
     "modules/dmrpp_module/data/dmrpp/FletcherShuffle.nc4.dmrpp",  # every offset 40 bytes off
     "modules/dmrpp_module/data/dmrpp/ntypes.h5.dmrpp",  # no byte order; big-endian data
     "modules/fileout_netcdf/data/swath_wrong_dim_rp.nc.dmrpp",  # dimension 8, data 4
+    # A hand-written sidecar of another file (`t_int_scalar.h5`, a scalar "011") that bes
+    # keeps under the name of string_arrays/t_string_compact.h5.
+    "modules/dmrpp_module/data/dmrpp/t_string_compact.h5.dmrpp",
 }
 
 

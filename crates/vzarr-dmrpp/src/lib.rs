@@ -168,6 +168,7 @@ pub fn scan_with(
         masked: Default::default(),
         place: href::Place::new(&data_url, root.attr("href")),
         versioned: root.attr("version").is_some(),
+        scalar_strings_held: root.attr("version").is_some_and(|v| at_least(v, (3, 21))),
     };
     let mut out = VirtualDataset::new();
     map::walk(&doc, &root, "", &mut map::Scope::default(), &mut out);
@@ -182,6 +183,15 @@ pub fn scan_with(
         data_url,
         masked,
     })
+}
+
+/// Whether the bes version `v` (`3.21.1`, `3.20.13-0`) is `min` or later.
+fn at_least(v: &str, min: (u32, u32)) -> bool {
+    let mut parts = v.trim().split(['.', '-']).map(|p| p.parse::<u32>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= min,
+        _ => false,
+    }
 }
 
 /// Makes the names of `ds` Zarr-safe (`vzarr_core::names`), the `masked` chunks following
@@ -226,6 +236,45 @@ mod tests {
             "{:?}",
             ds.skipped
         );
+    }
+
+    #[test]
+    fn scalar_strings_are_read_as_bes_writes_them() {
+        let doc = |version: &str, storage: &str| {
+            format!(
+                "<Dataset xmlns:dmrpp=\"x\"{version}><String name=\"s\">{storage}</String></Dataset>"
+            )
+        };
+        let chunk = "<dmrpp:chunks><dmrpp:chunk offset=\"8\" nBytes=\"32000\"/></dmrpp:chunks>";
+        // One chunk, from bes 3.21 on: a fixed-length string of the chunk's size.
+        let s = scan(
+            doc(" dmrpp:version=\"3.21.1\"", chunk).as_bytes(),
+            "file:///g.h5.dmrpp",
+        )
+        .unwrap();
+        assert_eq!(
+            s.dataset.arrays["s"].data_type,
+            vzarr_core::DataType::FixedBytes(32000)
+        );
+        // Before, it may be a variable-length string's heap reference: refused, saying so.
+        for v in ["", " dmrpp:version=\"3.20.13\""] {
+            let s = scan(doc(v, chunk).as_bytes(), "file:///g.h5.dmrpp").unwrap();
+            assert!(s.dataset.arrays.is_empty());
+            assert!(
+                s.dataset.skipped[0].reason.contains("before bes 3.21"),
+                "{:?}",
+                s.dataset.skipped
+            );
+        }
+        // Held in the document: its text, to the first NUL, as a variable-length string.
+        let held = "<dmrpp:chunks/><dmrpp:compact>QW4gSERGNQBqdW5r</dmrpp:compact>";
+        let s = scan(doc("", held).as_bytes(), "file:///g.h5.dmrpp").unwrap();
+        let a = &s.dataset.arrays["s"];
+        assert_eq!(a.data_type, vzarr_core::DataType::String);
+        let vzarr_core::ChunkRef::Inline(b) = a.manifest.get(0) else {
+            panic!("not inline")
+        };
+        assert_eq!(vzarr_codec::vlen_utf8::decode(b, 1).unwrap(), ["An HDF5"]);
     }
 
     #[test]

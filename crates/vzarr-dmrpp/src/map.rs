@@ -37,6 +37,10 @@ pub(crate) struct Doc<'a> {
     /// `compressionType` lists the filters in the order the HDF5 pipeline applied them. Older
     /// ones wrote "deflate shuffle" for any order, which Hyrax decodes inflating first.
     pub(crate) versioned: bool,
+    /// Whether the document was written by bes 3.21 or later, which writes a scalar
+    /// variable-length string's value into the document (`dmrpp:compact`, bes commit 7ac9584
+    /// "Vls scalar", October 2023): a scalar `String` given as one chunk is then fixed-length.
+    pub(crate) scalar_strings_held: bool,
     /// The chunks with a filter mask (`fm`) of the variable being read: (C-order position,
     /// mask).
     pub(crate) pending_masks: RefCell<Vec<(u64, u32)>>,
@@ -216,7 +220,18 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
     let data_type = match &members {
         _ if is_bool => DataType::Bool,
         Some((base, _)) => base.clone(),
-        None if el.name == "String" => string_type(el)?,
+        None if el.name == "String" => match scalar_fixed_string(el) {
+            Some(t) if doc.scalar_strings_held => t,
+            Some(_) => {
+                return Err(concat!(
+                    "a scalar string given as one chunk by a sidecar written before bes 3.21, ",
+                    "which does not say whether it is of fixed length (the chunk's bytes) or of ",
+                    "variable length (a reference into the granule's heap): not read from DMR++"
+                )
+                .into());
+            }
+            None => string_type(el)?,
+        },
         None if el.name == "Structure" => {
             let (t, e) = structure::data_type(el, chunks, endian)?;
             endian = e;
@@ -331,6 +346,10 @@ fn variable(doc: &Doc<'_>, el: &Element, scope: &mut Scope) -> Result<VirtualArr
         held_whole(&shape, data, Some(("missingdata", bytes)))?
     } else if let Some(v) = el.child("vlsa") {
         held_whole(&shape, strings::vlsa(v, elements)?, None)?
+    } else if let (DataType::String, Some(c), true) = (&data_type, compact, shape.is_empty()) {
+        // A scalar string's value held in the document (bes writes a scalar variable-length
+        // string so since 3.21): the text, up to a NUL, as one `vlen-utf8` value.
+        held_whole(&shape, strings::compact_scalar(c)?, None)?
     } else if data_type == DataType::String {
         return Err(
             "variable-length strings stored in the granule's heap (no dmrpp:vlsa values): \
@@ -395,6 +414,40 @@ pub(crate) fn string_type(el: &Element) -> Result<DataType, String> {
         Some(other) => return Err(format!("fixed-length string padding {other:?}")),
     };
     vzarr_hdf5_map::types::data_type(&TypeInfo::FixedString { size, pad }).map(|(t, _)| t)
+}
+
+/// Largest scalar string read as a fixed-length one ([`scalar_fixed_string`]).
+const MAX_SCALAR_STRING: u64 = 64 << 20;
+
+/// The type of a scalar `String` whose one uncompressed chunk the document gives without
+/// saying more (no `dmrpp:vlsa` or `dmrpp:compact` values): Hyrax reads it as the chunk's
+/// bytes up to the first NUL (bes's `DmrppStr::read`), which is how sidecars describe HDF5's
+/// scalar fixed-length strings (HDF-EOS's 32,000-byte `StructMetadata.0`): a NUL-terminated
+/// fixed-length string of the chunk's size. (Older sidecars describe a scalar
+/// variable-length string the same way, its chunk the 16-byte heap reference.)
+fn scalar_fixed_string(el: &Element) -> Option<DataType> {
+    if el.child("Dim").is_some() || el.child("vlsa").is_some() {
+        return None;
+    }
+    let c = el.child("chunks")?;
+    if c.attr("compressionType").is_some() || c.child("chunkDimensionSizes").is_some() {
+        return None;
+    }
+    let mut listed = c.children_named("chunk");
+    let (one, None) = (listed.next()?, listed.next()) else {
+        return None;
+    };
+    let size = one
+        .attr("nBytes")?
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|&n| n > 0 && n <= MAX_SCALAR_STRING)?;
+    let info = TypeInfo::FixedString {
+        size: usize::try_from(size).ok()?,
+        pad: StrPad::NullTerm,
+    };
+    vzarr_hdf5_map::types::data_type(&info).ok().map(|(t, _)| t)
 }
 
 /// The fill value: the `fillValue` of `dmrpp:chunks` (Hyrax writes floats with six

@@ -66,3 +66,15 @@ pub(crate) fn vlsa(vlsa: &crate::xml::Element, elements: u64) -> Result<Vec<u8>,
     }
     vzarr_codec::vlen_utf8::encode(&values).map_err(|e| e.to_string())
 }
+
+/// The value of a scalar string held as `dmrpp:compact` (its bytes, base64-encoded; bes's
+/// `DmrppStr` reads them up to the first NUL), as one `vlen-utf8` value.
+pub(crate) fn compact_scalar(compact: &crate::xml::Element) -> Result<Vec<u8>, String> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(compact.text.trim())
+        .map_err(|e| format!("dmrpp:compact is not base64: {e}"))?;
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    let text = String::from_utf8_lossy(&bytes[..end]).into_owned();
+    vzarr_codec::vlen_utf8::encode(&[text]).map_err(|e| e.to_string())
+}
