@@ -259,9 +259,13 @@ pub(crate) fn hdf5_read(
     count: &[u64],
 ) -> Result<SourceValues, String> {
     hdf5::sync::sync(|| {
-        let ds = file
-            .dataset(var)
-            .map_err(|e| format!("no dataset {var:?} in the file: {e}"))?;
+        let ds = file.dataset(var).map_err(|e| {
+            if file.link_exists(var) {
+                format!("no dataset {var:?} in the file: {e}")
+            } else {
+                format!("{}: {var:?}", crate::direct::ABSENT)
+            }
+        })?;
         let id = ds.id();
         // SAFETY: identifiers are checked and closed by `Hid`; the buffer holds the whole
         // memory dataspace in the file type; selections lie inside the checked extent.

@@ -25,6 +25,10 @@ use crate::SourceReaders;
 use crate::source_values::SourceValues;
 
 /// How vzarr's own HDF5 reader is named in reports.
+/// How a direct read says the variable is not in the source at all (no link at its path), as
+/// opposed to a source or an object that cannot be read.
+pub(crate) const ABSENT: &str = "no such variable in the source";
+
 pub(crate) const NATIVE_HDF5: &str =
     "vzarr's HDF5 reader (the file's own chunk index, vzarr's codecs) for HDF5/NetCDF4";
 /// How vzarr's own NetCDF3 reader is named in reports.
@@ -254,7 +258,21 @@ impl DirectReaders {
                     dtype: v.data_type,
                     bytes: v.bytes,
                 })
-                .map_err(|e| e.report()),
+                .map_err(|e| match &e {
+                    // The path leads nowhere (no link), as opposed to a structure unreadable.
+                    vzarr_hdf5::Hdf5Error::Structure {
+                        what: "path",
+                        source,
+                        ..
+                    } if matches!(
+                        **source,
+                        vzarr_hdf5_format::Error::Path { source: None, .. }
+                    ) =>
+                    {
+                        format!("{ABSENT}: {var:?}")
+                    }
+                    _ => e.report(),
+                }),
             Opened::Nc3 { header, src } => nc3_read(header, src.as_ref(), var, start, count),
             #[cfg(feature = "c-oracle")]
             Opened::C(c) => c.read(self.worker.as_mut(), var, start, count),

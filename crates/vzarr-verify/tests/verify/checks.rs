@@ -573,3 +573,48 @@ fn combined_archive(readers: vzarr_verify::SourceReaders) {
     let r = verify(&open(&out3), &with(readers)).unwrap();
     assert!(r.ok(), "{}\n{:#?}", r.summary(), r.mismatches);
 }
+
+/// A DMR++ sidecar of bes (`../shared/dmrpp`, or `VZARR_DMRPP_DIR`) with its granule and the
+/// `_mvs.h5` file of values Hyrax computed (fixtures/dmrpp-companions) side by side: verified
+/// by each reader, the arrays in the `_mvs.h5` against that file, Hyrax's renamed ones
+/// (`Data_Fields`) at the path its `fullnamepath` gives, and the values the sidecar holds that
+/// the granule has no variable for (`eos5_cf_projection`) skipped with the reason.
+#[test]
+fn sidecar_builds_verify_against_their_granules_and_companions() {
+    let data = std::env::var_os("VZARR_DMRPP_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/dmrpp")
+        });
+    let dir = tempfile::tempdir().unwrap();
+    let here = data.join("bes/modules/fileout_netcdf/data");
+    let mvs = fixtures().join("dmrpp-companions/modules/fileout_netcdf/data");
+    for (from, name) in [
+        (&here, "grid_2_2d_sin.h5.dmrpp"),
+        (&here, "grid_2_2d_sin.h5"),
+        (&mvs, "grid_2_2d_sin.h5_mvs.h5"),
+    ] {
+        std::fs::copy(from.join(name), dir.path().join(name))
+            .unwrap_or_else(|e| panic!("{}: {e}", from.join(name).display()));
+    }
+    let out = dir.path().join("sin.json");
+    build(&dir.path().join("grid_2_2d_sin.h5.dmrpp"), &out, None);
+    let reader = open(&out);
+    let companions = &reader.dataset().provenance.companions;
+    assert_eq!(companions.len(), 1, "{companions:?}");
+    for readers in readers() {
+        let r = verify(&reader, &with(readers)).unwrap();
+        assert!(r.ok(), "{readers:?}: {}\n{:#?}", r.summary(), r.mismatches);
+        let skipped: Vec<&str> = r.skipped.iter().map(|s| s.array.as_str()).collect();
+        assert_eq!(
+            skipped,
+            [
+                "HDFEOS/GRIDS/SinGrid1/eos5_cf_projection",
+                "HDFEOS/GRIDS/SinGrid2/eos5_cf_projection"
+            ],
+            "{readers:?}: {:?}",
+            r.skipped
+        );
+        assert!(r.values_compared > 40, "{readers:?}: {}", r.summary());
+    }
+}
