@@ -125,6 +125,13 @@ def test_virtualizarr_opens_sidecars_through_vzarrs_parser():
                 named = [n for n in var.dtype.names if not n.startswith("vzarr:padding@")]
                 assert named == list(other.dtype.names), (sidecar, name, var.dtype, other.dtype)
                 assert var.dtype.itemsize >= other.dtype.itemsize, (sidecar, name)
+            elif var.shape == () and var.dtype.kind == "T" and other.dtype.kind == "S":
+                # A scalar string the sidecar holds (`dmrpp:compact`): DMR++ does not say
+                # whether the granule's is of fixed length, and vzarr gives a variable-length
+                # string (as bes writes those since 3.21); its value is compared with h5py's
+                # by test_bes_sidecars_read_as_their_granules.
+                assert all(e["path"] == "__inlined__" for e in var.data.manifest.dict().values())
+                continue
             else:
                 assert var.dtype == other.dtype, (sidecar, name)
             mine = var.data.manifest.dict()

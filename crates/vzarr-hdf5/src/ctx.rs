@@ -38,6 +38,9 @@ pub(crate) struct Ctx<'a> {
     /// Groups and datasets met below soft links so far (bounded by the walk's
     /// `MAX_SOFT_NODES`).
     pub(crate) soft_nodes: usize,
+    /// Soft links' targets resolved so far, by absolute path: a group of thousands of soft
+    /// links to one place resolves it once.
+    pub(crate) soft_targets: HashMap<String, Result<u64, String>>,
 }
 
 /// The path of every object of a file by its address, from one walk of the file (the first

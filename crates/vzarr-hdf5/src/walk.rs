@@ -102,6 +102,7 @@ pub fn scan_noting(
         names: None,
         seen: HashMap::from([(file.root_address(), "/".to_string())]),
         soft_nodes: 0,
+        soft_targets: HashMap::new(),
     };
     let mut ancestors = Vec::new();
     let root = At {
@@ -351,19 +352,24 @@ fn original_name(attributes: &mut vzarr_core::Attributes, at: At<'_>) {
 /// The object header address a soft link to `to` in the group at source path `group` leads
 /// to (relative targets from that group, at most `MAX_SOFT_LINKS` soft links deep), or why
 /// it leads nowhere.
-fn soft_target(ctx: &Ctx, group: &str, to: &str) -> Result<u64, String> {
+fn soft_target(ctx: &mut Ctx, group: &str, to: &str) -> Result<u64, String> {
     let full = if to.starts_with('/') {
         to.to_string()
     } else {
         format!("/{}", join(group, to))
     };
-    ctx.file.resolve_path(&full).map_err(|e| {
+    if let Some(known) = ctx.soft_targets.get(&full) {
+        return known.clone();
+    }
+    let found = ctx.file.resolve_path(&full).map_err(|e| {
         let detail = match &e {
             vzarr_hdf5_format::Error::Path { detail, .. } => detail.clone(),
             other => other.to_string(),
         };
         format!("dangling soft link to {to:?} ({detail}): not followed")
-    })
+    });
+    ctx.soft_targets.insert(full, found.clone());
+    found
 }
 
 fn scan_dataset(
