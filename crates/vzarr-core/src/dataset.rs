@@ -375,7 +375,8 @@ impl Provenance {
     }
 
     /// Provenance of the source `own` whose chunks are also read from the `companions` (see
-    /// [`Provenance::companions`]); every one recorded, their directories allowed.
+    /// [`Provenance::companions`]); every one recorded, their directories allowed (with none,
+    /// [`Provenance::single`]).
     pub fn with_companions(own: SourceRecord, companions: Vec<SourceRecord>) -> Self {
         let mut urls: Vec<String> = companions.iter().map(|c| c.url.clone()).collect();
         urls.sort();
@@ -428,6 +429,14 @@ impl VirtualDataset {
             provenance: Provenance::default(),
             unlimited_dims: Default::default(),
         }
+    }
+
+    /// Every source URL the arrays' manifests reference, each once, sorted.
+    pub fn referenced_sources(&self) -> std::collections::BTreeSet<&str> {
+        self.arrays
+            .values()
+            .flat_map(|a| a.manifest.sources().iter().map(|s| &**s))
+            .collect()
     }
 
     /// The root group's attributes.
@@ -611,6 +620,11 @@ mod tests {
         // Kept through JSON; absent when there are none.
         let back: Provenance = serde_json::from_value(serde_json::to_value(&p).unwrap()).unwrap();
         assert_eq!(back, p);
+        // Without companions, a single source's provenance (what scans of other files record).
+        assert_eq!(
+            Provenance::with_companions(rec("file:///d/g.h5"), Vec::new()),
+            Provenance::single(rec("file:///d/g.h5"))
+        );
         let single = serde_json::to_value(Provenance::single(rec("file:///d/g.h5"))).unwrap();
         assert!(single.get("companions").is_none());
     }

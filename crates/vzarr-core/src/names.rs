@@ -111,7 +111,9 @@ fn split_parent(path: &str) -> (&str, &str) {
 /// source name cannot itself contain `/` here). Skipped variables keep their source paths;
 /// renamed nodes get [`ORIGINAL_NAME_ATTR`]; dimension names and unlimited dimensions are
 /// mapped with [`zarr_name`]. A dataset whose names are all allowed is left as it is.
-pub fn make_names_zarr_safe(ds: &mut VirtualDataset) {
+/// Returns the arrays renamed: source path -> Zarr path (for callers that keep facts about
+/// arrays by path beside the dataset).
+pub fn make_names_zarr_safe(ds: &mut VirtualDataset) -> BTreeMap<String, String> {
     let all_allowed = ds
         .groups
         .keys()
@@ -125,7 +127,7 @@ pub fn make_names_zarr_safe(ds: &mut VirtualDataset) {
         .chain(&ds.unlimited_dims)
         .all(|d| zarr_name(d) == d.as_str());
     if all_allowed && dims_allowed {
-        return;
+        return BTreeMap::new();
     }
     // The children of every group: source names of groups, arrays and skipped variables
     // (skipped attributes, `path@name`, are not children).
@@ -192,6 +194,7 @@ pub fn make_names_zarr_safe(ds: &mut VirtualDataset) {
             (map_path(&p), g)
         })
         .collect();
+    let mut arrays_renamed = BTreeMap::new();
     let arrays = std::mem::take(&mut ds.arrays);
     ds.arrays = arrays
         .into_iter()
@@ -204,13 +207,18 @@ pub fn make_names_zarr_safe(ds: &mut VirtualDataset) {
                     *d = z;
                 }
             }
-            (map_path(&p), a)
+            let z = map_path(&p);
+            if z != p {
+                arrays_renamed.insert(p, z.clone());
+            }
+            (z, a)
         })
         .collect();
     ds.unlimited_dims = std::mem::take(&mut ds.unlimited_dims)
         .into_iter()
         .map(|d| zarr_name(&d).into_owned())
         .collect();
+    arrays_renamed
 }
 
 #[cfg(test)]

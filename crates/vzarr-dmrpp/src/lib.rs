@@ -172,7 +172,14 @@ pub fn scan_with(
     };
     let mut out = VirtualDataset::new();
     map::walk(&doc, &root, "", &mut map::Scope::default(), &mut out);
-    let masked = follow_renames(&mut out, doc.masked.into_inner());
+    let renamed = vzarr_core::names::make_names_zarr_safe(&mut out);
+    // The masked chunks follow their arrays' new paths.
+    let mut masked = doc.masked.into_inner();
+    for m in &mut masked {
+        if let Some(now) = renamed.get(&m.path) {
+            m.path.clone_from(now);
+        }
+    }
     out.validate().map_err(|source| DmrppError::Core {
         url: sidecar_url.to_string(),
         object: "/".into(),
@@ -192,30 +199,6 @@ fn at_least(v: &str, min: (u32, u32)) -> bool {
         (Some(major), Some(minor)) => (major, minor) >= min,
         _ => false,
     }
-}
-
-/// Makes the names of `ds` Zarr-safe (`vzarr_core::names`), the `masked` chunks following
-/// their arrays' new paths: each such array is marked with an attribute while it is renamed.
-fn follow_renames(ds: &mut VirtualDataset, mut masked: Vec<MaskedChunk>) -> Vec<MaskedChunk> {
-    const MARK: &str = "vzarr:dmrpp-masked-path";
-    for m in &masked {
-        if let Some(a) = ds.arrays.get_mut(&m.path) {
-            a.attributes.insert(MARK.into(), m.path.clone().into());
-        }
-    }
-    vzarr_core::names::make_names_zarr_safe(ds);
-    let mut renamed = std::collections::HashMap::new();
-    for (path, a) in ds.arrays.iter_mut() {
-        if let Some(serde_json::Value::String(was)) = a.attributes.remove(MARK) {
-            renamed.insert(was, path.clone());
-        }
-    }
-    for m in &mut masked {
-        if let Some(now) = renamed.get(&m.path) {
-            m.path.clone_from(now);
-        }
-    }
-    masked
 }
 
 #[cfg(test)]

@@ -30,49 +30,53 @@ pub fn apply<E: std::fmt::Display>(
     read: impl Fn(&str, Range<u64>) -> Result<Vec<u8>, E>,
 ) {
     let mut failed: Vec<(String, String)> = Vec::new();
-    for m in masked {
-        if failed.iter().any(|(p, _)| *p == m.path) {
+    // The scanner lists an array's masked chunks together: its codecs and fill made once.
+    for run in masked.chunk_by(|x, y| x.path == y.path) {
+        let path = &run[0].path;
+        if failed.iter().any(|(p, _)| p == path) {
             continue;
         }
-        let Some(a) = ds.arrays.get_mut(&m.path) else {
+        let Some(a) = ds.arrays.get_mut(path) else {
             continue;
         };
-        let index = a.grid.chunk_index(m.chunk);
-        let result = (|| -> Result<Vec<u8>, String> {
-            let ChunkRef::Range {
-                source,
-                offset,
-                length,
-            } = a.manifest.get(m.chunk as usize)
-            else {
-                return Err("not a byte range".into());
-            };
-            let stored = read(source, offset..offset + length).map_err(|e| e.to_string())?;
-            let codecs = ByteCodecs::for_encoding(&a.codecs).map_err(|e| e.to_string())?;
-            let fill = a.fill_value.bytes_in(a.data_type.clone(), a.endian);
-            vzarr_hdf5_map::masked::reencode(
-                &stored,
-                &a.grid,
-                &index,
-                &fill,
-                &codecs,
-                m.filter_mask,
-            )
-            .map_err(|e| e.to_string())
-        })();
-        let done = result.and_then(|bytes| {
-            a.manifest
-                .set_inline(m.chunk as usize, bytes)
-                .map_err(|e| e.to_string())
-        });
-        if let Err(e) = done {
-            failed.push((
-                m.path.clone(),
-                format!(
-                    "chunk {index:?}, stored with some filters skipped (fm {:#x}): {e}",
-                    m.filter_mask
-                ),
-            ));
+        let codecs = ByteCodecs::for_encoding(&a.codecs).map_err(|e| e.to_string());
+        let fill = a.fill_value.bytes_in(a.data_type.clone(), a.endian);
+        for m in run {
+            let index = a.grid.chunk_index(m.chunk);
+            let done = (|| -> Result<(), String> {
+                let ChunkRef::Range {
+                    source,
+                    offset,
+                    length,
+                } = a.manifest.get(m.chunk as usize)
+                else {
+                    return Err("not a byte range".into());
+                };
+                let stored = read(source, offset..offset + length).map_err(|e| e.to_string())?;
+                let codecs = codecs.as_ref().map_err(String::clone)?;
+                let bytes = vzarr_hdf5_map::masked::reencode(
+                    &stored,
+                    &a.grid,
+                    &index,
+                    &fill,
+                    codecs,
+                    m.filter_mask,
+                )
+                .map_err(|e| e.to_string())?;
+                a.manifest
+                    .set_inline(m.chunk as usize, bytes)
+                    .map_err(|e| e.to_string())
+            })();
+            if let Err(e) = done {
+                failed.push((
+                    path.clone(),
+                    format!(
+                        "chunk {index:?}, stored with some filters skipped (fm {:#x}): {e}",
+                        m.filter_mask
+                    ),
+                ));
+                break;
+            }
         }
     }
     for (path, reason) in failed {

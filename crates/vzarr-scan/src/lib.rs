@@ -471,7 +471,8 @@ pub(crate) fn scan_opened(
             ds
         }
         Format::Dmrpp => {
-            let (ds, granule, masked) = scan_dmrpp(src.as_ref(), opts.dmrpp_data_url.as_deref())?;
+            let (mut ds, granule, masked) =
+                scan_dmrpp(src.as_ref(), opts.dmrpp_data_url.as_deref())?;
             // The chunks are the granule's: its record (size, time, ETag) is what readers
             // check, taken with one request; the granule's bytes are not read. So are the
             // records of the files beside it that some chunks are in (Hyrax's `_mvs.h5`).
@@ -491,15 +492,12 @@ pub(crate) fn scan_opened(
                 })
             };
             src = open(&granule)?;
-            let mut ds = ds;
-            let mut others: Vec<String> = ds
-                .arrays
-                .values()
-                .flat_map(|a| a.manifest.sources().iter().map(|s| s.to_string()))
-                .filter(|u| u != src.url())
+            let others: Vec<String> = ds
+                .referenced_sources()
+                .into_iter()
+                .filter(|u| *u != src.url())
+                .map(str::to_string)
                 .collect();
-            others.sort_unstable();
-            others.dedup();
             let mut readable: HashMap<String, Arc<dyn ByteSource>> = HashMap::new();
             readable.insert(src.url().to_string(), src.clone());
             for url in others {
@@ -528,11 +526,7 @@ pub(crate) fn scan_opened(
         }
     };
     let record = record_of(src.as_ref())?;
-    ds.provenance = if companions.is_empty() {
-        Provenance::single(record)
-    } else {
-        Provenance::with_companions(record, companions)
-    };
+    ds.provenance = Provenance::with_companions(record, companions);
     Ok(ds)
 }
 

@@ -269,15 +269,8 @@ pub fn check_sidecar(sidecar: &str, opts: &SidecarOptions) -> Result<SidecarRepo
     }
     // Chunks in files beside the granule (Hyrax's `_mvs.h5` of values it computed, which the
     // granule does not hold as such) are checked by range reads, in either mode.
-    let mut others: Vec<&str> = ours
-        .arrays
-        .values()
-        .flat_map(|a| a.manifest.sources().iter().map(|s| &**s))
-        .filter(|u| *u != granule_url)
-        .collect();
-    others.sort_unstable();
-    others.dedup();
-    for file in others {
+    let others = ours.referenced_sources();
+    for file in others.into_iter().filter(|u| *u != granule_url) {
         match vzarr_source::open_source(file) {
             Ok(src) => {
                 let from = Some(src.as_ref());
@@ -349,12 +342,7 @@ fn granule_array<'a>(
         Some((g, n)) => format!("{g}/_nc4_non_coord_{n}"),
         None => format!("_nc4_non_coord_{path}"),
     };
-    let full = match a.attributes.get("fullnamepath") {
-        Some(serde_json::Value::String(s)) => Some(s.as_str()),
-        Some(serde_json::Value::Array(v)) => v.first().and_then(serde_json::Value::as_str),
-        _ => None,
-    }
-    .map(|s| s.trim_start_matches('/'));
+    let full = crate::verify::hyrax_path(a);
     theirs
         .arrays
         .get(path)

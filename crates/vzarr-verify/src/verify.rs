@@ -387,6 +387,8 @@ pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, Ver
             };
             pending = batches.get(bi + 1).map(|n| s.spawn(move || fetch(n)));
             let ar = &readers[a];
+            let source_path = source_path(ds, path);
+            let alt_path = hyrax_path(array).filter(|p| *p != source_path);
             for t in &tasks[b.clone()] {
                 let idx = array.grid.chunk_index(t.lin as u64);
                 let origin = array.grid.chunk_origin(&idx);
@@ -395,8 +397,6 @@ pub fn verify(reader: &Reader, opts: &VerifyOptions) -> Result<VerifyReport, Ver
                 report.chunks_checked += 1;
                 let ranges: Vec<Range<u64>> =
                     origin.iter().zip(&count).map(|(&o, &c)| o..o + c).collect();
-                let source_path = source_path(ds, path);
-                let alt_path = hyrax_path(array).filter(|p| *p != source_path);
                 check_chunk(
                     reader,
                     &mut direct,
@@ -473,12 +473,12 @@ impl ChunkCtx<'_> {
     }
 }
 
-/// The HDF5 path (without its leading `/`) Hyrax's `fullnamepath` attribute of `array` gives:
-/// a DMR++ sidecar's name of the granule's dataset where Hyrax renamed it.
-fn hyrax_path(array: &VirtualArray) -> Option<&str> {
-    let v = array.attributes.get("fullnamepath")?;
-    let s = match v {
-        serde_json::Value::Array(a) if a.len() == 1 => a[0].as_str()?,
+/// The HDF5 path (without its leading `/`) Hyrax's `fullnamepath` attribute of `array` gives
+/// (a string, or a list of them: its first): a DMR++ sidecar's name of the granule's dataset
+/// where Hyrax renamed it.
+pub(crate) fn hyrax_path(array: &VirtualArray) -> Option<&str> {
+    let s = match array.attributes.get("fullnamepath")? {
+        serde_json::Value::Array(a) => a.first()?.as_str()?,
         other => other.as_str()?,
     };
     Some(s.trim_start_matches('/')).filter(|p| !p.is_empty())
